@@ -1,0 +1,133 @@
+"""HTTP client for the master's REST API, shared by trial processes and the CLI.
+
+The master records its address and token in a 0600 file; when a connection fails the client
+re-reads that file, so a restarted master (on a new port) is found again without losing work.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+
+class MasterUnavailable(ConnectionError):
+    """The master could not be reached (not running, or restarting)."""
+
+
+class APIError(RuntimeError):
+    """The master answered with an error; ``status`` is the HTTP status code."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def read_master_file(path: str | os.PathLike[str]) -> tuple[str, str] | None:
+    """(url, token) from a master file, or None when there is none."""
+    try:
+        d = json.loads(Path(path).read_text())
+        return str(d["url"]), str(d["token"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def to_jsonable(value: Any) -> Any:
+    """Plain JSON data: numpy scalars/arrays unwrapped, NaN/Inf as the strings Determined uses."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return value
+    if isinstance(value, (str, int, bool)) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    item = getattr(value, "item", None)
+    if callable(item) and getattr(value, "shape", None) in ((), None):
+        return to_jsonable(item())
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist):
+        return to_jsonable(tolist())
+    raise TypeError(f"cannot report {type(value).__name__} value {value!r}: not JSON-serializable")
+
+
+class MasterClient:
+    """Calls the master; reconnects through the master file when the master moved."""
+
+    def __init__(
+        self, url: str, token: str, *, master_file: str | None = None, timeout: float = 30.0
+    ) -> None:
+        self.url = url
+        self.token = token
+        self.master_file = master_file
+        self._timeout = timeout
+        self._http = self._new_http()
+
+    def _new_http(self) -> httpx.Client:
+        return httpx.Client(
+            base_url=self.url,
+            headers={"Authorization": f"Bearer {self.token}"},
+            timeout=self._timeout,
+            trust_env=False,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _rediscover(self) -> None:
+        if not self.master_file:
+            return
+        found = read_master_file(self.master_file)
+        if found and found != (self.url, self.token):
+            self.url, self.token = found
+            self._http.close()
+            self._http = self._new_http()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any = None,
+        params: dict[str, Any] | None = None,
+        retry_for: float = 0.0,
+        timeout: float | None = None,
+    ) -> Any:
+        """Send a request; keep retrying connection failures for ``retry_for`` seconds."""
+        deadline = time.monotonic() + retry_for
+        delay = 0.05
+        while True:
+            try:
+                resp = self._http.request(
+                    method, path, json=json_body, params=params,
+                    timeout=timeout if timeout is not None else self._timeout,
+                )
+            except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError) as e:
+                self._rediscover()
+                if time.monotonic() >= deadline:
+                    raise MasterUnavailable(f"cannot reach the master at {self.url}: {e}") from e
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                continue
+            return self._decode(resp)
+
+    @staticmethod
+    def _decode(resp: httpx.Response) -> Any:
+        if resp.status_code >= 400:
+            try:
+                detail = resp.json().get("detail", resp.text)
+            except ValueError:
+                detail = resp.text
+            raise APIError(resp.status_code, str(detail))
+        if not resp.content:
+            return None
+        return resp.json()

@@ -1,0 +1,151 @@
+"""``core.init()`` and ``core.Context``: compose the per-concern contexts over one backend."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from .. import storage as storage_lib
+from .._client import MasterClient
+from .._home import default_checkpoint_storage, trialkit_home
+from .._info import ClusterInfo, get_cluster_info
+from ..errors import InvalidHP
+from ._backend import HttpBackend, TrialBackend
+from ._checkpoint import CheckpointContext
+from ._distributed import DistributedContext, DummyDistributedContext
+from ._local import LocalBackend
+from ._metrics import MetricsShipper
+from ._preempt import PreemptContext, PreemptMode
+from ._profiler import ProfilerContext
+from ._searcher import SearcherContext
+from ._tensorboard import TensorboardMode
+from ._train import EarlyExitReason, TrainContext
+
+logger = logging.getLogger("trialkit.core")
+
+
+class Context:
+    """The Core API: ``.checkpoint .distributed .preempt .train .searcher .profiler .info``.
+
+    Use as ``with core.init() as core_context:``. Unlike Determined, leaving the block never
+    exits the process: an ``InvalidHP`` raised inside is reported and then suppressed, so the
+    script ends normally after the block.
+    """
+
+    def __init__(
+        self,
+        *,
+        checkpoint: CheckpointContext,
+        distributed: DistributedContext,
+        preempt: PreemptContext,
+        train: TrainContext,
+        searcher: SearcherContext,
+        profiler: ProfilerContext,
+        info: ClusterInfo | None,
+        _backend: TrialBackend,
+        _shipper: MetricsShipper,
+    ) -> None:
+        self.checkpoint = checkpoint
+        self.distributed = distributed
+        self.preempt = preempt
+        self.train = train
+        self.searcher = searcher
+        self.profiler = profiler
+        self.info = info
+        self._backend = _backend
+        self._shipper = _shipper
+        self._closed = False
+
+    def __enter__(self) -> Context:
+        self.preempt.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        suppress = isinstance(exc, InvalidHP)
+        if suppress and self.distributed.rank == 0:
+            logger.info("InvalidHP raised: reporting an early exit (%s)", exc)
+            self.train.report_early_exit(EarlyExitReason.INVALID_HP)
+        self.close(None if suppress else exc)
+        return suppress
+
+    def close(self, exc: BaseException | None = None) -> None:
+        """Stop background work, deliver every queued report, release the backend."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.preempt.close()
+            self.profiler.off()
+            self._shipper.close()
+        finally:
+            self.distributed.close()
+            self._backend.close(exc)
+
+    def alert(self, title: str | None = None, description: str | None = None, level: str = "info") -> None:
+        """Write a highlighted line to the trial's log."""
+        if level not in ("info", "warn", "debug", "error"):
+            raise ValueError(f"alert level must be info, warn, debug or error, not {level!r}")
+        logger.warning("ALERT [%s] %s: %s", level, title or "", description or "")
+
+
+def _storage_config(checkpoint_storage: str | dict[str, Any] | None, *, on_master: bool) -> dict[str, Any] | None:
+    if checkpoint_storage is None:
+        return None
+    if isinstance(checkpoint_storage, str):
+        return storage_lib.from_string(checkpoint_storage)
+    if on_master and checkpoint_storage.get("type") == "shared_fs":
+        raise ValueError("core.init(checkpoint_storage=...): type shared_fs is not allowed here; use a path string or type directory")
+    return dict(checkpoint_storage)
+
+
+def _check_distributed(info: ClusterInfo, distributed: DistributedContext | None) -> None:
+    if distributed is None and len(info.slot_ids) > 1:
+        raise ValueError("you must provide a valid DistributedContext for a multi-slot task")
+
+
+def init(
+    *,
+    distributed: DistributedContext | None = None,
+    checkpoint_storage: str | dict[str, Any] | None = None,
+    preempt_mode: PreemptMode = PreemptMode.WorkersAskChief,
+    tensorboard_mode: TensorboardMode = TensorboardMode.AUTO,
+) -> Context:
+    """Build a Core API Context: connected to the master when launched by one, else local mode."""
+    info = get_cluster_info()
+    dist = distributed or DummyDistributedContext()
+    home = trialkit_home()
+    backend: TrialBackend
+    if info is None:
+        storage_cfg = _storage_config(checkpoint_storage, on_master=False) or default_checkpoint_storage(home)
+        backend = LocalBackend.open(storage_cfg)
+        searcher_cfg = None
+        tb_root = home / "tensorboard"
+    else:
+        _check_distributed(info, distributed)
+        trial = info.trial
+        client = MasterClient(info.master_url, info.session_token, master_file=info.master_file)
+        backend = HttpBackend(client, trial.trial_id, trial.experiment_id, trial.trial_run_id)
+        storage_cfg = _storage_config(checkpoint_storage, on_master=True) or dict(trial.config["checkpoint_storage"])
+        searcher_cfg = dict(trial.config.get("searcher") or {})
+        tb_root = Path(info.home) / "tensorboard" if info.home else home / "tensorboard"
+    shipper = MetricsShipper(backend)
+    storage = storage_lib.build(storage_cfg)
+    tb_path = tb_root / f"experiment-{backend.experiment_id}" / f"trial-{backend.trial_id}"
+    return Context(
+        checkpoint=CheckpointContext(dist, storage, storage_cfg, backend, require_steps=info is not None),
+        distributed=dist,
+        preempt=PreemptContext(backend, dist, preempt_mode, watch_master=info is not None),
+        train=TrainContext(backend, shipper, dist, tensorboard_mode, tb_path, storage),
+        searcher=SearcherContext(backend, dist, searcher_cfg),
+        profiler=ProfilerContext(shipper, dist, info.agent_id if info else "localhost"),
+        info=info,
+        _backend=backend,
+        _shipper=shipper,
+    )

@@ -1,0 +1,110 @@
+"""Background metric shipping: reporting appends to a queue and returns; a daemon thread sends
+batches, retrying with backoff while the master is away. Nothing is dropped: ``close()`` drains
+the queue and raises if reports could not be delivered. A shipping error is re-raised on the
+next report."""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from typing import Any
+
+from .._client import APIError, to_jsonable
+from ._backend import TrialBackend
+
+logger = logging.getLogger("trialkit.core")
+
+
+class MetricsShipper:
+    """Owns the queue between the training loop and the backend."""
+
+    BATCH = 5000
+
+    def __init__(self, backend: TrialBackend, *, interval: float = 0.05, drain_timeout: float = 300.0) -> None:
+        self._backend = backend
+        self._queue: collections.deque[dict[str, Any]] = collections.deque()
+        self._interval = interval
+        self._drain_timeout = drain_timeout
+        self._wake = threading.Event()
+        self._closing = False
+        self._error: BaseException | None = None
+        self.shipped = 0
+        self._thread = threading.Thread(target=self._run, name="trialkit-metrics", daemon=True)
+        self._thread.start()
+
+    def put(self, report: dict[str, Any]) -> None:
+        """Queue one report; never blocks on the network."""
+        if self._error is not None:
+            self._raise_error()
+        self._queue.append(report)
+
+    def _raise_error(self) -> None:
+        err, self._error = self._error, None
+        raise RuntimeError(f"shipping metrics to the master failed: {err}") from err
+
+    def _take_batch(self) -> list[dict[str, Any]]:
+        batch = []
+        q = self._queue
+        while q and len(batch) < self.BATCH:
+            batch.append(q.popleft())
+        return batch
+
+    def _send(self, batch: list[dict[str, Any]]) -> None:
+        """Send one batch, retrying transient failures; a rejected batch is an error."""
+        payload = [to_jsonable(r) for r in batch]
+        delay = 0.05
+        deadline = time.monotonic() + self._drain_timeout
+        while True:
+            try:
+                self._backend.ship_metrics(payload)
+                self.shipped += len(batch)
+                return
+            except APIError:
+                raise
+            except Exception as e:  # connection trouble: wait for the master to come back
+                if time.monotonic() > deadline:
+                    raise
+                logger.warning("metrics not delivered yet (%s); retrying in %.1fs", e, delay)
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    def _run(self) -> None:
+        while True:
+            if not self._queue:
+                if self._closing:
+                    return
+                self._wake.wait(self._interval)
+                self._wake.clear()
+                continue
+            batch = self._take_batch()
+            try:
+                self._send(batch)
+            except APIError as e:  # the master refused the data: retrying cannot help
+                logger.error("the master rejected %d metric reports: %s", len(batch), e)
+                self._error = e
+            except BaseException as e:  # still unreachable after the timeout: keep the data
+                self._queue.extendleft(reversed(batch))
+                self._error = e
+                if self._closing:
+                    return
+
+    def flush(self) -> None:
+        """Wait until everything queued so far has been delivered."""
+        self._wake.set()
+        while self._queue and self._error is None and self._thread.is_alive():
+            time.sleep(0.005)
+        if self._error is not None:
+            self._raise_error()
+
+    def close(self) -> None:
+        """Drain the queue and stop the thread; raise if reports could not be delivered."""
+        self._closing = True
+        self._wake.set()
+        self._thread.join()
+        if self._error is not None:
+            left = len(self._queue)
+            err = self._error
+            self._error = None
+            raise RuntimeError(f"{left} metric reports could not be delivered: {err}") from err

@@ -1,0 +1,97 @@
+"""ProfilerContext: samples system metrics (cpu, memory, disk, network) in the background and
+reports their averages as metric groups."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from ._distributed import DistributedContext
+from ._metrics import MetricsShipper
+
+
+def _sample() -> dict[str, dict[str, float]]:
+    import psutil
+
+    disk = psutil.disk_io_counters()
+    net = psutil.net_io_counters()
+    return {
+        "cpu": {"cpu_util_simple": psutil.cpu_percent(interval=None)},
+        "memory": {"memory_free": psutil.virtual_memory().available / 2**30},
+        "disk": {
+            "disk_read_bytes": float(disk.read_bytes if disk else 0),
+            "disk_write_bytes": float(disk.write_bytes if disk else 0),
+        },
+        "network": {"net_sent_bytes": float(net.bytes_sent), "net_recv_bytes": float(net.bytes_recv)},
+    }
+
+
+def _throughput(first: dict[str, float], last: dict[str, float], seconds: float) -> dict[str, float]:
+    """Counters become rates between the first and last sample of a report window."""
+    return {k.replace("_bytes", "_throughput"): (last[k] - first[k]) / max(seconds, 1e-9) for k in last}
+
+
+class _Sampler(threading.Thread):
+    def __init__(self, shipper: MetricsShipper, agent_id: str, interval: float, per_report: int) -> None:
+        super().__init__(name="trialkit-profiler", daemon=True)
+        self._shipper = shipper
+        self._agent_id = agent_id
+        self._interval = interval
+        self._per_report = per_report
+        self._stop_event = threading.Event()
+        self.reports = 0
+
+    def run(self) -> None:
+        window: list[tuple[float, dict[str, dict[str, float]]]] = []
+        while not self._stop_event.wait(self._interval):
+            window.append((time.monotonic(), _sample()))
+            if len(window) >= self._per_report:
+                self._report(window)
+                window = []
+
+    def _report(self, window: list[tuple[float, dict[str, dict[str, float]]]]) -> None:
+        seconds = window[-1][0] - window[0][0]
+        first, last = window[0][1], window[-1][1]
+        groups: dict[str, dict[str, Any]] = {
+            "cpu": {"cpu_util_simple": sum(s["cpu"]["cpu_util_simple"] for _, s in window) / len(window)},
+            "memory": {"memory_free": sum(s["memory"]["memory_free"] for _, s in window) / len(window)},
+            "disk": _throughput(first["disk"], last["disk"], seconds),
+            "network": _throughput(first["network"], last["network"], seconds),
+        }
+        self.reports += 1
+        for group, values in groups.items():
+            self._shipper.put(
+                {"group": group, "steps_completed": self.reports, "metrics": {self._agent_id: values}}
+            )
+
+    def stop(self) -> None:
+        self._stop_event.set()
+
+
+class ProfilerContext:
+    """``on()`` starts sampling system metrics on the node's first worker; ``off()`` stops."""
+
+    def __init__(self, shipper: MetricsShipper, dist: DistributedContext, agent_id: str = "localhost") -> None:
+        self._shipper = shipper
+        self._dist = dist
+        self._agent_id = agent_id
+        self._sampler: _Sampler | None = None
+
+    def on(self, sampling_interval: float = 1, samples_per_report: int = 10) -> None:
+        """Start sampling every ``sampling_interval`` s, reporting every ``samples_per_report``."""
+        if sampling_interval < 0.1:
+            raise ValueError(f"sampling_interval must be >= 0.1 s, got {sampling_interval}")
+        if samples_per_report < 1:
+            raise ValueError(f"samples_per_report must be >= 1, got {samples_per_report}")
+        if self._sampler is not None or self._dist.local_rank != 0:
+            return
+        self._sampler = _Sampler(self._shipper, self._agent_id, sampling_interval, samples_per_report)
+        self._sampler.start()
+
+    def off(self) -> None:
+        """Stop sampling (idempotent)."""
+        if self._sampler is not None:
+            self._sampler.stop()
+            self._sampler.join()
+            self._sampler = None

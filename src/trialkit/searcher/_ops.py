@@ -1,0 +1,110 @@
+"""Operations and events exchanged between a search method and the master.
+
+Search methods are pure: they hold their own state, do no I/O, read no clock and no global RNG.
+The master feeds them events and carries out the operations they return; ``save()``/``load()``
+round-trip the state through JSON so a restarted master continues the same search.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from dataclasses import dataclass
+from typing import Any, Mapping, Union
+
+
+@dataclass(frozen=True)
+class Create:
+    """Create a trial with these hyperparameters and seed."""
+
+    request_id: str
+    trial_seed: int
+    hparams: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ValidateAfter:
+    """0.37 generation: train until the trial's total reaches ``length``, then validate and report."""
+
+    request_id: str
+    length: int
+
+
+@dataclass(frozen=True)
+class Close:
+    """0.37 generation: once its current operation is done, the trial is finished."""
+
+    request_id: str
+
+
+@dataclass(frozen=True)
+class Stop:
+    """0.38 generation: stop a running trial early (delivered to it as a preemption signal)."""
+
+    request_id: str
+
+
+@dataclass(frozen=True)
+class Shutdown:
+    """The search is over; ``failure``/``cancel`` say every trial errored / was canceled."""
+
+    cancel: bool = False
+    failure: bool = False
+
+
+Operation = Union[Create, ValidateAfter, Close, Stop, Shutdown]
+
+
+class ExitedReason(str, enum.Enum):
+    """Why a trial ended before the searcher finished with it."""
+
+    ERRORED = "ERRORED"
+    USER_CANCELED = "USER_CANCELED"
+    INVALID_HP = "INVALID_HP"
+    INIT_INVALID_HP = "INIT_INVALID_HP"
+
+
+class SearcherError(Exception):
+    """The search cannot go on (e.g. a validation lacks the searcher metric); fails the experiment."""
+
+
+class SearchMethod(abc.ABC):
+    """A search algorithm driven by events; every event returns the operations to carry out."""
+
+    @abc.abstractmethod
+    def initial_operations(self) -> list[Operation]:
+        """Operations to issue when the experiment starts."""
+
+    @abc.abstractmethod
+    def on_trial_created(self, request_id: str) -> list[Operation]:
+        """The master created the trial asked for by a Create."""
+
+    @abc.abstractmethod
+    def on_validation_completed(
+        self, request_id: str, metrics: Mapping[str, Any], length: int | None = None
+    ) -> list[Operation]:
+        """A validation result: 0.37 passes ``{metric: value}`` and the op length, 0.38 every report."""
+
+    def on_trial_progress(self, request_id: str, progress: float) -> list[Operation]:
+        """The trial reported progress (raw units in 0.37); most methods only record it."""
+        return []
+
+    @abc.abstractmethod
+    def on_trial_exited_early(self, request_id: str, reason: ExitedReason) -> list[Operation]:
+        """The trial ended before the searcher was done with it."""
+
+    @abc.abstractmethod
+    def on_trial_closed(self, request_id: str) -> list[Operation]:
+        """The trial has exited for good (after early exits too)."""
+
+    @abc.abstractmethod
+    def progress(self) -> float:
+        """Search progress in [0, 1]."""
+
+    @abc.abstractmethod
+    def save(self) -> dict[str, Any]:
+        """The full state as JSON-serializable data."""
+
+    @abc.abstractmethod
+    def load(self, state: Mapping[str, Any]) -> None:
+        """Restore the state written by ``save()``."""

@@ -1,0 +1,61 @@
+"""Checkpoint storage managers: where checkpoint directories live and how they move."""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+Selector = Callable[[str], bool]
+
+
+class CheckpointNotFound(FileNotFoundError):
+    """The checkpoint directory is not in storage."""
+
+
+def list_directory(root: str | os.PathLike[str]) -> dict[str, int]:
+    """Every file and directory under ``root`` as relpath -> size (dirs end with '/', size 0)."""
+    root = Path(root)
+    out: dict[str, int] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel = Path(dirpath).relative_to(root)
+        for d in dirnames:
+            out[f"{(rel / d).as_posix()}/"] = 0
+        for f in filenames:
+            p = Path(dirpath) / f
+            out[(rel / f).as_posix()] = p.stat().st_size
+    return dict(sorted(out.items()))
+
+
+class StorageManager(abc.ABC):
+    """Stores checkpoint directories under a random storage id."""
+
+    @abc.abstractmethod
+    def store_path(self, storage_id: str) -> contextlib.AbstractContextManager[Path]:
+        """A directory to write a checkpoint into; it becomes visible only when the block exits."""
+
+    @abc.abstractmethod
+    def upload(self, src: str | os.PathLike[str], storage_id: str, paths: list[str]) -> None:
+        """Copy the listed relative ``paths`` of ``src`` into checkpoint ``storage_id``."""
+
+    @abc.abstractmethod
+    def restore_path(
+        self, storage_id: str, selector: Selector | None = None
+    ) -> contextlib.AbstractContextManager[Path]:
+        """A local directory holding the checkpoint for the duration of the block."""
+
+    @abc.abstractmethod
+    def download(
+        self, storage_id: str, dst: str | os.PathLike[str], selector: Selector | None = None
+    ) -> None:
+        """Copy the checkpoint (the files ``selector`` accepts) into ``dst``."""
+
+    @abc.abstractmethod
+    def delete(self, storage_id: str) -> None:
+        """Remove the checkpoint's files."""
+
+    @abc.abstractmethod
+    def exists(self, storage_id: str) -> bool:
+        """Whether the checkpoint is in storage."""

@@ -1,0 +1,94 @@
+"""Checkpoints on a local or shared filesystem: ``<base>/<storage_id>/...``."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+from ._base import CheckpointNotFound, Selector, StorageManager, list_directory
+
+logger = logging.getLogger("trialkit.storage")
+
+
+class SharedFSStorageManager(StorageManager):
+    """Writes into a hidden partial directory and renames it into place, so a checkpoint is
+    either complete or absent: a crash mid-save never leaves a half-written checkpoint."""
+
+    def __init__(self, base_path: str | os.PathLike[str]) -> None:
+        self.base_path = Path(base_path).expanduser().absolute()
+
+    def _final(self, storage_id: str) -> Path:
+        return self.base_path / storage_id
+
+    def _partial(self, storage_id: str) -> Path:
+        return self.base_path / f".{storage_id}.partial"
+
+    @contextlib.contextmanager
+    def store_path(self, storage_id: str) -> Iterator[Path]:
+        partial = self._partial(storage_id)
+        partial.mkdir(parents=True, exist_ok=False)
+        try:
+            yield partial
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
+        self._publish(partial, self._final(storage_id))
+
+    @staticmethod
+    def _publish(partial: Path, final: Path) -> None:
+        if final.exists():
+            # A sharded store_path where another rank already published: merge into it.
+            shutil.copytree(partial, final, dirs_exist_ok=True)
+            shutil.rmtree(partial, ignore_errors=True)
+        else:
+            os.replace(partial, final)
+
+    def upload(self, src: str | os.PathLike[str], storage_id: str, paths: list[str]) -> None:
+        src = Path(src)
+        partial = self._partial(storage_id)
+        partial.mkdir(parents=True, exist_ok=True)
+        for rel in paths:
+            target = partial / rel
+            if rel.endswith("/"):
+                target.mkdir(parents=True, exist_ok=True)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src / rel, target)
+        self._publish(partial, self._final(storage_id))
+
+    @contextlib.contextmanager
+    def restore_path(self, storage_id: str, selector: Selector | None = None) -> Iterator[Path]:
+        if selector is not None:
+            logger.warning("restore_path: selector ignored for shared_fs (files are used in place)")
+        path = self._final(storage_id)
+        if not path.is_dir():
+            raise CheckpointNotFound(f"checkpoint {storage_id} not found in {self.base_path}")
+        yield path
+
+    def download(
+        self, storage_id: str, dst: str | os.PathLike[str], selector: Selector | None = None
+    ) -> None:
+        src = self._final(storage_id)
+        if not src.is_dir():
+            raise CheckpointNotFound(f"checkpoint {storage_id} not found in {self.base_path}")
+        dst = Path(dst)
+        dst.mkdir(parents=True, exist_ok=True)
+        for rel in list_directory(src):
+            if selector is not None and not selector(rel):
+                continue
+            if rel.endswith("/"):
+                (dst / rel).mkdir(parents=True, exist_ok=True)
+            else:
+                (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src / rel, dst / rel)
+
+    def delete(self, storage_id: str) -> None:
+        shutil.rmtree(self._final(storage_id), ignore_errors=True)
+        shutil.rmtree(self._partial(storage_id), ignore_errors=True)
+
+    def exists(self, storage_id: str) -> bool:
+        return self._final(storage_id).is_dir()

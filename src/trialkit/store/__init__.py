@@ -1,0 +1,32 @@
+"""Persistent state: experiments, trials, metrics, checkpoints, logs (SQLite or PostgreSQL)."""
+
+from ._store import NotFound, Store, StoreError, sqlite_url
+from ._types import (
+    TERMINAL_EXPERIMENT_STATES,
+    TERMINAL_TRIAL_STATES,
+    Checkpoint,
+    Experiment,
+    ExperimentState,
+    LogLine,
+    Metric,
+    NewMetric,
+    Trial,
+    TrialState,
+)
+
+__all__ = [
+    "TERMINAL_EXPERIMENT_STATES",
+    "TERMINAL_TRIAL_STATES",
+    "Checkpoint",
+    "Experiment",
+    "ExperimentState",
+    "LogLine",
+    "Metric",
+    "NewMetric",
+    "NotFound",
+    "Store",
+    "StoreError",
+    "Trial",
+    "TrialState",
+    "sqlite_url",
+]

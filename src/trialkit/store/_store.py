@@ -1,0 +1,440 @@
+"""The store: one place that opens sessions, commits, rolls back and translates DB errors.
+
+Query methods return the frozen domain objects of ``_types`` so callers never hold ORM rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy import Engine, create_engine, event, func, insert, select, update
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from ._models import Base, CheckpointRow, ExperimentRow, LogRow, MetricRow, TrialRow
+from ._types import (
+    Checkpoint,
+    Experiment,
+    ExperimentState,
+    LogLine,
+    Metric,
+    NewMetric,
+    Trial,
+    TrialState,
+)
+
+T = TypeVar("T")
+
+
+class StoreError(RuntimeError):
+    """The database could not do what was asked (locked, unreachable, corrupt)."""
+
+
+class NotFound(LookupError):
+    """No such experiment, trial or checkpoint."""
+
+
+def sqlite_url(path: str | os.PathLike[str]) -> str:
+    return f"sqlite:///{Path(path)}"
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA busy_timeout=30000")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.close()
+
+
+def _experiment(row: ExperimentRow) -> Experiment:
+    return Experiment(
+        id=row.id,
+        name=row.name,
+        description=row.description,
+        labels=list(row.labels or []),
+        config=row.config,
+        state=ExperimentState(row.state),
+        archived=row.archived,
+        unmanaged=row.unmanaged,
+        progress=row.progress,
+        error=row.error,
+        created_at=row.created_at,
+        ended_at=row.ended_at,
+    )
+
+
+def _trial(row: TrialRow) -> Trial:
+    return Trial(
+        id=row.id,
+        experiment_id=row.experiment_id,
+        request_id=row.request_id,
+        hparams=row.hparams,
+        seed=row.seed,
+        state=TrialState(row.state),
+        restarts=row.restarts,
+        run_id=row.run_id,
+        op_length=row.op_length,
+        op_complete=row.op_complete,
+        closed=row.closed,
+        stop_requested=row.stop_requested,
+        early_exit=row.early_exit,
+        progress=row.progress,
+        status=row.status,
+        pid=row.pid,
+        pid_started=row.pid_started,
+        log_offset=row.log_offset,
+        slots=list(row.slots or []),
+        created_at=row.created_at,
+        ended_at=row.ended_at,
+    )
+
+
+def _checkpoint(row: CheckpointRow) -> Checkpoint:
+    return Checkpoint(
+        uuid=row.uuid,
+        trial_id=row.trial_id,
+        experiment_id=row.experiment_id,
+        run_id=row.run_id,
+        steps_completed=row.steps_completed,
+        metadata=row.meta,
+        resources=row.resources,
+        storage=row.storage,
+        state=row.state,
+        reported_at=row.reported_at,
+    )
+
+
+def _metric(row: MetricRow) -> Metric:
+    return Metric(
+        trial_id=row.trial_id,
+        run_id=row.run_id,
+        group=row.group,
+        steps_completed=row.steps_completed,
+        values=row.values,
+        reported_at=row.reported_at,
+    )
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return None if math.isnan(value) else float(value)
+
+
+class Store:
+    """Thread-safe access to experiments, trials, metrics, checkpoints and logs."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        is_sqlite = url.startswith("sqlite")
+        kwargs: dict[str, Any] = {"connect_args": {"check_same_thread": False}} if is_sqlite else {}
+        self._engine = create_engine(url, **kwargs)
+        if is_sqlite:
+            _configure_sqlite(self._engine)
+        try:
+            Base.metadata.create_all(self._engine)
+        except SQLAlchemyError as e:
+            raise StoreError(f"cannot open the store at {url}: {e.__class__.__name__}: {e}") from e
+        self._sessions = sessionmaker(self._engine, expire_on_commit=False)
+
+    @classmethod
+    def at(cls, home: str | os.PathLike[str]) -> Store:
+        """The default SQLite store under a trialkit home directory."""
+        Path(home).mkdir(parents=True, exist_ok=True)
+        return cls(sqlite_url(Path(home) / "trialkit.db"))
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    @contextlib.contextmanager
+    def _session(self) -> Iterator[Session]:
+        session = self._sessions()
+        try:
+            yield session
+            session.commit()
+        except SQLAlchemyError as e:
+            session.rollback()
+            raise StoreError(f"store error: {e.__class__.__name__}: {e}") from e
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            session.close()
+
+    @staticmethod
+    def _get(session: Session, model: type[Any], key: Any, what: str) -> Any:
+        row = session.get(model, key)
+        if row is None:
+            raise NotFound(f"{what} {key} not found")
+        return row
+
+    # Experiments -------------------------------------------------------------------------------
+
+    def create_experiment(
+        self,
+        *,
+        name: str,
+        config: dict[str, Any],
+        description: str | None = None,
+        labels: Sequence[str] = (),
+        model_def: bytes | None = None,
+        unmanaged: bool = False,
+        state: ExperimentState = ExperimentState.ACTIVE,
+    ) -> Experiment:
+        with self._session() as s:
+            row = ExperimentRow(
+                name=name,
+                description=description,
+                labels=list(labels),
+                config=config,
+                model_def=model_def,
+                state=state.value,
+                archived=False,
+                unmanaged=unmanaged,
+                progress=0.0,
+                created_at=time.time(),
+            )
+            s.add(row)
+            s.flush()
+            return _experiment(row)
+
+    def get_experiment(self, experiment_id: int) -> Experiment:
+        with self._session() as s:
+            return _experiment(self._get(s, ExperimentRow, experiment_id, "experiment"))
+
+    def list_experiments(
+        self, *, include_archived: bool = True, states: Sequence[ExperimentState] = ()
+    ) -> list[Experiment]:
+        with self._session() as s:
+            q = select(ExperimentRow).order_by(ExperimentRow.id)
+            if not include_archived:
+                q = q.where(ExperimentRow.archived.is_(False))
+            if states:
+                q = q.where(ExperimentRow.state.in_([st.value for st in states]))
+            return [_experiment(r) for r in s.scalars(q)]
+
+    def update_experiment(self, experiment_id: int, **fields: Any) -> Experiment:
+        if isinstance(fields.get("state"), ExperimentState):
+            fields["state"] = fields["state"].value
+        with self._session() as s:
+            row = self._get(s, ExperimentRow, experiment_id, "experiment")
+            for key, value in fields.items():
+                setattr(row, key, value)
+            return _experiment(row)
+
+    def get_model_def(self, experiment_id: int) -> bytes | None:
+        with self._session() as s:
+            return self._get(s, ExperimentRow, experiment_id, "experiment").model_def  # type: ignore[no-any-return]
+
+    def get_searcher_state(self, experiment_id: int) -> dict[str, Any] | None:
+        with self._session() as s:
+            return self._get(s, ExperimentRow, experiment_id, "experiment").searcher_state  # type: ignore[no-any-return]
+
+    # Trials ------------------------------------------------------------------------------------
+
+    def create_trial(
+        self, *, experiment_id: int, request_id: str, hparams: dict[str, Any], seed: int
+    ) -> Trial:
+        with self._session() as s:
+            row = TrialRow(
+                experiment_id=experiment_id,
+                request_id=request_id,
+                hparams=hparams,
+                seed=seed,
+                state=TrialState.ACTIVE.value,
+                restarts=0,
+                run_id=0,
+                op_complete=True,
+                closed=False,
+                stop_requested=False,
+                log_offset=0,
+                slots=[],
+                created_at=time.time(),
+            )
+            s.add(row)
+            s.flush()
+            return _trial(row)
+
+    def get_trial(self, trial_id: int) -> Trial:
+        with self._session() as s:
+            return _trial(self._get(s, TrialRow, trial_id, "trial"))
+
+    def list_trials(self, experiment_id: int | None = None) -> list[Trial]:
+        with self._session() as s:
+            q = select(TrialRow).order_by(TrialRow.id)
+            if experiment_id is not None:
+                q = q.where(TrialRow.experiment_id == experiment_id)
+            return [_trial(r) for r in s.scalars(q)]
+
+    def update_trial(self, trial_id: int, **fields: Any) -> Trial:
+        if isinstance(fields.get("state"), TrialState):
+            fields["state"] = fields["state"].value
+        with self._session() as s:
+            row = self._get(s, TrialRow, trial_id, "trial")
+            for key, value in fields.items():
+                setattr(row, key, value)
+            return _trial(row)
+
+    # Metrics -----------------------------------------------------------------------------------
+
+    def add_metrics(self, reports: Sequence[NewMetric]) -> None:
+        if not reports:
+            return
+        now = time.time()
+        rows = [
+            {
+                "trial_id": r.trial_id,
+                "run_id": r.run_id,
+                "group": r.group,
+                "steps_completed": r.steps_completed,
+                "values": r.values,
+                "batch_metrics": r.batch_metrics,
+                "reported_at": r.reported_at or now,
+            }
+            for r in reports
+        ]
+        with self._session() as s:
+            s.execute(insert(MetricRow), rows)
+
+    def list_metrics(self, trial_id: int, group: str | None = None) -> list[Metric]:
+        with self._session() as s:
+            q = select(MetricRow).where(MetricRow.trial_id == trial_id).order_by(MetricRow.id)
+            if group is not None:
+                q = q.where(MetricRow.group == group)
+            return [_metric(r) for r in s.scalars(q)]
+
+    def count_metrics(self, trial_id: int, group: str | None = None) -> int:
+        with self._session() as s:
+            q = select(func.count(MetricRow.id)).where(MetricRow.trial_id == trial_id)
+            if group is not None:
+                q = q.where(MetricRow.group == group)
+            return int(s.scalar(q) or 0)
+
+    def latest_metrics(self, trial_id: int, group: str) -> Metric | None:
+        with self._session() as s:
+            q = (
+                select(MetricRow)
+                .where(MetricRow.trial_id == trial_id, MetricRow.group == group)
+                .order_by(MetricRow.id.desc())
+                .limit(1)
+            )
+            row = s.scalars(q).first()
+            return _metric(row) if row is not None else None
+
+    def best_validation(
+        self, *, metric: str, smaller_is_better: bool, experiment_id: int | None = None,
+        trial_id: int | None = None,
+    ) -> float | None:
+        """The best value of ``metric`` over validation reports of an experiment or a trial."""
+        with self._session() as s:
+            q = select(MetricRow.values).where(MetricRow.group == "validation")
+            if trial_id is not None:
+                q = q.where(MetricRow.trial_id == trial_id)
+            if experiment_id is not None:
+                q = q.join(TrialRow, TrialRow.id == MetricRow.trial_id).where(
+                    TrialRow.experiment_id == experiment_id
+                )
+            values = [_number(v.get(metric)) for v in s.scalars(q)]
+        found = [v for v in values if v is not None]
+        if not found:
+            return None
+        return min(found) if smaller_is_better else max(found)
+
+    def last_validation_steps(self, trial_id: int) -> int | None:
+        latest = self.latest_metrics(trial_id, "validation")
+        return latest.steps_completed if latest else None
+
+    # Checkpoints -------------------------------------------------------------------------------
+
+    def add_checkpoint(
+        self,
+        *,
+        uuid: str,
+        trial_id: int,
+        experiment_id: int,
+        run_id: int,
+        steps_completed: int,
+        metadata: dict[str, Any],
+        resources: dict[str, int],
+        storage: dict[str, Any],
+    ) -> Checkpoint:
+        with self._session() as s:
+            row = CheckpointRow(
+                uuid=uuid,
+                trial_id=trial_id,
+                experiment_id=experiment_id,
+                run_id=run_id,
+                steps_completed=steps_completed,
+                meta=metadata,
+                resources=resources,
+                storage=storage,
+                state="COMPLETED",
+                reported_at=time.time(),
+            )
+            s.merge(row)
+            return _checkpoint(row)
+
+    def get_checkpoint(self, uuid: str) -> Checkpoint:
+        with self._session() as s:
+            return _checkpoint(self._get(s, CheckpointRow, uuid, "checkpoint"))
+
+    def list_checkpoints(
+        self, *, experiment_id: int | None = None, trial_id: int | None = None
+    ) -> list[Checkpoint]:
+        with self._session() as s:
+            q = select(CheckpointRow).order_by(CheckpointRow.reported_at)
+            if experiment_id is not None:
+                q = q.where(CheckpointRow.experiment_id == experiment_id)
+            if trial_id is not None:
+                q = q.where(CheckpointRow.trial_id == trial_id)
+            return [_checkpoint(r) for r in s.scalars(q)]
+
+    def latest_checkpoint(self, trial_id: int) -> Checkpoint | None:
+        """The trial's completed checkpoint with the most steps (ties: the latest reported)."""
+        with self._session() as s:
+            q = (
+                select(CheckpointRow)
+                .where(CheckpointRow.trial_id == trial_id, CheckpointRow.state == "COMPLETED")
+                .order_by(CheckpointRow.steps_completed.desc(), CheckpointRow.reported_at.desc())
+                .limit(1)
+            )
+            row = s.scalars(q).first()
+            return _checkpoint(row) if row is not None else None
+
+    def set_checkpoint_state(self, uuid: str, state: str) -> None:
+        with self._session() as s:
+            s.execute(update(CheckpointRow).where(CheckpointRow.uuid == uuid).values(state=state))
+
+    # Logs --------------------------------------------------------------------------------------
+
+    def add_logs(self, trial_id: int, run_id: int, lines: Sequence[str]) -> None:
+        if not lines:
+            return
+        now = time.time()
+        with self._session() as s:
+            s.execute(
+                insert(LogRow),
+                [{"trial_id": trial_id, "run_id": run_id, "line": ln, "ts": now} for ln in lines],
+            )
+
+    def list_logs(self, trial_id: int, *, after_id: int = 0, limit: int = 10_000) -> list[LogLine]:
+        with self._session() as s:
+            q = (
+                select(LogRow)
+                .where(LogRow.trial_id == trial_id, LogRow.id > after_id)
+                .order_by(LogRow.id)
+                .limit(limit)
+            )
+            return [
+                LogLine(id=r.id, trial_id=r.trial_id, run_id=r.run_id, line=r.line, ts=r.ts)
+                for r in s.scalars(q)
+            ]

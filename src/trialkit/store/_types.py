@@ -1,0 +1,139 @@
+"""Domain objects the store returns (never ORM rows), and the state vocabularies."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+
+class ExperimentState(str, enum.Enum):
+    ACTIVE = "ACTIVE"
+    PAUSED = "PAUSED"
+    STOPPING_CANCELED = "STOPPING_CANCELED"
+    STOPPING_COMPLETED = "STOPPING_COMPLETED"
+    STOPPING_ERROR = "STOPPING_ERROR"
+    COMPLETED = "COMPLETED"
+    CANCELED = "CANCELED"
+    ERROR = "ERROR"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL_EXPERIMENT_STATES
+
+
+TERMINAL_EXPERIMENT_STATES = frozenset(
+    {ExperimentState.COMPLETED, ExperimentState.CANCELED, ExperimentState.ERROR}
+)
+
+
+class TrialState(str, enum.Enum):
+    ACTIVE = "ACTIVE"
+    PAUSED = "PAUSED"
+    STOPPING_COMPLETED = "STOPPING_COMPLETED"
+    STOPPING_CANCELED = "STOPPING_CANCELED"
+    STOPPING_ERROR = "STOPPING_ERROR"
+    COMPLETED = "COMPLETED"
+    CANCELED = "CANCELED"
+    ERROR = "ERROR"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL_TRIAL_STATES
+
+
+TERMINAL_TRIAL_STATES = frozenset({TrialState.COMPLETED, TrialState.CANCELED, TrialState.ERROR})
+
+
+class _Record:
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)  # type: ignore[call-overload]
+        return {k: (v.value if isinstance(v, enum.Enum) else v) for k, v in out.items()}
+
+
+@dataclass(frozen=True)
+class Experiment(_Record):
+    id: int
+    name: str
+    description: str | None
+    labels: list[str]
+    config: dict[str, Any]
+    state: ExperimentState
+    archived: bool
+    unmanaged: bool
+    progress: float
+    error: str | None
+    created_at: float
+    ended_at: float | None
+
+
+@dataclass(frozen=True)
+class Trial(_Record):
+    id: int
+    experiment_id: int
+    request_id: str
+    hparams: dict[str, Any]
+    seed: int
+    state: TrialState
+    restarts: int
+    run_id: int
+    op_length: int | None
+    op_complete: bool
+    closed: bool
+    stop_requested: bool
+    early_exit: str | None
+    progress: float | None
+    status: str | None
+    pid: int | None
+    pid_started: float | None
+    log_offset: int
+    slots: list[int]
+    created_at: float
+    ended_at: float | None
+
+
+@dataclass(frozen=True)
+class Metric(_Record):
+    trial_id: int
+    run_id: int
+    group: str
+    steps_completed: int
+    values: dict[str, Any]
+    reported_at: float
+
+
+@dataclass(frozen=True)
+class Checkpoint(_Record):
+    uuid: str
+    trial_id: int
+    experiment_id: int
+    run_id: int
+    steps_completed: int
+    metadata: dict[str, Any]
+    resources: dict[str, int]
+    storage: dict[str, Any]
+    state: str
+    reported_at: float
+
+
+@dataclass(frozen=True)
+class LogLine(_Record):
+    id: int
+    trial_id: int
+    run_id: int
+    line: str
+    ts: float
+
+
+@dataclass(frozen=True)
+class NewMetric:
+    """One report from a trial, as the trial shipped it."""
+
+    trial_id: int
+    group: str
+    steps_completed: int
+    values: dict[str, Any]
+    run_id: int = 0
+    batch_metrics: list[dict[str, Any]] | None = None
+    reported_at: float = 0.0
