@@ -13,7 +13,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import logging
+
 import httpx
+
+# httpx logs every request at INFO, which would flood trial logs.
+logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 class MasterUnavailable(ConnectionError):

@@ -46,6 +46,7 @@ class TrialRow(Base):
     op_complete: Mapped[bool] = mapped_column(Boolean, default=True)
     closed: Mapped[bool] = mapped_column(Boolean, default=False)
     stop_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    acked_run_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
     early_exit: Mapped[str | None] = mapped_column(String(32), nullable=True)
     progress: Mapped[float | None] = mapped_column(Float, nullable=True)
     status: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -86,6 +86,7 @@ def _trial(row: TrialRow) -> Trial:
         op_complete=row.op_complete,
         closed=row.closed,
         stop_requested=row.stop_requested,
+        acked_run_id=row.acked_run_id,
         early_exit=row.early_exit,
         progress=row.progress,
         status=row.status,

@@ -82,6 +82,7 @@ class Trial(_Record):
     op_complete: bool
     closed: bool
     stop_requested: bool
+    acked_run_id: int | None
     early_exit: str | None
     progress: float | None
     status: str | None

@@ -1,0 +1,91 @@
+"""Model directories: packed by the CLI (honouring .trialkitignore/.detignore), unpacked by the
+master into each trial's working directory."""
+
+from __future__ import annotations
+
+import fnmatch
+import io
+import os
+import tarfile
+from pathlib import Path
+
+#: Determined's limit on a model definition; larger directories usually hold data by mistake.
+MAX_MODEL_DEF_BYTES = 96 * 2**20
+IGNORE_FILES = (".trialkitignore", ".detignore")
+_ALWAYS_IGNORED = ("__pycache__/", ".git/", "*.pyc", ".venv/", ".tox/")
+
+
+class ModelDirError(ValueError):
+    """The model directory cannot be used."""
+
+
+def _patterns(root: Path) -> list[str]:
+    patterns = list(_ALWAYS_IGNORED)
+    for name in IGNORE_FILES:
+        f = root / name
+        if f.is_file():
+            for line in f.read_text().splitlines():
+                line = line.strip()
+                if line and not line.startswith("#"):
+                    patterns.append(line)
+    return patterns
+
+
+def _ignored(rel: str, is_dir: bool, patterns: list[str]) -> bool:
+    """gitignore-style matching: later patterns win, '!' re-includes, '/' suffix = dirs only."""
+    ignored = False
+    name = rel.rsplit("/", 1)[-1]
+    for pat in patterns:
+        negate = pat.startswith("!")
+        pat = pat[1:] if negate else pat
+        if pat.endswith("/"):
+            if not is_dir:
+                continue
+            pat = pat.rstrip("/")
+        anchored = pat.startswith("/") or "/" in pat
+        pat = pat.lstrip("/")
+        hit = fnmatch.fnmatch(rel, pat) if anchored else fnmatch.fnmatch(name, pat)
+        if hit:
+            ignored = not negate
+    return ignored
+
+
+def pack(model_dir: str | os.PathLike[str], limit: int = MAX_MODEL_DEF_BYTES) -> bytes:
+    """A gzipped tar of the model directory, without ignored files; ModelDirError if too big."""
+    root = Path(model_dir)
+    if not root.is_dir():
+        raise ModelDirError(f"model directory {str(root)!r} does not exist or is not a directory")
+    patterns = _patterns(root)
+    files: list[tuple[Path, str]] = []
+    total = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel_dir = Path(dirpath).relative_to(root).as_posix()
+        prefix = "" if rel_dir == "." else rel_dir + "/"
+        dirnames[:] = sorted(d for d in dirnames if not _ignored(prefix + d, True, patterns))
+        for f in sorted(filenames):
+            rel = prefix + f
+            if _ignored(rel, False, patterns):
+                continue
+            path = Path(dirpath) / f
+            total += path.stat().st_size
+            files.append((path, rel))
+    if total > limit:
+        biggest = sorted(files, key=lambda pr: pr[0].stat().st_size, reverse=True)[:3]
+        names = ", ".join(f"{rel} ({p.stat().st_size / 2**20:.1f} MiB)" for p, rel in biggest)
+        raise ModelDirError(
+            f"model directory {str(root)!r} is {total / 2**20:.1f} MiB, over the "
+            f"{limit / 2**20:.0f} MiB limit; largest files: {names}. List data files in "
+            ".trialkitignore (or .detignore) and load them at run time instead"
+        )
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for path, rel in files:
+            tar.add(path, arcname=rel, recursive=False)
+    return buf.getvalue()
+
+
+def unpack(archive: bytes, dest: str | os.PathLike[str]) -> None:
+    """Extract a packed model directory into ``dest`` (created if missing)."""
+    Path(dest).mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+        tar.extractall(dest, filter="data")

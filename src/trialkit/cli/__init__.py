@@ -1,0 +1,70 @@
+"""The ``trialkit`` command."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ._checkpoint import checkpoint
+from ._common import CLIError, exit_with_error
+from ._experiment import experiment
+from ._master import master
+from ._trial import trial
+
+
+class _AliasedGroup(click.Group):
+    aliases = {"e": "experiment", "t": "trial", "c": "checkpoint", "m": "master"}
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        return super().get_command(ctx, self.aliases.get(name, name))
+
+
+@click.group(cls=_AliasedGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="trialkit")
+def cli() -> None:
+    """trialkit: run experiments with Determined's APIs on this machine."""
+
+
+cli.add_command(experiment)
+cli.add_command(trial)
+cli.add_command(checkpoint)
+cli.add_command(master)
+
+
+def _known_errors() -> tuple[type[BaseException], ...]:
+    from .._client import APIError, MasterUnavailable
+    from .._modeldir import ModelDirError
+    from ..config import ConfigError
+    from ..storage import CheckpointNotFound, StorageConfigError
+
+    return (CLIError, ConfigError, ModelDirError, APIError, MasterUnavailable, StorageConfigError, CheckpointNotFound)
+
+
+def _message(e: BaseException) -> str:
+    from .._client import APIError
+
+    if isinstance(e, APIError) and isinstance(e.args[0], str) and e.args[0].startswith("{"):
+        return e.args[0]
+    errors = getattr(e, "errors", None)
+    if isinstance(errors, list) and errors:
+        return "\n  ".join(["invalid experiment config:", *map(str, errors)]) if len(errors) > 1 else str(errors[0])
+    return str(e)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: known errors become one 'trialkit: error:' line and exit code 2."""
+    try:
+        cli.main(args=argv, prog_name="trialkit", standalone_mode=False)
+    except click.exceptions.Abort:
+        exit_with_error("aborted", 130)
+    except click.UsageError as e:
+        hint = f" (see '{e.ctx.command_path} --help')" if e.ctx else ""
+        exit_with_error(f"{e.format_message()}{hint}")
+    except click.ClickException as e:
+        exit_with_error(e.format_message())
+    except _known_errors() as e:
+        exit_with_error(_message(e))
+    except KeyboardInterrupt:
+        exit_with_error("interrupted", 130)
+    sys.exit(0)

@@ -1,0 +1,136 @@
+"""``trialkit experiment`` (alias ``e``): create, list, describe, pause, activate, kill, archive,
+logs, in Determined's CLI shapes."""
+
+from __future__ import annotations
+
+import base64
+import sys
+from pathlib import Path
+
+import click
+
+from ._common import (
+    CLIError,
+    fmt_metrics,
+    fmt_time,
+    get_client,
+    json_option,
+    print_json,
+    print_table,
+)
+from ._follow import follow_experiment, follow_logs
+
+
+@click.group("experiment")
+def experiment() -> None:
+    """Create and manage experiments."""
+
+
+@experiment.command("create")
+@click.argument("config_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("model_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--config", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config field, e.g. searcher.max_trials=4.")
+@click.option("-f", "--follow", is_flag=True, help="Show a live trial table until the experiment ends.")
+@click.option("--dry-run", is_flag=True, help="Validate the config and model directory; create nothing.")
+@click.option("--paused", is_flag=True, help="Create the experiment paused.")
+def create(config_file: Path, model_dir: Path, overrides: tuple[str, ...], follow: bool, dry_run: bool, paused: bool) -> None:
+    """Create an experiment from CONFIG_FILE running code from MODEL_DIR."""
+    from .._modeldir import pack
+    from ..config import load_config
+
+    cfg = load_config(config_file, list(overrides))
+    for warning in cfg.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    archive = pack(model_dir)
+    if dry_run:
+        click.echo(f"config {str(config_file)!r} is valid; model directory packs to {len(archive) / 1024:.1f} KiB")
+        return
+    client = get_client()
+    resp = client.request(
+        "POST",
+        "/api/v1/experiments",
+        json_body={"config": cfg.as_dict(), "model_def": base64.b64encode(archive).decode(), "activate": not paused},
+    )
+    exp = resp["experiment"]
+    click.echo(f"Created experiment {exp['id']}")
+    if follow:
+        state = follow_experiment(client, exp["id"])
+        click.echo(f"experiment {exp['id']} ended {state}")
+        if state != "COMPLETED":
+            sys.exit(1)
+
+
+@experiment.command("list")
+@click.option("--all", "-a", "show_all", is_flag=True, help="Include archived experiments.")
+@json_option
+def list_(show_all: bool, as_json: bool) -> None:
+    """List experiments."""
+    exps = get_client().request("GET", "/api/v1/experiments", params={"all": show_all})["experiments"]
+    if as_json:
+        print_json(exps)
+        return
+    rows = [
+        (e["id"], e["name"], e["state"], f"{e['progress'] * 100:.0f}%", fmt_time(e["created_at"]), fmt_time(e["ended_at"]), "yes" if e["archived"] else "")
+        for e in exps
+    ]
+    print_table(None, ["id", "name", "state", "progress", "started", "ended", "archived"], rows)
+
+
+@experiment.command("describe")
+@click.argument("experiment_id", type=int)
+@json_option
+def describe(experiment_id: int, as_json: bool) -> None:
+    """Show an experiment with its trials, metrics and checkpoints."""
+    desc = get_client().request("GET", f"/api/v1/experiments/{experiment_id}")
+    if as_json:
+        print_json(desc)
+        return
+    e = desc["experiment"]
+    click.echo(f"experiment {e['id']} {e['name']!r}: {e['state']}, search {e['progress'] * 100:.0f}% done")
+    if e.get("error"):
+        click.echo(f"error: {e['error']}")
+    if desc.get("best_trial"):
+        click.echo(f"best trial: {desc['best_trial']}")
+    rows = [
+        (t["id"], t["state"], t["restarts"], fmt_metrics(t["hparams"]),
+         fmt_metrics((t.get("latest_training") or {}).get("values")),
+         fmt_metrics((t.get("latest_validation") or {}).get("values")), t.get("latest_checkpoint") or "")
+        for t in desc["trials"]
+    ]
+    print_table("trials", ["trial", "state", "restarts", "hparams", "training", "validation", "latest checkpoint"], rows)
+    crow = [(c["uuid"], c["trial_id"], c["steps_completed"], c["state"], fmt_time(c["reported_at"])) for c in desc["checkpoints"]]
+    print_table("checkpoints", ["uuid", "trial", "steps", "state", "reported"], crow)
+
+
+def _simple(action: str, help_text: str) -> None:
+    @experiment.command(action, help=help_text)
+    @click.argument("experiment_id", type=int)
+    def cmd(experiment_id: int) -> None:
+        exp = get_client().request("POST", f"/api/v1/experiments/{experiment_id}/{action}")["experiment"]
+        click.echo(f"experiment {experiment_id}: {exp['state']}{' (archived)' if exp['archived'] else ''}")
+
+
+_simple("pause", "Pause an experiment: its trials checkpoint and exit.")
+_simple("activate", "Resume a paused experiment from its latest checkpoints.")
+_simple("kill", "Stop an experiment's trials now (SIGTERM, then SIGKILL).")
+_simple("archive", "Hide a finished experiment from the default list.")
+_simple("unarchive", "Show an archived experiment again.")
+
+
+@experiment.command("logs")
+@click.argument("experiment_id", type=int)
+@click.option("-f", "--follow", is_flag=True, help="Keep printing until the experiment ends.")
+def logs(experiment_id: int, follow: bool) -> None:
+    """Print the logs of every trial of an experiment."""
+    client = get_client()
+
+    def trials() -> list[int]:
+        return [t["id"] for t in client.request("GET", f"/api/v1/experiments/{experiment_id}/trials")["trials"]]
+
+    def finished() -> bool:
+        state = client.request("GET", f"/api/v1/experiments/{experiment_id}")["experiment"]["state"]
+        return state in ("COMPLETED", "CANCELED", "ERROR")
+
+    if not trials() and not follow:
+        raise CLIError(f"experiment {experiment_id} has no trials yet")
+    follow_logs(client, trials, follow=follow, prefix=True, finished=finished)

@@ -1,0 +1,64 @@
+"""``trialkit trial`` (alias ``t``): list, describe, logs."""
+
+from __future__ import annotations
+
+import click
+
+from ._common import fmt_metrics, get_client, json_option, print_json, print_table
+from ._follow import follow_logs
+
+
+@click.group("trial")
+def trial() -> None:
+    """Inspect trials."""
+
+
+@trial.command("list")
+@click.argument("experiment_id", type=int)
+@json_option
+def list_(experiment_id: int, as_json: bool) -> None:
+    """List an experiment's trials."""
+    trials = get_client().request("GET", f"/api/v1/experiments/{experiment_id}/trials")["trials"]
+    if as_json:
+        print_json(trials)
+        return
+    rows = [
+        (t["id"], t["state"], t["restarts"], fmt_metrics(t["hparams"]), t["best_validation"], t.get("latest_checkpoint") or "")
+        for t in trials
+    ]
+    print_table(None, ["trial", "state", "restarts", "hparams", "best validation", "latest checkpoint"], rows)
+
+
+@trial.command("describe")
+@click.argument("trial_id", type=int)
+@json_option
+def describe(trial_id: int, as_json: bool) -> None:
+    """Show a trial with its validations and checkpoints."""
+    desc = get_client().request("GET", f"/api/v1/trials/{trial_id}")
+    if as_json:
+        print_json(desc)
+        return
+    t = desc["trial"]
+    click.echo(f"trial {t['id']} of experiment {t['experiment_id']}: {t['state']}, restarts {t['restarts']}, seed {t['seed']}")
+    click.echo(f"hparams: {t['hparams']}")
+    if t.get("status"):
+        click.echo(f"status: {t['status']}")
+    rows = [(m["steps_completed"], fmt_metrics(m["values"], limit=6)) for m in desc["validation_metrics"]]
+    print_table("validations", ["steps", "metrics"], rows)
+    crow = [(c["uuid"], c["steps_completed"], c["state"]) for c in desc["checkpoints"]]
+    print_table("checkpoints", ["uuid", "steps", "state"], crow)
+
+
+@trial.command("logs")
+@click.argument("trial_id", type=int)
+@click.option("-f", "--follow", is_flag=True, help="Keep printing until the trial ends.")
+def logs(trial_id: int, follow: bool) -> None:
+    """Print a trial's logs."""
+    client = get_client()
+
+    def finished() -> bool:
+        resp = client.request("GET", f"/api/v1/trials/{trial_id}/logs", params={"limit": 0})
+        return resp["trial_state"] in ("COMPLETED", "CANCELED", "ERROR") and not resp["running"]
+
+    client.request("GET", f"/api/v1/trials/{trial_id}")
+    follow_logs(client, lambda: [trial_id], follow=follow, prefix=False, finished=finished)

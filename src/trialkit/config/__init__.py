@@ -1,0 +1,51 @@
+"""Determined-compatible experiment configs: parse YAML or mappings, validate, fill defaults.
+
+``load_config("const.yaml", ["searcher.max_trials=4"])`` returns an :class:`ExperimentConfig`
+or raises :class:`ConfigError` listing every problem as ``path: what is wrong; what to do``.
+"""
+
+from trialkit.config._errors import ConfigError
+from trialkit.config._experiment import DEFAULT_NAME, ExperimentConfig
+from trialkit.config._length import Length
+from trialkit.config._load import entrypoint_kind, load_config, parse_config, with_defaults
+from trialkit.config._searcher import SearcherConfig
+from trialkit.config._sections import (
+    BindMount,
+    Environment,
+    Optimizations,
+    Profiling,
+    Reproducibility,
+    Resources,
+)
+from trialkit.config._storage import (
+    AzureStorage,
+    CheckpointStorage,
+    DirectoryStorage,
+    GCSStorage,
+    S3Storage,
+    SharedFSStorage,
+)
+
+__all__ = [
+    "DEFAULT_NAME",
+    "AzureStorage",
+    "BindMount",
+    "CheckpointStorage",
+    "ConfigError",
+    "DirectoryStorage",
+    "Environment",
+    "ExperimentConfig",
+    "GCSStorage",
+    "Length",
+    "Optimizations",
+    "Profiling",
+    "Reproducibility",
+    "Resources",
+    "S3Storage",
+    "SearcherConfig",
+    "SharedFSStorage",
+    "entrypoint_kind",
+    "load_config",
+    "parse_config",
+    "with_defaults",
+]

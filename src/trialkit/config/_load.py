@@ -1,0 +1,130 @@
+"""Entry points: read YAML, apply ``key=value`` overrides, validate, fill master-side defaults."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from trialkit.config._errors import ConfigError, finalize, show
+from trialkit.config._experiment import ExperimentConfig
+from trialkit.config._translate import translate
+from trialkit.config._yaml import YamlError, load_yaml
+
+_TRIAL_CLASS = re.compile(r"[\w.]+:\w+")
+
+EntrypointKind = Literal["trial_class", "command", "argv", "none"]
+
+
+def entrypoint_kind(entrypoint: str | list[str] | None) -> EntrypointKind:
+    """How to run an entrypoint: a legacy ``module:TrialClass``, ``sh -c`` command, or argv."""
+    if entrypoint is None:
+        return "none"
+    if isinstance(entrypoint, list):
+        return "argv"
+    return "trial_class" if _TRIAL_CLASS.fullmatch(entrypoint) else "command"
+
+
+def parse_config(raw: Mapping[str, Any]) -> ExperimentConfig:
+    """Validate ``raw`` and fill every default; ConfigError lists all problems at once."""
+    try:
+        return ExperimentConfig.model_validate(_plain(raw))
+    except ValidationError as exc:
+        lines = [translate(err, ExperimentConfig) for err in exc.errors()]
+        raise ConfigError(finalize(lines)) from None
+
+
+def load_config(
+    source: str | os.PathLike[str] | Mapping[str, Any], overrides: Sequence[str] = ()
+) -> ExperimentConfig:
+    """Read a YAML file (or take a mapping), apply ``a.b=value`` overrides, then validate."""
+    raw = _plain(source) if isinstance(source, Mapping) else _read(source)
+    if raw is not None and not isinstance(raw, dict):
+        where = os.fspath(source) if not isinstance(source, Mapping) else "config"
+        raise ConfigError([f"{where}: expected a mapping at the top level, got {show(raw)}"])
+    raw = raw or {}
+    errors = [problem for item in overrides if (problem := apply_override(raw, item)) is not None]
+    if errors:
+        raise ConfigError(errors)
+    return parse_config(raw)
+
+
+def _read(path: str | os.PathLike[str]) -> Any:
+    """Load a YAML file; every failure becomes a ConfigError naming the file (and line)."""
+    name = os.fspath(path)
+    try:
+        with open(name, encoding="utf-8") as stream:
+            return load_yaml(stream)
+    except FileNotFoundError:
+        raise ConfigError([f"{name}: file not found; check the path"]) from None
+    except IsADirectoryError:
+        raise ConfigError([f"{name}: is a directory; give the config file"]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError([f"{name}: cannot read ({exc}); check the file"]) from None
+    except YamlError as exc:
+        raise ConfigError([f"{name}: {exc}"]) from None
+
+
+def apply_override(raw: dict[str, Any], override: str) -> str | None:
+    """Set ``a.b.c=value`` (value parsed as YAML) in ``raw``; return an error or None."""
+    key, eq, text = override.partition("=")
+    label = f"override {override!r}"
+    parts = key.strip().split(".")
+    if not eq:
+        return f"{label}: missing '='; write key=value, e.g. searcher.max_trials=4"
+    if not all(p.strip() for p in parts):
+        return f"{label}: empty key or key part; write key=value, e.g. searcher.max_trials=4"
+    try:
+        value = load_yaml(text)
+    except YamlError as exc:
+        return f"{label}: value is not valid YAML ({exc}); quote it"
+    return _set_path(raw, [p.strip() for p in parts], value, label)
+
+
+def _set_path(node: Any, parts: list[str], value: Any, label: str) -> str | None:
+    """Walk (creating mappings as needed) to the parent of the last key and assign."""
+    for depth, part in enumerate(parts):
+        last = depth == len(parts) - 1
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            index: Any = int(part)
+        elif isinstance(node, dict):
+            index = part
+            if not last and not isinstance(node.get(part), (dict, list)):
+                node[part] = {} if node.get(part) is None else node[part]
+        else:
+            where = ".".join(parts[:depth])
+            return f"{label}: {where} is {show(node)}, not a mapping; set {where} as a whole"
+        if last:
+            node[index] = value
+            return None
+        node = node[index]
+    return None
+
+
+def with_defaults(
+    cfg: ExperimentConfig,
+    *,
+    experiment_seed: int | None = None,
+    checkpoint_storage: Mapping[str, Any] | None = None,
+) -> ExperimentConfig:
+    """A copy with the master's seed and storage filled in where the user gave none."""
+    raw = cfg.as_dict()
+    if experiment_seed is not None and cfg.reproducibility.experiment_seed is None:
+        raw["reproducibility"]["experiment_seed"] = experiment_seed
+    if checkpoint_storage is not None and cfg.checkpoint_storage is None:
+        raw["checkpoint_storage"] = _plain(checkpoint_storage)
+    filled = parse_config(raw)
+    filled._warnings = cfg.warnings
+    return filled
+
+
+def _plain(value: Any) -> Any:
+    """A deep copy as plain dicts and lists, so validation never touches the caller's data."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value

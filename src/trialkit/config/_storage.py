@@ -1,0 +1,113 @@
+"""``checkpoint_storage``: one model per storage ``type``, each with the GC policy keys."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from trialkit.config._base import ConfigModel
+from trialkit.config._errors import custom_error
+
+STORAGE_TYPES = ("shared_fs", "directory", "s3", "gcs", "azure")
+
+
+class _StorageBase(ConfigModel):
+    """Checkpoint GC policy shared by every storage type (applied when the experiment ends)."""
+
+    save_experiment_best: int = Field(default=0, ge=0)
+    save_trial_best: int = Field(default=1, ge=0)
+    save_trial_latest: int = Field(default=1, ge=0)
+
+
+class SharedFSStorage(_StorageBase):
+    """A host directory; ``checkpoint_path`` (legacy) is read as ``storage_path``."""
+
+    type: Literal["shared_fs"]
+    host_path: str
+    storage_path: str | None = None
+    propagation: str = "rprivate"
+    container_path: str | None = None
+    tensorboard_path: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fold_checkpoint_path(cls, data: Any) -> Any:
+        """Legacy ``checkpoint_path`` is the old name of ``storage_path``."""
+        if not isinstance(data, dict) or data.get("checkpoint_path") is None:
+            return data
+        data = dict(data)
+        legacy = data.pop("checkpoint_path")
+        if data.get("storage_path") not in (None, legacy):
+            raise custom_error(
+                "checkpoint_path is the legacy name of storage_path and they differ; "
+                "keep only storage_path"
+            )
+        data["storage_path"] = legacy
+        return data
+
+
+class DirectoryStorage(_StorageBase):
+    """A directory on the machine that runs the trials."""
+
+    type: Literal["directory"]
+    container_path: str
+
+
+def _check_prefix(prefix: str | None) -> str | None:
+    if prefix is not None and ".." in prefix.split("/"):
+        raise custom_error(f"must not contain '..', got {prefix!r}; use a plain prefix")
+    return prefix
+
+
+class S3Storage(_StorageBase):
+    """An S3 (or S3-compatible, via ``endpoint_url``) bucket."""
+
+    type: Literal["s3"]
+    bucket: str
+    access_key: str | None = None
+    secret_key: str | None = None
+    endpoint_url: str | None = None
+    prefix: str | None = None
+
+    @field_validator("prefix")
+    @classmethod
+    def _no_parent_dirs(cls, prefix: str | None) -> str | None:
+        return _check_prefix(prefix)
+
+
+class GCSStorage(_StorageBase):
+    """A Google Cloud Storage bucket."""
+
+    type: Literal["gcs"]
+    bucket: str
+    prefix: str | None = None
+
+    @field_validator("prefix")
+    @classmethod
+    def _no_parent_dirs(cls, prefix: str | None) -> str | None:
+        return _check_prefix(prefix)
+
+
+class AzureStorage(_StorageBase):
+    """An Azure Blob container: exactly one of connection_string / account_url."""
+
+    type: Literal["azure"]
+    container: str
+    connection_string: str | None = None
+    account_url: str | None = None
+    credential: str | None = None
+
+    @model_validator(mode="after")
+    def _check_auth(self) -> AzureStorage:
+        if (self.connection_string is None) == (self.account_url is None):
+            raise custom_error("give exactly one of connection_string or account_url")
+        if self.connection_string is not None and self.credential is not None:
+            raise custom_error("credential goes with account_url, not connection_string; drop one")
+        return self
+
+
+CheckpointStorage = Annotated[
+    SharedFSStorage | DirectoryStorage | S3Storage | GCSStorage | AzureStorage,
+    Field(discriminator="type"),
+]

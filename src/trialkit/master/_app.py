@@ -1,0 +1,311 @@
+"""The master's REST API: thin routes over the store and the engine, token-protected."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import secrets
+import time
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Header, HTTPException, Request
+from pydantic import BaseModel, Field
+
+from .. import __version__
+from ..config import ConfigError
+from ..store import ExperimentState, NewMetric, NotFound, Store, Trial
+from ._create import CreateError, prepare_experiment
+from ._engine import Engine
+
+
+class CreateExperiment(BaseModel):
+    config: dict[str, Any]
+    model_def: str | None = None  # base64 tar.gz
+    activate: bool = True
+
+
+class MetricReport(BaseModel):
+    group: str
+    steps_completed: int
+    metrics: dict[str, Any]
+    batch_metrics: list[dict[str, Any]] | None = None
+
+
+class MetricsBody(BaseModel):
+    run_id: int = 0
+    reports: list[MetricReport]
+
+
+class CheckpointBody(BaseModel):
+    uuid: str
+    run_id: int = 0
+    steps_completed: int
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    resources: dict[str, int] = Field(default_factory=dict)
+    storage: dict[str, Any] = Field(default_factory=dict)
+
+
+class CompletedOp(BaseModel):
+    length: int
+    metric: Any
+
+
+class ProgressBody(BaseModel):
+    progress: float
+    is_raw: bool = False
+
+
+def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None) -> FastAPI:
+    """The FastAPI application for one master."""
+    app = FastAPI(title="trialkit master", version=__version__)
+
+    def auth(authorization: Annotated[str | None, Header()] = None) -> None:
+        expected = f"Bearer {token}"
+        if authorization is None or not secrets.compare_digest(authorization, expected):
+            raise HTTPException(401, "missing or wrong token")
+
+    Auth = Depends(auth)
+
+    @app.exception_handler(NotFound)
+    async def not_found(_: Request, exc: NotFound) -> Any:
+        from fastapi.responses import JSONResponse
+
+        return JSONResponse(status_code=404, content={"detail": str(exc)})
+
+    def trial_or_404(trial_id: int) -> Trial:
+        return store.get_trial(trial_id)
+
+    @app.get("/health")
+    def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/api/v1/master", dependencies=[Auth])
+    def master_info() -> dict[str, Any]:
+        return {
+            "version": __version__,
+            "slots": engine.settings.slots,
+            "gpus": engine.settings.gpus,
+            "home": str(engine.settings.home),
+        }
+
+    @app.post("/api/v1/master/shutdown", dependencies=[Auth])
+    def shutdown() -> dict[str, str]:
+        if on_shutdown is not None:
+            on_shutdown()
+        return {"status": "stopping"}
+
+    # Experiments -------------------------------------------------------------------------------
+
+    @app.post("/api/v1/experiments", dependencies=[Auth])
+    def create_experiment(body: CreateExperiment) -> dict[str, Any]:
+        try:
+            config, warnings = prepare_experiment(body.config, engine.settings.slots, engine.settings.home)
+        except (ConfigError, CreateError) as e:
+            raise HTTPException(400, {"errors": getattr(e, "errors", [str(e)])}) from e
+        model_def = base64.b64decode(body.model_def) if body.model_def else None
+        exp = store.create_experiment(
+            name=config["name"], config=config, description=config.get("description"),
+            labels=config.get("labels") or [], model_def=model_def,
+            state=ExperimentState.ACTIVE if body.activate else ExperimentState.PAUSED,
+        )
+        engine.start_experiment(exp)
+        return {"experiment": store.get_experiment(exp.id).to_dict(), "warnings": warnings}
+
+    @app.get("/api/v1/experiments", dependencies=[Auth])
+    def list_experiments(all: bool = False) -> dict[str, Any]:
+        exps = store.list_experiments(include_archived=all)
+        return {"experiments": [e.to_dict() for e in exps]}
+
+    @app.get("/api/v1/experiments/{experiment_id}", dependencies=[Auth])
+    def describe_experiment(experiment_id: int) -> dict[str, Any]:
+        exp = store.get_experiment(experiment_id)
+        trials = store.list_trials(experiment_id)
+        metric = (exp.config.get("searcher") or {}).get("metric")
+        smaller = (exp.config.get("searcher") or {}).get("smaller_is_better", True)
+        out_trials = [_trial_summary(store, t, metric, smaller) for t in trials]
+        best = [t for t in out_trials if t["best_validation"] is not None]
+        best.sort(key=lambda t: t["best_validation"] if smaller else -t["best_validation"])
+        return {
+            "experiment": exp.to_dict(),
+            "trials": out_trials,
+            "checkpoints": [c.to_dict() for c in store.list_checkpoints(experiment_id=experiment_id)],
+            "best_trial": {"trial_id": best[0]["id"], metric: best[0]["best_validation"]} if best else None,
+        }
+
+    def _command(experiment_id: int, action: str) -> dict[str, Any]:
+        exp = store.get_experiment(experiment_id)
+        if action == "pause":
+            exp = engine.pause(exp)
+        elif action == "activate":
+            exp = engine.activate(exp)
+        elif action == "kill":
+            exp = engine.kill(exp)
+        elif action in ("archive", "unarchive"):
+            if action == "archive" and not exp.state.terminal:
+                raise HTTPException(400, f"experiment {exp.id} is {exp.state.value}; only finished experiments can be archived")
+            exp = store.update_experiment(exp.id, archived=action == "archive")
+        return {"experiment": exp.to_dict()}
+
+    for action in ("pause", "activate", "kill", "archive", "unarchive"):
+        app.post(f"/api/v1/experiments/{{experiment_id}}/{action}", dependencies=[Auth], name=action)(
+            (lambda a: lambda experiment_id: _command(experiment_id, a))(action)
+        )
+
+    @app.get("/api/v1/experiments/{experiment_id}/checkpoints", dependencies=[Auth])
+    def experiment_checkpoints(experiment_id: int) -> dict[str, Any]:
+        store.get_experiment(experiment_id)
+        return {"checkpoints": [c.to_dict() for c in store.list_checkpoints(experiment_id=experiment_id)]}
+
+    @app.get("/api/v1/experiments/{experiment_id}/best_validation", dependencies=[Auth])
+    def best_validation(experiment_id: int) -> dict[str, Any]:
+        exp = store.get_experiment(experiment_id)
+        s = exp.config.get("searcher") or {}
+        if not s.get("metric"):
+            return {"value": None}
+        value = store.best_validation(
+            metric=s["metric"], smaller_is_better=s.get("smaller_is_better", True), experiment_id=exp.id
+        )
+        return {"value": value}
+
+    # Trials ------------------------------------------------------------------------------------
+
+    @app.get("/api/v1/trials/{trial_id}", dependencies=[Auth])
+    def describe_trial(trial_id: int) -> dict[str, Any]:
+        t = trial_or_404(trial_id)
+        exp = store.get_experiment(t.experiment_id)
+        s = exp.config.get("searcher") or {}
+        return {
+            "trial": _trial_summary(store, t, s.get("metric"), s.get("smaller_is_better", True)),
+            "checkpoints": [c.to_dict() for c in store.list_checkpoints(trial_id=trial_id)],
+            "validation_metrics": [m.to_dict() for m in store.list_metrics(trial_id, "validation")],
+        }
+
+    @app.get("/api/v1/experiments/{experiment_id}/trials", dependencies=[Auth])
+    def list_trials(experiment_id: int) -> dict[str, Any]:
+        exp = store.get_experiment(experiment_id)
+        s = exp.config.get("searcher") or {}
+        return {"trials": [_trial_summary(store, t, s.get("metric"), s.get("smaller_is_better", True)) for t in store.list_trials(experiment_id)]}
+
+    @app.get("/api/v1/trials/{trial_id}/logs", dependencies=[Auth])
+    def trial_logs(trial_id: int, after_id: int = 0, limit: int = 10_000) -> dict[str, Any]:
+        t = trial_or_404(trial_id)
+        logs = store.list_logs(trial_id, after_id=after_id, limit=limit)
+        return {"logs": [ln.to_dict() for ln in logs], "trial_state": t.state.value, "running": engine.has_process(trial_id)}
+
+    @app.get("/api/v1/trials/{trial_id}/metrics", dependencies=[Auth])
+    def trial_metrics(trial_id: int, group: str | None = None) -> dict[str, Any]:
+        trial_or_404(trial_id)
+        return {"metrics": [m.to_dict() for m in store.list_metrics(trial_id, group)]}
+
+    @app.post("/api/v1/trials/{trial_id}/metrics", dependencies=[Auth])
+    def report_metrics(trial_id: int, body: MetricsBody) -> dict[str, int]:
+        t = trial_or_404(trial_id)
+        for r in body.reports:
+            if not r.group or "." in r.group:
+                raise HTTPException(400, f"metric group {r.group!r}: must be non-empty without '.'")
+        store.add_metrics(
+            [
+                NewMetric(trial_id=trial_id, run_id=body.run_id, group=r.group, steps_completed=r.steps_completed,
+                          values=r.metrics, batch_metrics=r.batch_metrics)
+                for r in body.reports
+            ]
+        )
+        validations = [r for r in body.reports if r.group == "validation"]
+        if validations:
+            with engine.lock:
+                for r in validations:
+                    engine.validation_reported(t, r.metrics)
+        return {"stored": len(body.reports)}
+
+    @app.post("/api/v1/trials/{trial_id}/checkpoints", dependencies=[Auth])
+    def report_checkpoint(trial_id: int, body: CheckpointBody) -> dict[str, Any]:
+        t = trial_or_404(trial_id)
+        ckpt = store.add_checkpoint(
+            uuid=body.uuid, trial_id=t.id, experiment_id=t.experiment_id, run_id=body.run_id,
+            steps_completed=body.steps_completed, metadata=body.metadata, resources=body.resources,
+            storage=body.storage,
+        )
+        return {"checkpoint": ckpt.to_dict()}
+
+    @app.get("/api/v1/trials/{trial_id}/preemption", dependencies=[Auth])
+    async def preemption(trial_id: int, timeout_seconds: float = 0.0, run_id: int = 0) -> dict[str, bool]:
+        deadline = time.monotonic() + min(timeout_seconds, 60.0)
+        while True:
+            if engine.should_preempt(trial_id):
+                return {"preempt": True}
+            if time.monotonic() >= deadline:
+                return {"preempt": False}
+            await asyncio.sleep(0.05)
+
+    @app.post("/api/v1/trials/{trial_id}/ack_preemption", dependencies=[Auth])
+    def ack_preemption(trial_id: int, body: dict[str, int]) -> dict[str, str]:
+        with engine.lock:
+            engine.ack(trial_or_404(trial_id), int(body.get("run_id", 0)))
+        return {"status": "ok"}
+
+    @app.get("/api/v1/trials/{trial_id}/searcher/operation", dependencies=[Auth])
+    def searcher_operation(trial_id: int) -> dict[str, Any]:
+        t = trial_or_404(trial_id)
+        if t.op_length is None or t.op_complete:
+            return {"length": None, "completed": True}
+        return {"length": t.op_length, "completed": False}
+
+    @app.post("/api/v1/trials/{trial_id}/searcher/completed_operation", dependencies=[Auth])
+    def completed_operation(trial_id: int, body: CompletedOp) -> dict[str, str]:
+        with engine.lock:
+            try:
+                engine.operation_completed(trial_or_404(trial_id), body.length, body.metric)
+            except ValueError as e:
+                raise HTTPException(400, str(e)) from e
+        return {"status": "ok"}
+
+    @app.post("/api/v1/trials/{trial_id}/progress", dependencies=[Auth])
+    def progress(trial_id: int, body: ProgressBody) -> dict[str, str]:
+        with engine.lock:
+            engine.progress_reported(trial_or_404(trial_id), body.progress, body.is_raw)
+        return {"status": "ok"}
+
+    @app.post("/api/v1/trials/{trial_id}/status", dependencies=[Auth])
+    def status(trial_id: int, body: dict[str, str]) -> dict[str, str]:
+        store.update_trial(trial_or_404(trial_id).id, status=body.get("status", ""))
+        return {"status": "ok"}
+
+    @app.post("/api/v1/trials/{trial_id}/early_exit", dependencies=[Auth])
+    def early_exit(trial_id: int, body: dict[str, str]) -> dict[str, str]:
+        t = trial_or_404(trial_id)
+        if t.early_exit:
+            raise HTTPException(400, f"trial {trial_id} already reported an early exit")
+        store.update_trial(t.id, early_exit=body.get("reason", "USER_REQUESTED_STOP"))
+        return {"status": "ok"}
+
+    @app.get("/api/v1/trials/{trial_id}/last_validation", dependencies=[Auth])
+    def last_validation(trial_id: int) -> dict[str, Any]:
+        return {"steps_completed": store.last_validation_steps(trial_or_404(trial_id).id)}
+
+    # Checkpoints -------------------------------------------------------------------------------
+
+    @app.get("/api/v1/checkpoints/{uuid}", dependencies=[Auth])
+    def get_checkpoint(uuid: str) -> dict[str, Any]:
+        return store.get_checkpoint(uuid).to_dict()
+
+    @app.delete("/api/v1/checkpoints/{uuid}", dependencies=[Auth])
+    def delete_checkpoint(uuid: str) -> dict[str, str]:
+        store.get_checkpoint(uuid)
+        store.set_checkpoint_state(uuid, "DELETED")
+        return {"status": "ok"}
+
+    return app
+
+
+def _trial_summary(store: Store, t: Trial, metric: str | None, smaller: bool) -> dict[str, Any]:
+    latest_train = store.latest_metrics(t.id, "training")
+    latest_val = store.latest_metrics(t.id, "validation")
+    best = store.best_validation(metric=metric, smaller_is_better=smaller, trial_id=t.id) if metric else None
+    latest_ckpt = store.latest_checkpoint(t.id)
+    return {
+        **t.to_dict(),
+        "latest_training": latest_train.to_dict() if latest_train else None,
+        "latest_validation": latest_val.to_dict() if latest_val else None,
+        "best_validation": best,
+        "latest_checkpoint": latest_ckpt.uuid if latest_ckpt else None,
+    }

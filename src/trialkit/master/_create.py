@@ -1,0 +1,62 @@
+"""Turn a submitted config into the stored, fully-defaulted experiment config."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from .._home import default_checkpoint_storage
+from ..config import entrypoint_kind, parse_config, with_defaults
+from ..storage import StorageConfigError, build
+
+
+class CreateError(ValueError):
+    """The experiment cannot run on this master."""
+
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__("\n".join(errors))
+        self.errors = errors
+
+
+def _check_runnable(config: dict[str, Any], slots: int) -> list[str]:
+    errors = []
+    kind = entrypoint_kind(config.get("entrypoint"))
+    if kind == "none":
+        errors.append("entrypoint: missing; give the command that starts training, e.g. 'python3 train.py'")
+    elif kind == "trial_class":
+        errors.append(
+            f"entrypoint: {config['entrypoint']!r} names a Trial class; the Trial harnesses "
+            "(PyTorchTrial) are not in this trialkit version yet: use a command such as "
+            "'python3 train.py' with the Core API"
+        )
+    need = int(config.get("resources", {}).get("slots_per_trial", 1))
+    if need > slots:
+        errors.append(
+            f"resources.slots_per_trial: {need} is more than this master's {slots} slots; "
+            "lower it or start the master with more (trialkit master up --slots N)"
+        )
+    if need > 1:
+        errors.append(
+            f"resources.slots_per_trial: {need} needs multi-worker launchers, not in this "
+            "trialkit version yet; use 1"
+        )
+    return errors
+
+
+def prepare_experiment(raw: dict[str, Any], slots: int, home: Path) -> tuple[dict[str, Any], list[str]]:
+    """Validate, fill the seed and checkpoint storage; return (config dict, warnings)."""
+    cfg = with_defaults(
+        parse_config(raw),
+        experiment_seed=int(time.time()) % 2**32,
+        checkpoint_storage=default_checkpoint_storage(home),
+    )
+    config = cfg.as_dict()
+    errors = _check_runnable(config, slots)
+    try:
+        build(config["checkpoint_storage"])
+    except StorageConfigError as e:
+        errors.append(str(e))
+    if errors:
+        raise CreateError(errors)
+    return config, cfg.warnings

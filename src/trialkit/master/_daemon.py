@@ -1,0 +1,167 @@
+"""Running a master: the server process, its 0600 master file, and starting/stopping it."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from .._client import MasterClient, MasterUnavailable, read_master_file
+from ..store import Store
+
+logger = logging.getLogger("trialkit.master")
+
+MASTER_FILE = "master.json"
+
+
+def master_file(home: Path) -> Path:
+    return home / MASTER_FILE
+
+
+def _free_port(preferred: int | None, host: str) -> int:
+    """The preferred port (the previous master's, so trials find it again) if free, else any."""
+    for port in ([preferred] if preferred else []) + [0]:
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+            return int(s.getsockname()[1])
+    raise RuntimeError("no free port")
+
+
+def _write_master_file(path: Path, info: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(info, f)
+    os.replace(tmp, path)
+
+
+def detect_gpus() -> int:
+    """Number of NVIDIA GPUs (0 when nvidia-smi is absent or fails)."""
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU ")) if out.returncode == 0 else 0
+
+
+def serve(home: Path, *, host: str = "127.0.0.1", slots: int | None = None, db_url: str | None = None) -> None:
+    """Run a master in this process until SIGTERM/SIGINT or an API shutdown."""
+    import uvicorn
+
+    from ._app import create_app
+    from ._engine import Engine, EngineSettings
+
+    home.mkdir(parents=True, exist_ok=True)
+    mfile = master_file(home)
+    previous = _previous_port(mfile)
+    port = _free_port(previous, host)
+    token = secrets.token_urlsafe(32)
+    url = f"http://{host}:{port}"
+    store = Store(db_url) if db_url else Store.at(home)
+    gpus = detect_gpus()
+    n_slots = gpus or slots or os.cpu_count() or 1
+    engine = Engine(store, EngineSettings(home=home, slots=n_slots, gpus=gpus > 0), url, token, mfile)
+    server: uvicorn.Server | None = None
+
+    def request_stop() -> None:
+        if server is not None:
+            server.should_exit = True
+
+    app = create_app(store, engine, token, on_shutdown=request_stop)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
+    server = uvicorn.Server(config)
+    engine.start()
+    started = threading.Event()
+
+    def announce() -> None:
+        while not server.started:
+            time.sleep(0.01)
+        _write_master_file(mfile, {"url": url, "token": token, "pid": os.getpid(), "port": port, "slots": n_slots})
+        logger.info("master listening on %s with %d slots", url, n_slots)
+        started.set()
+
+    threading.Thread(target=announce, daemon=True).start()
+    try:
+        server.run()
+    finally:
+        engine.stop()
+        info = read_master_file(mfile)
+        if info and info[1] == token:
+            # Keep the port for the next master; drop the token so clients stop using it.
+            _write_master_file(mfile, {"url": url, "token": "", "pid": None, "port": port})
+        store.close()
+
+
+def _previous_port(mfile: Path) -> int | None:
+    try:
+        return int(json.loads(mfile.read_text()).get("port") or 0) or None
+    except (OSError, ValueError):
+        return None
+
+
+def client_for(home: Path, timeout: float = 30.0) -> MasterClient | None:
+    """A client for the running master, or None when none answers."""
+    found = read_master_file(master_file(home))
+    if not found or not found[1]:
+        return None
+    client = MasterClient(found[0], found[1], master_file=str(master_file(home)), timeout=timeout)
+    try:
+        client.request("GET", "/api/v1/master", timeout=2.0)
+    except Exception:
+        client.close()
+        return None
+    return client
+
+
+def start_background(home: Path, *, slots: int | None = None, wait: float = 30.0) -> MasterClient:
+    """Start a master as a detached process and wait until it answers."""
+    home.mkdir(parents=True, exist_ok=True)
+    log = open(home / "master.log", "ab")
+    cmd = [sys.executable, "-m", "trialkit.master", "--home", str(home)]
+    if slots:
+        cmd += ["--slots", str(slots)]
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        client = client_for(home)
+        if client is not None:
+            return client
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    raise MasterUnavailable(f"the master did not start; see {home / 'master.log'}")
+
+
+def stop_master(home: Path, wait: float = 15.0) -> bool:
+    """Ask the running master to stop; True if one was running."""
+    client = client_for(home)
+    if client is None:
+        return False
+    pid = json.loads(master_file(home).read_text()).get("pid")
+    try:
+        client.request("POST", "/api/v1/master/shutdown")
+    finally:
+        client.close()
+    deadline = time.monotonic() + wait
+    while pid and time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    if pid:
+        os.kill(pid, signal.SIGKILL)
+    return True

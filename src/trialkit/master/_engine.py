@@ -1,0 +1,388 @@
+"""The engine: schedules trials onto slots, supervises their processes, applies the exit
+policies, and advances experiment states. One thread ticks; API handlers call in under a lock."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import _modeldir
+from ..searcher import ExitedReason, SearcherError
+from ..store import Experiment, ExperimentState, Store, Trial, TrialState
+from . import _policies as policy
+from ._launch import build_launch, describe_argv
+from ._processes import TrialProcess
+from ._searcher_driver import SearcherDriver
+
+logger = logging.getLogger("trialkit.master")
+
+_LIVE_EXPERIMENT_STATES = (
+    ExperimentState.ACTIVE,
+    ExperimentState.PAUSED,
+    ExperimentState.STOPPING_CANCELED,
+    ExperimentState.STOPPING_ERROR,
+    ExperimentState.STOPPING_COMPLETED,
+)
+
+
+@dataclass
+class EngineSettings:
+    home: Path
+    slots: int
+    gpus: bool = False
+    kill_grace: float = 10.0
+    tick: float = 0.1
+
+
+class Engine:
+    """Owns every running trial process of this master."""
+
+    def __init__(self, store: Store, settings: EngineSettings, master_url: str, token: str, master_file: Path) -> None:
+        self.store = store
+        self.settings = settings
+        self.master_url = master_url
+        self.token = token
+        self.master_file = master_file
+        self.lock = threading.RLock()
+        self._procs: dict[int, TrialProcess] = {}
+        self._preempt: set[int] = set()
+        self._drivers: dict[int, SearcherDriver] = {}
+        self._free_slots = list(range(settings.slots))
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="trialkit-engine", daemon=True)
+
+    # Life cycle --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        with self.lock:
+            self._recover()
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop supervising; trial processes keep running and the next master adopts them."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                with self.lock:
+                    self._tick()
+            except Exception:
+                logger.exception("engine tick failed")
+            self._wake.wait(self.settings.tick)
+            self._wake.clear()
+
+    def _tick(self) -> None:
+        self._reap_and_tail()
+        for exp in self.store.list_experiments(states=_LIVE_EXPERIMENT_STATES):
+            if not exp.unmanaged:
+                self._advance(exp)
+        self._schedule()
+
+    def _recover(self) -> None:
+        """Adopt trial processes a previous master left running; reload searchers."""
+        for exp in self.store.list_experiments(states=_LIVE_EXPERIMENT_STATES):
+            if exp.unmanaged:
+                continue
+            self._driver(exp)
+            for trial in self.store.list_trials(exp.id):
+                if trial.pid is None or trial.state.terminal:
+                    continue
+                d = self._trial_dir(trial.id)
+                proc = TrialProcess(
+                    trial.id, trial.run_id, trial.pid, trial.pid_started or 0.0,
+                    d / f"run-{trial.run_id}.exit", d / "output.log",
+                )
+                self._procs[trial.id] = proc
+                for s in trial.slots:
+                    if s in self._free_slots:
+                        self._free_slots.remove(s)
+                if exp.state != ExperimentState.ACTIVE or trial.stop_requested:
+                    self._preempt.add(trial.id)
+                logger.info("trial %d: adopted running process %d", trial.id, trial.pid)
+
+    # Queries from the API ----------------------------------------------------------------------
+
+    def has_process(self, trial_id: int) -> bool:
+        return trial_id in self._procs
+
+    def should_preempt(self, trial_id: int) -> bool:
+        return trial_id in self._preempt
+
+    def driver(self, experiment_id: int) -> SearcherDriver | None:
+        return self._drivers.get(experiment_id)
+
+    def _driver(self, exp: Experiment) -> SearcherDriver:
+        drv = self._drivers.get(exp.id)
+        if drv is None:
+            drv = SearcherDriver(self.store, exp, has_process=self.has_process, request_stop=self._preempt.add)
+            self._drivers[exp.id] = drv
+        return drv
+
+    # Commands ----------------------------------------------------------------------------------
+
+    def start_experiment(self, exp: Experiment) -> None:
+        with self.lock:
+            self._searcher_guard(exp, lambda: self._driver(exp))
+        self.wake()
+
+    def pause(self, exp: Experiment) -> Experiment:
+        with self.lock:
+            if exp.state != ExperimentState.ACTIVE:
+                return exp
+            exp = self.store.update_experiment(exp.id, state=ExperimentState.PAUSED)
+            for t in self._live_trials(exp.id):
+                if t.id in self._procs:
+                    self._preempt.add(t.id)
+                else:
+                    self.store.update_trial(t.id, state=TrialState.PAUSED)
+        self.wake()
+        return exp
+
+    def activate(self, exp: Experiment) -> Experiment:
+        with self.lock:
+            if exp.state != ExperimentState.PAUSED:
+                return exp
+            exp = self.store.update_experiment(exp.id, state=ExperimentState.ACTIVE)
+            for t in self._live_trials(exp.id):
+                if t.state == TrialState.PAUSED:
+                    self.store.update_trial(t.id, state=TrialState.ACTIVE)
+                if not t.stop_requested and t.id not in self._procs:
+                    self._preempt.discard(t.id)
+        self.wake()
+        return exp
+
+    def kill(self, exp: Experiment) -> Experiment:
+        with self.lock:
+            if exp.state.terminal:
+                return exp
+            exp = self.store.update_experiment(exp.id, state=ExperimentState.STOPPING_CANCELED)
+            self._stop_trials(exp)
+        self.wake()
+        return exp
+
+    def _live_trials(self, experiment_id: int) -> list[Trial]:
+        return [t for t in self.store.list_trials(experiment_id) if not t.state.terminal]
+
+    # Reports from trials -----------------------------------------------------------------------
+
+    def validation_reported(self, trial: Trial, metrics: Mapping[str, Any]) -> None:
+        """0.38: every validation report goes to the searcher."""
+        exp = self.store.get_experiment(trial.experiment_id)
+        drv = self._drivers.get(exp.id)
+        if drv is None or drv.generation != "0.38" or exp.state.terminal:
+            return
+        self._searcher_guard(exp, lambda: drv.validation_completed(trial, metrics, None), trial)
+
+    def operation_completed(self, trial: Trial, length: int, metric: Any) -> None:
+        """0.37: the chief finished its op; the searcher decides before the answer goes back."""
+        if trial.op_complete or trial.op_length != length:
+            raise ValueError(
+                f"trial {trial.id}: expected completion of op length {trial.op_length} "
+                f"(completed={trial.op_complete}) but received length {length}"
+            )
+        exp = self.store.get_experiment(trial.experiment_id)
+        trial = self.store.update_trial(trial.id, op_complete=True, progress=1.0)
+        drv = self._driver(exp)
+        metrics = {drv.metric: metric} if drv.metric else {}
+        self._searcher_guard(exp, lambda: drv.validation_completed(trial, metrics, length), trial)
+
+    def progress_reported(self, trial: Trial, value: float, raw: bool) -> None:
+        if raw and trial.op_length:
+            self.store.update_trial(trial.id, progress=min(max(value / trial.op_length, 0.0), 1.0))
+            drv = self._drivers.get(trial.experiment_id)
+            if drv is not None:
+                exp = self.store.get_experiment(trial.experiment_id)
+                self._searcher_guard(exp, lambda: drv.progress_reported(trial, value), trial)
+        else:
+            self.store.update_trial(trial.id, progress=value)
+
+    def ack(self, trial: Trial, run_id: int) -> None:
+        self.store.update_trial(trial.id, acked_run_id=run_id)
+
+    def _searcher_guard(self, exp: Experiment, action: Any, trial: Trial | None = None) -> None:
+        """Run a searcher action; a SearcherError fails the experiment with a clear message."""
+        try:
+            action()
+        except SearcherError as e:
+            who = f"trial {trial.id}: " if trial is not None else ""
+            message = f"searcher error: {who}{e}"
+            logger.error("experiment %d: %s", exp.id, message)
+            exp = self.store.update_experiment(exp.id, state=ExperimentState.STOPPING_ERROR, error=message)
+            self._stop_trials(exp)
+
+    # Ticks -------------------------------------------------------------------------------------
+
+    def _stop_trials(self, exp: Experiment) -> None:
+        for t in self._live_trials(exp.id):
+            proc = self._procs.get(t.id)
+            if proc is None:
+                self.store.update_trial(t.id, state=TrialState.CANCELED, ended_at=time.time())
+            else:
+                self._preempt.add(t.id)
+                if proc.term_sent_at is None:
+                    proc.signal_group(signal.SIGTERM)
+                    proc.term_sent_at = time.monotonic()
+
+    def _advance(self, exp: Experiment) -> None:
+        if exp.state in (ExperimentState.STOPPING_CANCELED, ExperimentState.STOPPING_ERROR):
+            self._stop_trials(exp)
+            self._escalate(exp)
+            if not any(p for p in self._procs.values() if self._exp_of(p) == exp.id):
+                final = ExperimentState.CANCELED if exp.state == ExperimentState.STOPPING_CANCELED else ExperimentState.ERROR
+                self._finish(exp, final)
+            return
+        if exp.state == ExperimentState.ACTIVE:
+            drv = self._drivers.get(exp.id)
+            states = [t.state for t in self.store.list_trials(exp.id)]
+            if drv is not None and policy.experiment_done(drv.shutdown, states):
+                self._finish(exp, policy.final_experiment_state(states, drv.failure))
+
+    def _escalate(self, exp: Experiment) -> None:
+        for p in self._procs.values():
+            if self._exp_of(p) == exp.id and p.term_sent_at is not None and not p.kill_sent:
+                if time.monotonic() - p.term_sent_at > self.settings.kill_grace:
+                    p.signal_group(signal.SIGKILL)
+                    p.kill_sent = True
+
+    def _exp_of(self, proc: TrialProcess) -> int:
+        return self.store.get_trial(proc.trial_id).experiment_id
+
+    def _finish(self, exp: Experiment, state: ExperimentState) -> None:
+        for t in self._live_trials(exp.id):
+            self.store.update_trial(t.id, state=TrialState.CANCELED, ended_at=time.time())
+        progress = 1.0 if state == ExperimentState.COMPLETED else exp.progress
+        self.store.update_experiment(exp.id, state=state, ended_at=time.time(), progress=progress)
+        self._drivers.pop(exp.id, None)
+        logger.info("experiment %d: %s", exp.id, state.value)
+
+    def _reap_and_tail(self) -> None:
+        for trial_id, proc in list(self._procs.items()):
+            alive = proc.alive()
+            self._tail(proc, final=not alive)
+            if not alive:
+                del self._procs[trial_id]
+                self._on_exit(proc)
+
+    def _tail(self, proc: TrialProcess, final: bool) -> None:
+        trial = self.store.get_trial(proc.trial_id)
+        lines, offset = proc.read_new_lines(trial.log_offset, final=final)
+        if lines:
+            self.store.add_logs(trial.id, proc.run_id, lines)
+        if offset != trial.log_offset:
+            self.store.update_trial(trial.id, log_offset=offset)
+
+    def _on_exit(self, proc: TrialProcess) -> None:
+        code = proc.exit_code()
+        trial = self.store.get_trial(proc.trial_id)
+        exp = self.store.get_experiment(trial.experiment_id)
+        self._free_slots.extend(trial.slots)
+        self._free_slots.sort()
+        drv = self._drivers.get(exp.id)
+        generation = drv.generation if drv else ("0.37" if exp.config["searcher"].get("max_length") else "0.38")
+        facts = policy.ExitFacts(
+            exit_code=code,
+            acked=trial.acked_run_id == proc.run_id,
+            early_exit=trial.early_exit,
+            experiment_state=exp.state,
+            generation=generation,
+            closed=trial.closed,
+            op_complete=trial.op_complete,
+            stop_requested=trial.stop_requested,
+            restarts=trial.restarts,
+            max_restarts=int(exp.config.get("max_restarts", 5)),
+        )
+        outcome = policy.on_exit(facts)
+        logger.info("trial %d run %d exited with %d: %s", trial.id, proc.run_id, code, outcome.value)
+        self._preempt.discard(trial.id) if not trial.stop_requested else None
+        updates: dict[str, Any] = {"pid": None, "slots": [], "state": policy.trial_state_for(outcome)}
+        if outcome == policy.Outcome.RESTART:
+            updates["restarts"] = trial.restarts + 1
+        if policy.trial_state_for(outcome).terminal:
+            updates["ended_at"] = time.time()
+        trial = self.store.update_trial(trial.id, **updates)
+        if drv is not None:
+            self._tell_searcher(exp, drv, trial, outcome)
+
+    def _tell_searcher(self, exp: Experiment, drv: SearcherDriver, trial: Trial, outcome: policy.Outcome) -> None:
+        reason = {
+            policy.Outcome.ERROR: ExitedReason.ERRORED,
+            policy.Outcome.CANCELED: ExitedReason.USER_CANCELED,
+        }.get(outcome)
+        if trial.early_exit == "INVALID_HP":
+            reason = ExitedReason.INVALID_HP
+        if not trial.state.terminal:
+            return
+
+        def events() -> None:
+            if reason is not None:
+                drv.exited_early(trial, reason)
+            drv.closed(trial)
+
+        self._searcher_guard(exp, events, trial)
+
+    def _schedule(self) -> None:
+        for exp in self.store.list_experiments(states=[ExperimentState.ACTIVE]):
+            drv = self._drivers.get(exp.id)
+            if exp.unmanaged or drv is None:
+                continue
+            need = max(int(exp.config.get("resources", {}).get("slots_per_trial", 1)), 1)
+            for t in self.store.list_trials(exp.id):
+                if t.id in self._procs:
+                    continue
+                if not policy.wants_process(t.state, exp.state, drv.generation, t.op_complete, t.stop_requested):
+                    continue
+                if len(self._free_slots) < need:
+                    return
+                self._launch(exp, t, need)
+
+    def _trial_dir(self, trial_id: int) -> Path:
+        return self.settings.home / "trials" / str(trial_id)
+
+    def _launch(self, exp: Experiment, trial: Trial, need: int) -> None:
+        slots, self._free_slots = self._free_slots[:need], self._free_slots[need:]
+        run_id = trial.run_id + 1
+        tdir = self._trial_dir(trial.id)
+        workdir = tdir / "model"
+        shutil.rmtree(workdir, ignore_errors=True)
+        archive = self.store.get_model_def(exp.id)
+        if archive:
+            _modeldir.unpack(archive, workdir)
+        else:
+            workdir.mkdir(parents=True, exist_ok=True)
+        latest = self.store.latest_checkpoint(trial.id)
+        spec = build_launch(
+            experiment=exp, trial=trial, run_id=run_id, workdir=workdir,
+            info_file=tdir / "cluster_info.json", master_url=self.master_url, token=self.token,
+            master_file=self.master_file, home=self.settings.home, slot_ids=slots,
+            gpus=self.settings.gpus, latest_checkpoint=latest.uuid if latest else None,
+            steps_completed=latest.steps_completed if latest else 0,
+        )
+        with open(tdir / "output.log", "ab") as log:
+            log.write(f"[trialkit] run {run_id}: {describe_argv(spec.argv)}\n".encode())
+        proc = TrialProcess.spawn(
+            trial_id=trial.id, run_id=run_id, argv=spec.argv, env=spec.env, cwd=workdir,
+            exit_file=tdir / f"run-{run_id}.exit", log_file=tdir / "output.log",
+        )
+        self._procs[trial.id] = proc
+        if trial.stop_requested:
+            self._preempt.add(trial.id)
+        self.store.update_trial(
+            trial.id, run_id=run_id, pid=proc.pid, pid_started=proc.started, slots=slots,
+            early_exit=None,
+        )
+        logger.info("trial %d run %d started (pid %d, slots %s)", trial.id, run_id, proc.pid, slots)

@@ -1,0 +1,128 @@
+"""What a trial process is started with: argv, environment and cluster-info file."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._info import INFO_ENV, ClusterInfo, TrialInfo
+from ..store import Experiment, Trial
+
+STARTUP_HOOK = "startup-hook.sh"
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    argv: list[str]
+    env: dict[str, str]
+    info: ClusterInfo
+
+
+def entrypoint_argv(entrypoint: str | list[str], workdir: Path) -> list[str]:
+    """The command to run; a startup-hook.sh in the model directory is sourced first."""
+    hook = (workdir / STARTUP_HOOK).is_file()
+    if isinstance(entrypoint, list):
+        if not hook:
+            return list(entrypoint)
+        return ["sh", "-c", f'. ./{STARTUP_HOOK} && exec "$@"', "sh", *entrypoint]
+    return ["sh", "-c", f". ./{STARTUP_HOOK} && {entrypoint}" if hook else entrypoint]
+
+
+def _user_env(config: dict[str, Any], gpus: bool) -> dict[str, str]:
+    raw = (config.get("environment") or {}).get("environment_variables") or []
+    if isinstance(raw, dict):
+        raw = raw.get("cuda" if gpus else "cpu") or []
+    out = {}
+    for item in raw:
+        key, _, value = str(item).partition("=")
+        out[key] = value
+    return out
+
+
+def build_launch(
+    *,
+    experiment: Experiment,
+    trial: Trial,
+    run_id: int,
+    workdir: Path,
+    info_file: Path,
+    master_url: str,
+    token: str,
+    master_file: Path,
+    home: Path,
+    slot_ids: list[int],
+    gpus: bool,
+    latest_checkpoint: str | None,
+    steps_completed: int,
+) -> LaunchSpec:
+    """Argv, env and ClusterInfo for one run of a trial."""
+    config = experiment.config
+    allocation_id = f"{experiment.id}.{trial.id}.{run_id}"
+    info = ClusterInfo(
+        master_url=master_url,
+        cluster_id="trialkit",
+        agent_id="localhost",
+        slot_ids=slot_ids,
+        task_id=f"{experiment.id}.{trial.id}",
+        allocation_id=allocation_id,
+        session_token=token,
+        latest_checkpoint=latest_checkpoint,
+        trial=TrialInfo(
+            trial_id=trial.id,
+            experiment_id=experiment.id,
+            trial_seed=trial.seed,
+            hparams=trial.hparams,
+            config=config,
+            steps_completed=steps_completed,
+            trial_run_id=run_id,
+            debug=bool(config.get("debug")),
+        ),
+        master_file=str(master_file),
+        home=str(home),
+    )
+    info_file.write_text(json.dumps(info._to_json(), indent=2))
+    bin_dir = str(Path(sys.executable).parent)
+    env = dict(os.environ)
+    env.update(
+        {
+            INFO_ENV: str(info_file),
+            "TRIALKIT_HOME": str(home),
+            "TRIALKIT_MASTER_FILE": str(master_file),
+            "PATH": bin_dir + os.pathsep + env.get("PATH", ""),
+            "PYTHONPATH": os.pathsep.join(p for p in (str(workdir), env.get("PYTHONPATH", "")) if p),
+            "PYTHONUNBUFFERED": "1",
+            "DET_MASTER": master_url,
+            "DET_CLUSTER_ID": "trialkit",
+            "DET_AGENT_ID": "localhost",
+            "DET_SLOT_IDS": json.dumps(slot_ids),
+            "DET_TASK_ID": info.task_id,
+            "DET_ALLOCATION_ID": allocation_id,
+            "DET_SESSION_TOKEN": token,
+            "DET_TASK_TYPE": "TRIAL",
+            "DET_TRIAL_ID": str(trial.id),
+            "DET_EXPERIMENT_ID": str(experiment.id),
+            "DET_TRIAL_SEED": str(trial.seed),
+            "DET_HPARAMS": json.dumps(trial.hparams),
+            "DET_EXPERIMENT_CONFIG": json.dumps(config),
+            "DET_STEPS_COMPLETED": str(steps_completed),
+            "DET_TRIAL_RUN_ID": str(run_id),
+            "DET_CHIEF_IP": "127.0.0.1",
+        }
+    )
+    if latest_checkpoint:
+        env["DET_LATEST_CHECKPOINT"] = latest_checkpoint
+    else:
+        env.pop("DET_LATEST_CHECKPOINT", None)
+    if gpus:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, slot_ids))
+    env.update(_user_env(config, gpus))
+    return LaunchSpec(entrypoint_argv(config["entrypoint"], workdir), env, info)
+
+
+def describe_argv(argv: list[str]) -> str:
+    return " ".join(shlex.quote(a) for a in argv)

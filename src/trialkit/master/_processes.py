@@ -1,0 +1,82 @@
+"""Trial processes: spawn under the supervisor, watch, signal, and tail their logs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+_SUPERVISOR = str(Path(__file__).with_name("_supervise.py"))
+
+
+@dataclass
+class TrialProcess:
+    """One run of a trial: the supervisor's process group, its exit file and log file."""
+
+    trial_id: int
+    run_id: int
+    pid: int
+    started: float
+    exit_file: Path
+    log_file: Path
+    popen: subprocess.Popen[bytes] | None = None
+    term_sent_at: float | None = None
+    kill_sent: bool = False
+    partial_line: bytes = field(default=b"")
+
+    @classmethod
+    def spawn(
+        cls, *, trial_id: int, run_id: int, argv: list[str], env: dict[str, str], cwd: Path,
+        exit_file: Path, log_file: Path,
+    ) -> TrialProcess:
+        exit_file.unlink(missing_ok=True)
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        popen = subprocess.Popen(
+            [sys.executable, _SUPERVISOR, str(exit_file), str(log_file), "--", *argv],
+            cwd=cwd, env=env, start_new_session=True,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        started = psutil.Process(popen.pid).create_time()
+        return cls(trial_id, run_id, popen.pid, started, exit_file, log_file, popen)
+
+    def alive(self) -> bool:
+        if self.popen is not None:
+            return self.popen.poll() is None
+        try:
+            proc = psutil.Process(self.pid)
+            return abs(proc.create_time() - self.started) < 0.01 and proc.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
+    def exit_code(self) -> int:
+        """The trial's exit code once the supervisor is gone (-9 if it was killed outright)."""
+        try:
+            return int(self.exit_file.read_text().strip())
+        except (OSError, ValueError):
+            return -int(signal.SIGKILL)
+
+    def signal_group(self, sig: signal.Signals) -> None:
+        try:
+            os.killpg(self.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def read_new_lines(self, offset: int, *, final: bool = False) -> tuple[list[str], int]:
+        """Complete lines written since ``offset`` (all of them when ``final``), and the new offset."""
+        try:
+            with open(self.log_file, "rb") as f:
+                f.seek(offset)
+                data = f.read(4 * 2**20)
+        except OSError:
+            return [], offset
+        if not data:
+            return [], offset
+        end = len(data) if final else data.rfind(b"\n") + 1
+        chunk = data[:end]
+        lines = chunk.decode("utf-8", errors="replace").splitlines()
+        return lines, offset + end

@@ -1,0 +1,151 @@
+"""Drive one experiment's search method: feed it events, carry out its operations in the store,
+and persist its state so a restarted master continues the same search exactly.
+
+Before operations are applied they are saved with the method state that produced them
+("pending"); after a crash they are re-applied idempotently from that state.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..searcher import (
+    Close,
+    Create,
+    ExitedReason,
+    Operation,
+    SearcherError,
+    Shutdown,
+    Stop,
+    ValidateAfter,
+    make_search_method,
+)
+from ..store import Experiment, Store, Trial, TrialState
+
+logger = logging.getLogger("trialkit.master")
+
+
+def _encode(op: Operation) -> dict[str, Any]:
+    return {"kind": type(op).__name__, **op.__dict__}
+
+
+def _decode(d: Mapping[str, Any]) -> Operation:
+    kinds: dict[str, type[Any]] = {c.__name__: c for c in (Create, ValidateAfter, Close, Stop, Shutdown)}
+    fields = {k: v for k, v in d.items() if k != "kind"}
+    return kinds[d["kind"]](**fields)  # type: ignore[no-any-return]
+
+
+class SearcherDriver:
+    """The bridge between a pure search method and the store."""
+
+    def __init__(
+        self,
+        store: Store,
+        experiment: Experiment,
+        *,
+        has_process: Callable[[int], bool],
+        request_stop: Callable[[int], None],
+    ) -> None:
+        self.store = store
+        self.experiment_id = experiment.id
+        cfg = experiment.config
+        self.generation = "0.37" if cfg["searcher"].get("max_length") else "0.38"
+        self.metric = cfg["searcher"].get("metric")
+        seed = int(cfg["reproducibility"]["experiment_seed"])
+        self.method = make_search_method(cfg["searcher"], cfg["hyperparameters"], seed)
+        self._has_process = has_process
+        self._request_stop = request_stop
+        self.shutdown = False
+        self.failure = False
+        saved = store.get_searcher_state(experiment.id)
+        if saved is None:
+            self._run(lambda: self.method.initial_operations())
+        else:
+            self.method.load(saved["method"])
+            self.shutdown = bool(saved.get("shutdown"))
+            self.failure = bool(saved.get("failure"))
+            pending = [_decode(d) for d in saved.get("pending", [])]
+            if pending:
+                logger.info("experiment %d: re-applying %d searcher operations", experiment.id, len(pending))
+                self._apply(pending)
+
+    # Events ------------------------------------------------------------------------------------
+
+    def validation_completed(self, trial: Trial, metrics: Mapping[str, Any], length: int | None) -> None:
+        self._run(lambda: self.method.on_validation_completed(trial.request_id, metrics, length))
+
+    def progress_reported(self, trial: Trial, progress: float) -> None:
+        self._run(lambda: self.method.on_trial_progress(trial.request_id, progress))
+
+    def exited_early(self, trial: Trial, reason: ExitedReason) -> None:
+        self._run(lambda: self.method.on_trial_exited_early(trial.request_id, reason))
+
+    def closed(self, trial: Trial) -> None:
+        self._run(lambda: self.method.on_trial_closed(trial.request_id))
+
+    # Machinery ---------------------------------------------------------------------------------
+
+    def _run(self, event: Callable[[], list[Operation]]) -> None:
+        self._apply(event())
+
+    def _save(self, pending: list[Operation]) -> None:
+        state = {
+            "method": self.method.save(),
+            "pending": [_encode(op) for op in pending],
+            "shutdown": self.shutdown,
+            "failure": self.failure,
+        }
+        self.store.update_experiment(self.experiment_id, searcher_state=state, progress=self.method.progress())
+
+    def _apply(self, ops: list[Operation]) -> None:
+        self._save(ops)
+        queue = collections.deque(ops)
+        while queue:
+            queue.extend(self._apply_one(queue.popleft()))
+        self._save([])
+
+    def _trial(self, request_id: str) -> Trial | None:
+        for t in self.store.list_trials(self.experiment_id):
+            if t.request_id == request_id:
+                return t
+        return None
+
+    def _apply_one(self, op: Operation) -> list[Operation]:
+        if isinstance(op, Create):
+            if self._trial(op.request_id) is None:
+                self.store.create_trial(
+                    experiment_id=self.experiment_id, request_id=op.request_id,
+                    hparams=op.hparams, seed=op.trial_seed,
+                )
+            return self.method.on_trial_created(op.request_id)
+        if isinstance(op, Shutdown):
+            self.shutdown = True
+            self.failure = op.failure
+            return []
+        trial = self._trial(op.request_id)
+        if trial is None:
+            raise SearcherError(f"searcher referred to unknown trial request {op.request_id}")
+        if isinstance(op, ValidateAfter):
+            self.store.update_trial(trial.id, op_length=op.length, op_complete=False)
+            return []
+        if isinstance(op, Close):
+            trial = self.store.update_trial(trial.id, closed=True)
+            return self._finish_if_idle(trial)
+        if isinstance(op, Stop):
+            trial = self.store.update_trial(trial.id, stop_requested=True, closed=True)
+            self._request_stop(trial.id)
+            return self._finish_if_idle(trial, stopping=True)
+        raise SearcherError(f"unknown searcher operation {op!r}")
+
+    def _finish_if_idle(self, trial: Trial, stopping: bool = False) -> list[Operation]:
+        """A closed trial with no process and nothing left to train is complete right away."""
+        if trial.state.terminal or self._has_process(trial.id):
+            return []
+        if not (stopping or (self.generation == "0.37" and trial.op_complete)):
+            return []
+        self.store.update_trial(trial.id, state=TrialState.COMPLETED, ended_at=time.time())
+        return self.method.on_trial_closed(trial.request_id)

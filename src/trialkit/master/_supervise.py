@@ -1,0 +1,38 @@
+"""Run one trial process and record its exit code.
+
+Started by the master as the leader of a new process group and run by file path, so it imports
+nothing from trialkit. Output goes to a log file (not a pipe), and the exit code to a file, so
+a trial outlives a master crash and the next master can adopt it.
+Usage: python _supervise.py EXIT_FILE LOG_FILE -- ARGV...
+"""
+
+import os
+import signal
+import subprocess
+import sys
+
+
+def main() -> int:
+    exit_file, log_file, sep, *argv = sys.argv[1:]
+    if sep != "--" or not argv:
+        print("usage: _supervise.py EXIT_FILE LOG_FILE -- ARGV...", file=sys.stderr)
+        return 2
+    with open(log_file, "ab", buffering=0) as log:
+        try:
+            child = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        except OSError as e:
+            log.write(f"cannot start {argv[0]!r}: {e}\n".encode())
+            code = 127
+        else:
+            # The whole group gets SIGTERM from the master; the supervisor just keeps waiting.
+            signal.signal(signal.SIGTERM, lambda *_: None)
+            code = child.wait()
+    tmp = exit_file + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(str(code))
+    os.replace(tmp, exit_file)
+    return 0 if code == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
