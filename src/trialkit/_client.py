@@ -97,6 +97,12 @@ class MasterClient:
             self._http.close()
             self._http = self._new_http()
 
+    def _rediscover_token(self) -> bool:
+        """Re-read the master file; True when it holds credentials other than ours."""
+        before = (self.url, self.token)
+        self._rediscover()
+        return (self.url, self.token) != before
+
     def request(
         self,
         method: str,
@@ -123,6 +129,8 @@ class MasterClient:
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)
                 continue
+            if resp.status_code == 401 and self._rediscover_token():
+                continue  # a restarted master: same address, new token
             return self._decode(resp)
 
     @staticmethod

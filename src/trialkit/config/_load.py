@@ -65,7 +65,7 @@ def _read(path: str | os.PathLike[str]) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError([f"{name}: cannot read ({exc}); check the file"]) from None
     except YamlError as exc:
-        raise ConfigError([f"{name}: {exc}"]) from None
+        raise ConfigError([f"{name}: {exc.describe()}; fix the syntax there"]) from None
 
 
 def apply_override(raw: dict[str, Any], override: str) -> str | None:
@@ -80,7 +80,7 @@ def apply_override(raw: dict[str, Any], override: str) -> str | None:
     try:
         value = load_yaml(text)
     except YamlError as exc:
-        return f"{label}: value is not valid YAML ({exc}); quote it"
+        return f"{label}: value is {exc.describe()}; quote or fix it"
     return _set_path(raw, [p.strip() for p in parts], value, label)
 
 
@@ -92,8 +92,8 @@ def _set_path(node: Any, parts: list[str], value: Any, label: str) -> str | None
             index: Any = int(part)
         elif isinstance(node, dict):
             index = part
-            if not last and not isinstance(node.get(part), (dict, list)):
-                node[part] = {} if node.get(part) is None else node[part]
+            if not last and node.get(part) is None:
+                node[part] = {}
         else:
             where = ".".join(parts[:depth])
             return f"{label}: {where} is {show(node)}, not a mapping; set {where} as a whole"

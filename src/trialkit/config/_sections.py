@@ -130,6 +130,8 @@ def _split_by_device(raw: dict[Any, Any]) -> tuple[dict[str, list[str]], list[Is
         issues.append(Issue((*loc, "gpu"), "old name of cuda, and cuda is also given; keep cuda"))
     for key, entries in raw.items():
         device = "cuda" if key == "gpu" else key
+        if entries is None:
+            continue
         if device not in DEVICES:
             issues.append(Issue((*loc, str(key)), unknown_key_message(key, [*DEVICES, "gpu"])))
         elif not isinstance(entries, list):

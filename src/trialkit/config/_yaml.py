@@ -9,7 +9,16 @@ import yaml
 
 
 class YamlError(ValueError):
-    """Invalid YAML; the message gives the line and column."""
+    """Invalid YAML, with the line and column of the problem when the parser knows them."""
+
+    def __init__(self, problem: str, line: int | None = None, column: int | None = None) -> None:
+        super().__init__(problem)
+        self.problem, self.line, self.column = problem, line, column
+
+    def describe(self) -> str:
+        """``invalid YAML at line 3, column 5: <problem>``."""
+        where = f" at line {self.line}, column {self.column}" if self.line is not None else ""
+        return f"invalid YAML{where}: {self.problem}"
 
 
 # YAML 1.2 floats: PyYAML (YAML 1.1) needs a dot, so "1e-4" would stay a string. Determined's CLI
@@ -51,13 +60,14 @@ def load_yaml(stream: str | IO[str]) -> Any:
     try:
         return yaml.load(stream, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
-        raise YamlError(_describe(exc)) from None
+        raise _from_marked(exc) from None
     except yaml.YAMLError as exc:
-        raise YamlError(f"invalid YAML: {exc}") from None
+        raise YamlError(str(exc)) from None
 
 
-def _describe(exc: yaml.MarkedYAMLError) -> str:
+def _from_marked(exc: yaml.MarkedYAMLError) -> YamlError:
     mark = exc.problem_mark or exc.context_mark
-    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-    problem = exc.problem or exc.context or "syntax error"
-    return f"invalid YAML{where}: {problem}; fix the syntax there"
+    problem = str(exc.problem or exc.context or "syntax error")
+    if mark is None:
+        return YamlError(problem)
+    return YamlError(problem, mark.line + 1, mark.column + 1)

@@ -17,6 +17,11 @@ from ._backend import TrialBackend
 logger = logging.getLogger("trialkit.core")
 
 
+def _transient(e: APIError) -> bool:
+    """Errors a later attempt can cure: a master restarting (new token) or overloaded."""
+    return e.status == 401 or e.status >= 500
+
+
 class MetricsShipper:
     """Owns the queue between the training loop and the backend."""
 
@@ -61,8 +66,12 @@ class MetricsShipper:
                 self._backend.ship_metrics(payload)
                 self.shipped += len(batch)
                 return
-            except APIError:
-                raise
+            except APIError as e:
+                if not _transient(e) or time.monotonic() > deadline:
+                    raise
+                logger.warning("metrics not accepted yet (%s); retrying in %.1fs", e, delay)
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
             except Exception as e:  # connection trouble: wait for the master to come back
                 if time.monotonic() > deadline:
                     raise
@@ -81,7 +90,7 @@ class MetricsShipper:
             batch = self._take_batch()
             try:
                 self._send(batch)
-            except APIError as e:  # the master refused the data: retrying cannot help
+            except APIError as e:  # the master refused the data itself: retrying cannot help
                 logger.error("the master rejected %d metric reports: %s", len(batch), e)
                 self._error = e
             except BaseException as e:  # still unreachable after the timeout: keep the data

@@ -6,10 +6,32 @@ a trial outlives a master crash and the next master can adopt it.
 Usage: python _supervise.py EXIT_FILE LOG_FILE -- ARGV...
 """
 
+import ctypes
 import os
 import signal
 import subprocess
 import sys
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _become_subreaper() -> None:
+    """Orphaned descendants (e.g. python under ``sh -c``) become our children, so we can wait
+    for all of them: a trial has exited only when every process it started is gone."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _wait_for_descendants() -> None:
+    while True:
+        try:
+            os.wait()
+        except ChildProcessError:
+            return
+        except InterruptedError:
+            continue
 
 
 def main() -> int:
@@ -17,6 +39,7 @@ def main() -> int:
     if sep != "--" or not argv:
         print("usage: _supervise.py EXIT_FILE LOG_FILE -- ARGV...", file=sys.stderr)
         return 2
+    _become_subreaper()
     with open(log_file, "ab", buffering=0) as log:
         try:
             child = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -27,6 +50,7 @@ def main() -> int:
             # The whole group gets SIGTERM from the master; the supervisor just keeps waiting.
             signal.signal(signal.SIGTERM, lambda *_: None)
             code = child.wait()
+            _wait_for_descendants()
     tmp = exit_file + ".tmp"
     with open(tmp, "w") as f:
         f.write(str(code))

@@ -43,10 +43,11 @@ class PromotionRung(Rung):
             self.promoted[request_id] = None
             return request_id
         self.unresolved.append((value, arrival, request_id))
-        if after > before and self.ids[before] not in self.promoted:
-            candidate = self.ids[before]
-            self.promoted[candidate] = None
-            return candidate
+        if after > before:
+            candidate = self.id_at(before)
+            if candidate not in self.promoted:
+                self.promoted[candidate] = None
+                return candidate
         return None
 
     def remove(self, request_id: str) -> bool:

@@ -141,7 +141,9 @@ class GridSearch(Strategy):
         return self._next_point(trials) if self.remaining > 0 else []
 
     def progress(self, book: ProgressBook) -> float:
-        return book.fraction(self.size, float(self.length) if self.length is not None else 1.0)
+        if self.length is None:
+            return book.mean()  # 0.38: mean over trials, as Determined 0.38 computes it
+        return book.fraction(self.size, float(self.length))  # 0.37: units / (L × trials)
 
     def state(self) -> dict[str, Any]:
         return {"remaining": self.remaining}

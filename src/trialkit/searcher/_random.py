@@ -58,9 +58,9 @@ class RandomSearch(Strategy):
         return []
 
     def progress(self, book: ProgressBook) -> float:
-        return book.fraction(
-            self.max_trials, float(self.length) if self.length is not None else 1.0
-        )
+        if self.length is None:
+            return book.mean()  # 0.38: mean over trials, as Determined 0.38 computes it
+        return book.fraction(self.max_trials, float(self.length))  # 0.37: units / (L × trials)
 
     def state(self) -> dict[str, Any]:
         return {"created": self.created_count}

@@ -2,9 +2,10 @@
 
 ``np.random.RandomState(seed)`` is seeded like the master's ``nprand`` (init_genrand), so a Create
 drawn here matches the master's: the hyperparameter sample first, then 16 request-id bytes, then the
-trial seed. ``randint(0, 2**32)`` is used for each request-id word because numpy returns exactly one
-raw 32-bit MT19937 output for that range (no masking, no rejection), which is what Go's
-``Uint32()`` does; ``randint(0, 2**31)`` for the seed is a masked draw of one word, like Go's.
+trial seed. Request-id words come from ``randint(0, 2**32, size=4, dtype=uint32)``: for that full
+32-bit range numpy returns each raw MT19937 output as is (no mask, no rejection), one word per
+element, exactly like four calls of Go's ``Uint32()`` (and like four scalar ``randint(0, 2**32)``
+calls). The seed is ``randint(0, 2**31)``: one word masked to 31 bits, as Go's bounded draw.
 """
 
 from __future__ import annotations
@@ -26,14 +27,14 @@ def new_rng(seed: int) -> RandomState:
     return np.random.RandomState(seed)
 
 
-def draw_uint32(rng: RandomState) -> int:
-    """One raw 32-bit word, like Go's ``nprand.Uint32``."""
-    return int(rng.randint(0, _UINT32_RANGE))
+def draw_uint32s(rng: RandomState, count: int) -> list[int]:
+    """``count`` raw 32-bit words, like ``count`` calls of Go's ``nprand.Uint32``."""
+    return [int(w) for w in rng.randint(0, _UINT32_RANGE, size=count, dtype=np.uint32)]
 
 
 def draw_request_id(rng: RandomState) -> str:
     """A UUIDv4 string built from four little-endian 32-bit words."""
-    raw = bytearray(b"".join(draw_uint32(rng).to_bytes(4, "little") for _ in range(4)))
+    raw = bytearray(b"".join(w.to_bytes(4, "little") for w in draw_uint32s(rng, 4)))
     raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
     raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
     return str(uuid.UUID(bytes=bytes(raw)))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 import math
 import numbers
 import sys
@@ -11,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trialkit.searcher._ops import SearcherError
+from trialkit.searcher._ranked import RankedList
 
 #: an early-exited trial's result: worse than anything (lower is better internally)
 WORST = sys.float_info.max
@@ -61,45 +61,37 @@ def _brief(metrics: Mapping[str, Any], limit: int = 300) -> str:
 class Rung:
     """Results at one rung, ascending (lower is better), with the trial of each result."""
 
-    __slots__ = ("values", "ids")
+    __slots__ = ("entries",)
 
     def __init__(self) -> None:
-        self.values: list[float] = []
-        self.ids: list[str] = []
+        self.entries = RankedList()
 
     def __len__(self) -> int:
-        return len(self.values)
+        return len(self.entries)
 
     def insert_before_equals(self, value: float, request_id: str) -> int:
         """Insert ahead of equal values (stopping ASHA); return the index."""
-        return self._insert(bisect.bisect_left(self.values, value), value, request_id)
+        return self.entries.insert(value, request_id, before_equals=True)
 
     def insert_after_equals(self, value: float, request_id: str) -> int:
         """Insert behind equal values (promotion ASHA); return the index."""
-        return self._insert(bisect.bisect_right(self.values, value), value, request_id)
+        return self.entries.insert(value, request_id, before_equals=False)
+
+    def id_at(self, index: int) -> str:
+        """The trial whose result is at ``index`` (0 = best)."""
+        return self.entries.id_at(index)
 
     def remove(self, request_id: str) -> bool:
         """Drop the trial's result (InvalidHP; O(n), rare)."""
-        try:
-            index = self.ids.index(request_id)
-        except ValueError:
-            return False
-        del self.values[index], self.ids[index]
-        return True
+        return self.entries.remove(request_id)
 
     def state(self) -> dict[str, Any]:
         """JSON-serializable state."""
-        return {"values": list(self.values), "ids": list(self.ids)}
+        return {"values": self.entries.values(), "ids": self.entries.ids()}
 
     def restore(self, state: Mapping[str, Any]) -> None:
         """Inverse of ``state()``."""
-        self.values = [float(v) for v in state["values"]]
-        self.ids = [str(i) for i in state["ids"]]
-
-    def _insert(self, index: int, value: float, request_id: str) -> int:
-        self.values.insert(index, value)
-        self.ids.insert(index, request_id)
-        return index
+        self.entries.reset([float(v) for v in state["values"]], [str(i) for i in state["ids"]])
 
 
 @dataclass(frozen=True)

@@ -97,15 +97,25 @@ class Searcher(SearchMethod):
         self._require(request_id, "validation completed")
         if self._done:
             return []
-        if self.generation is Generation.OPS:
-            self._complete_op(request_id, length)
-        elif self._is_finished(request_id):
-            return []  # a report after Stop or an exit changes nothing
-        return self._record(self._strategy.validation(self._source, request_id, metrics))
+        if self.generation is Generation.REPORTS:
+            if self._is_finished(request_id):
+                return []  # a report after Stop or an exit changes nothing
+            return self._record(self._strategy.validation(self._source, request_id, metrics))
+        expected = self._complete_op(request_id, length)
+        try:
+            ops = self._strategy.validation(self._source, request_id, metrics)
+        except SearcherError:
+            self._inflight[request_id] = expected  # a rejected report changes nothing
+            raise
+        return self._record(ops)
 
     def on_trial_progress(self, request_id: str, progress: float) -> list[Operation]:
         if request_id in self._issued and request_id not in self._closed:
-            self._book.update(request_id, float(progress))
+            try:
+                value = float(progress)
+            except (TypeError, ValueError):
+                value = 0.0  # like NaN/Inf: a progress report that is not a number counts as 0
+            self._book.update(request_id, value)
         return []
 
     def on_trial_exited_early(self, request_id: str, reason: ExitedReason) -> list[Operation]:
@@ -114,8 +124,8 @@ class Searcher(SearchMethod):
             return []
         reason = ExitedReason(reason)
         self._exited_early[request_id] = reason.value
-        self._failures += reason is ExitedReason.ERRORED
-        self._cancels += reason is ExitedReason.USER_CANCELED
+        self._failures += int(reason is ExitedReason.ERRORED)
+        self._cancels += int(reason is ExitedReason.USER_CANCELED)
         self._inflight.pop(request_id, None)
         if is_invalid(reason) and self._strategy.drops_invalid_progress:
             self._book.drop(request_id)
@@ -200,8 +210,8 @@ class Searcher(SearchMethod):
             or request_id in self._closed
         )
 
-    def _complete_op(self, request_id: str, length: int | None) -> None:
-        """0.37: the completion must match the trial's outstanding ValidateAfter."""
+    def _complete_op(self, request_id: str, length: int | None) -> int:
+        """0.37: the completion must match the trial's outstanding ValidateAfter; return it."""
         expected = self._inflight.get(request_id)
         if expected is None:
             raise SearcherError(
@@ -213,7 +223,7 @@ class Searcher(SearchMethod):
                 f"trial {request_id}: expected op ValidateAfter(length={expected}) but received"
                 f" a completion for length {length}"
             )
-        del self._inflight[request_id]
+        return self._inflight.pop(request_id)
 
     def _record(self, ops: list[Operation]) -> list[Operation]:
         for op in ops:

@@ -77,6 +77,11 @@ class ProgressBook:
             return self._closed / total_trials
         return (self._closed * unit + self._open_sum) / (unit * total_trials)
 
+    def mean(self) -> float:
+        """0.38: the mean over the book's trials (closed = 1, running = reported fraction)."""
+        count = len(self._open) + self._closed
+        return (self._closed + self._open_sum) / count if count else 0.0
+
     def state(self) -> dict[str, Any]:
         """JSON-serializable state."""
         return {"open": dict(self._open), "open_sum": self._open_sum, "closed": self._closed}

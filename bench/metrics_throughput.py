@@ -1,0 +1,311 @@
+"""Benchmark: ``report_training_metrics`` throughput and its cost inside a training loop.
+
+Goal (issue text): "report_training_metrics from one process: at least 50,000 calls/s with no
+loss (all rows in the store afterwards), and the loop with reporting at most 2 % slower than
+without."
+
+Measured twice, each time in a fresh process and a fresh ``TRIALKIT_HOME``:
+
+- master: this file is copied into a model directory and run as the trial of an experiment made
+  with ``trialkit experiment create`` against a real master, so reports travel over HTTP;
+- local: the same worker run as ``python metrics_throughput.py --worker OUT`` with no master, so
+  ``core.init()`` writes the SQLite store directly.
+
+The worker times N tight report calls, then the close (the drain of the queue), then a loop of
+~1 ms numpy steps with and without a report per step, interleaved over several rounds, and writes
+the timings to a JSON file. The parent then counts the training rows in the store. Baselines come
+from the same process: a plain ``list.append`` of the same report dict for calls/s, and the same
+loop without reports for the loop ratio. Exits 0 whether or not the goals are met; exits 1 only
+when the benchmark broke (a trial failed, or rows were lost).
+
+Usage: ``python bench/metrics_throughput.py`` (about a minute on 2 cores).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+N_CALLS = 200_000
+LOOP_STEPS = 2_000
+WARMUP_STEPS = 200
+ROUNDS = 5
+STEP_SECONDS = 0.001
+GOAL_CALLS_PER_S = 50_000
+GOAL_LOOP_RATIO = 1.02
+TRIAL_TIMEOUT_S = 100.0
+
+# One BLAS thread: a steady step time on a 2-core machine, and the other core left to the
+# metrics thread and the master, as a trial pinned to its slot would have it.
+SINGLE_THREAD_ENV = {
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
+
+
+# Worker: runs inside the trial (master mode) or as a plain script (local mode) -----------------
+
+
+def make_step(target_s: float = STEP_SECONDS) -> Callable[[], float]:
+    """A step of real work (repeated 96x96 matmuls) calibrated to take about ``target_s``."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    a = rng.random((96, 96))
+    b = rng.random((96, 96))
+    for _ in range(50):
+        a @ b
+    t0 = time.perf_counter()
+    for _ in range(500):
+        a @ b
+    per_matmul = (time.perf_counter() - t0) / 500
+    reps = max(1, round(target_s / per_matmul))
+
+    def step() -> float:
+        c = a
+        for _ in range(reps):
+            c = a @ b
+        return float(c[0, 0])
+
+    return step
+
+
+def time_calls(report: Callable[..., None], n: int) -> float:
+    """Seconds for ``n`` back-to-back calls of ``report(steps_completed=i, metrics=...)``."""
+    t0 = time.perf_counter()
+    for i in range(n):
+        report(steps_completed=i, metrics={"loss": 1.0 / (i + 1), "acc": 0.5})
+    return time.perf_counter() - t0
+
+
+def append_baseline(n: int) -> float:
+    """Seconds for the least a non-blocking report can do: build the dict, append it to a list."""
+    sink: list[dict[str, Any]] = []
+    return time_calls(lambda steps_completed, metrics: sink.append({"steps_completed": steps_completed, "metrics": dict(metrics)}), n)
+
+
+def time_loop(step: Callable[[], float], steps: int, report: Callable[..., None] | None) -> float:
+    """Seconds for ``steps`` training steps, reporting the step's loss after each when asked."""
+    t0 = time.perf_counter()
+    for i in range(steps):
+        loss = step()
+        if report is not None:
+            report(steps_completed=i, metrics={"loss": loss, "acc": 0.5})
+    return time.perf_counter() - t0
+
+
+def compare_loops(step: Callable[[], float], report: Callable[..., None]) -> dict[str, Any]:
+    """Loop times with and without reports, interleaved A B B A ... after a warm-up of each."""
+    time_loop(step, WARMUP_STEPS, None)
+    time_loop(step, WARMUP_STEPS, report)
+    plain: list[float] = []
+    reported: list[float] = []
+    for r in range(ROUNDS):
+        order = (False, True) if r % 2 == 0 else (True, False)
+        for with_report in order:
+            seconds = time_loop(step, LOOP_STEPS, report if with_report else None)
+            (reported if with_report else plain).append(seconds)
+    return {"plain_s": plain, "reported_s": reported, "reports": WARMUP_STEPS + ROUNDS * LOOP_STEPS}
+
+
+def run_worker(out: Path) -> None:
+    """Measure in this process and write the timings to ``out`` as JSON."""
+    from trialkit import core
+
+    result: dict[str, Any] = {"baseline_s": append_baseline(N_CALLS)}
+    ctx = core.init()
+    with ctx:
+        result["calls_s"] = time_calls(ctx.train.report_training_metrics, N_CALLS)
+        t0 = time.perf_counter()
+        ctx.close()
+        result["drain_s"] = time.perf_counter() - t0
+    step = make_step()
+    with core.init() as ctx:
+        result["loop"] = compare_loops(step, ctx.train.report_training_metrics)
+    result["reports"] = N_CALLS + result["loop"]["reports"]
+    out.write_text(json.dumps(result))
+
+
+# Parent: set up homes, master and experiment; read the results ----------------------------------
+
+
+def cli_path() -> str:
+    """The ``trialkit`` command of this interpreter's environment."""
+    beside = Path(sys.executable).with_name("trialkit")
+    return str(beside) if beside.exists() else shutil.which("trialkit") or "trialkit"
+
+
+def clean_env(home: Path) -> dict[str, str]:
+    """This environment without any trial context, pointed at ``home``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DET_", "TRIALKIT_"))}
+    env["TRIALKIT_HOME"] = str(home)
+    return env
+
+
+def stored_training_rows(home: Path) -> int:
+    """Training rows over every trial in ``home`` (a fresh home holds only this run's)."""
+    from trialkit.store import Store
+
+    store = Store.at(home)
+    try:
+        return sum(store.count_metrics(t.id, "training") for t in store.list_trials())
+    finally:
+        store.close()
+
+
+def write_experiment(tmp: Path, out: Path) -> tuple[Path, Path]:
+    """A model directory holding this file and a config whose trial runs the worker."""
+    model_dir = tmp / "model"
+    model_dir.mkdir()
+    shutil.copy(__file__, model_dir / "metrics_throughput.py")
+    env_lines = "".join(f"    - {k}={v}\n" for k, v in SINGLE_THREAD_ENV.items())
+    cfg = tmp / "bench.yaml"
+    cfg.write_text(
+        "name: bench-metrics-throughput\n"
+        f"entrypoint: python3 metrics_throughput.py --worker {out}\n"
+        "searcher: {name: single, metric: loss, max_length: 1}\n"
+        "max_restarts: 0\n"
+        "environment:\n  environment_variables:\n" + env_lines
+    )
+    return cfg, model_dir
+
+
+def wait_for_experiment(client: Any, experiment_id: int) -> str:
+    """Poll the REST API until the experiment ends; its final state."""
+    deadline = time.monotonic() + TRIAL_TIMEOUT_S
+    while time.monotonic() < deadline:
+        state = client.request("GET", f"/api/v1/experiments/{experiment_id}")["experiment"]["state"]
+        if state in ("COMPLETED", "CANCELED", "ERROR"):
+            return str(state)
+        time.sleep(0.2)
+    return "TIMED OUT"
+
+
+def trial_log_tail(home: Path, lines: int = 30) -> str:
+    logs = sorted(home.glob("trials/*/output.log"))
+    return "\n".join("\n".join(p.read_text(errors="replace").splitlines()[-lines:]) for p in logs)
+
+
+def run_master_mode(tmp: Path) -> dict[str, Any]:
+    """The worker as the trial of an experiment on a real master; timings plus stored rows."""
+    from trialkit.master import start_background, stop_master
+
+    home = tmp / "home"
+    out = tmp / "result.json"
+    cfg, model_dir = write_experiment(tmp, out)
+    client = start_background(home)
+    try:
+        created = subprocess.run(
+            [cli_path(), "experiment", "create", str(cfg), str(model_dir)],
+            env=clean_env(home), capture_output=True, text=True, check=False,
+        )
+        found = re.search(r"Created experiment (\d+)", created.stdout)
+        if not found:
+            raise BenchmarkBroken(f"experiment create failed:\n{created.stdout}{created.stderr}")
+        state = wait_for_experiment(client, int(found.group(1)))
+        if state != "COMPLETED" or not out.exists():
+            raise BenchmarkBroken(f"the trial ended {state}; its log:\n{trial_log_tail(home)}")
+        result = json.loads(out.read_text())
+        result["stored"] = stored_training_rows(home)
+        return result
+    finally:
+        client.close()
+        stop_master(home)
+
+
+def run_local_mode(tmp: Path) -> dict[str, Any]:
+    """The worker as a plain script (no master: ``core.init()`` writes the store); same figures."""
+    home = tmp / "home"
+    out = tmp / "result.json"
+    env = {**clean_env(home), **SINGLE_THREAD_ENV}
+    proc = subprocess.run(
+        [sys.executable, __file__, "--worker", str(out)],
+        env=env, cwd=tmp, capture_output=True, text=True, check=False,
+    )
+    if proc.returncode != 0 or not out.exists():
+        raise BenchmarkBroken(f"local worker exited {proc.returncode}:\n{proc.stdout}{proc.stderr}")
+    result = json.loads(out.read_text())
+    result["stored"] = stored_training_rows(home)
+    return result
+
+
+class BenchmarkBroken(RuntimeError):
+    """The benchmark could not measure (a failed trial, lost rows): exit non-zero."""
+
+
+# Report ------------------------------------------------------------------------------------------
+
+
+def summarize(mode: str, r: dict[str, Any]) -> dict[str, Any]:
+    """The figures of one mode: calls/s, ratios, drain, rows and whether the goals were met."""
+    calls_per_s = N_CALLS / r["calls_s"]
+    ratio = statistics.median(r["loop"]["reported_s"]) / statistics.median(r["loop"]["plain_s"])
+    return {
+        "mode": mode,
+        "calls_per_s": calls_per_s,
+        "vs_append": r["baseline_s"] / r["calls_s"],
+        "drain_s": r["drain_s"],
+        "stored": r["stored"],
+        "expected": r["reports"],
+        "plain_ms": statistics.median(r["loop"]["plain_s"]) / LOOP_STEPS * 1e3,
+        "loop_ratio": ratio,
+        "calls_ok": calls_per_s >= GOAL_CALLS_PER_S and r["stored"] == r["reports"],
+        "loop_ok": ratio <= GOAL_LOOP_RATIO,
+    }
+
+
+def print_report(rows: list[dict[str, Any]]) -> None:
+    print(f"goal: >= {GOAL_CALLS_PER_S:,} report_training_metrics calls/s from one process with no")
+    print(f"      loss, and a ~{STEP_SECONDS * 1e3:.0f} ms-step loop with a report per step <= {GOAL_LOOP_RATIO:.2f}x the loop without")
+    print(f"N = {N_CALLS:,} calls; loop = {LOOP_STEPS:,} steps, median of {ROUNDS} interleaved rounds each")
+    print()
+    head = f"{'mode':<7} {'calls/s':>10} {'vs append':>10} {'drain s':>8} {'rows stored/expected':>21} {'step ms':>8} {'loop ratio':>11}"
+    print(head)
+    print("-" * len(head))
+    for s in rows:
+        rows_txt = f"{s['stored']:,}/{s['expected']:,}"
+        print(
+            f"{s['mode']:<7} {s['calls_per_s']:>10,.0f} {s['vs_append']:>9.2f}x {s['drain_s']:>8.2f} "
+            f"{rows_txt:>21} {s['plain_ms']:>8.3f} {s['loop_ratio']:>10.4f}x"
+        )
+    print()
+    print("vs append: report call speed relative to building the same dict and appending it to a list")
+    for s in rows:
+        calls = "met" if s["calls_ok"] else "NOT met"
+        loop = "met" if s["loop_ok"] else "NOT met"
+        print(f"{s['mode']}: calls/s goal {calls}; loop goal {loop} ({(s['loop_ratio'] - 1) * 100:+.2f} %)")
+
+
+def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] == "--worker":
+        run_worker(Path(sys.argv[2]))
+        return 0
+    rows = []
+    try:
+        for mode, run in (("master", run_master_mode), ("local", run_local_mode)):
+            with tempfile.TemporaryDirectory(prefix=f"trialkit-bench-{mode}-") as tmp:
+                rows.append(summarize(mode, run(Path(tmp))))
+    except BenchmarkBroken as e:
+        print(f"benchmark broken: {e}", file=sys.stderr)
+        return 1
+    print_report(rows)
+    lost = [s["mode"] for s in rows if s["stored"] != s["expected"]]
+    if lost:
+        print(f"benchmark broken: rows lost in {', '.join(lost)} mode", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

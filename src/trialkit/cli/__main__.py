@@ -1,0 +1,5 @@
+"""``python -m trialkit.cli``."""
+
+from . import main
+
+main()

@@ -1,0 +1,174 @@
+"""Pure supervision policies: a trial's fate when its process exits, whether it wants a process,
+and when an experiment ends (reference §7.1, §7.6.4)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import pytest
+
+from trialkit.master._policies import (
+    ExitFacts,
+    Outcome,
+    experiment_done,
+    final_experiment_state,
+    on_exit,
+    trial_state_for,
+    wants_process,
+)
+from trialkit.store import ExperimentState as E
+from trialkit.store import TrialState as T
+
+#: A clean, acknowledged exit of an active 0.38 trial with restarts to spare.
+BASE = ExitFacts(
+    exit_code=0,
+    acked=True,
+    early_exit=None,
+    experiment_state=E.ACTIVE,
+    generation="0.38",
+    closed=False,
+    op_complete=False,
+    stop_requested=False,
+    restarts=0,
+    max_restarts=5,
+)
+
+
+def facts(**changes: object) -> ExitFacts:
+    return dataclasses.replace(BASE, **changes)  # type: ignore[arg-type]
+
+
+# on_exit ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("state", [E.STOPPING_CANCELED, E.CANCELED])
+@pytest.mark.parametrize("code", [0, 1, -9])
+def test_canceled_experiment_cancels_the_trial_whatever_the_exit(state: E, code: int) -> None:
+    assert on_exit(facts(experiment_state=state, exit_code=code)) is Outcome.CANCELED
+
+
+@pytest.mark.parametrize("state", [E.STOPPING_ERROR, E.ERROR])
+def test_erroring_experiment_errors_failed_trials_and_cancels_clean_ones(state: E) -> None:
+    assert on_exit(facts(experiment_state=state, exit_code=1)) is Outcome.ERROR
+    assert on_exit(facts(experiment_state=state, exit_code=0)) is Outcome.CANCELED
+
+
+@pytest.mark.parametrize("code", [0, 1])
+def test_paused_experiment_pauses_the_trial(code: int) -> None:
+    outcome = on_exit(facts(experiment_state=E.PAUSED, exit_code=code, restarts=5))
+    assert outcome is Outcome.PAUSED
+
+
+def test_crash_restarts_while_restarts_remain() -> None:
+    assert on_exit(facts(exit_code=1, restarts=0)) is Outcome.RESTART
+    assert on_exit(facts(exit_code=-9, restarts=4)) is Outcome.RESTART
+    assert on_exit(facts(exit_code=1, restarts=5)) is Outcome.ERROR
+    assert on_exit(facts(exit_code=1, restarts=0, max_restarts=0)) is Outcome.ERROR
+
+
+def test_crash_restarts_even_if_it_had_acked() -> None:
+    assert on_exit(facts(exit_code=2, acked=True)) is Outcome.RESTART
+    assert (
+        on_exit(facts(exit_code=2, acked=True, generation="0.37", op_complete=True))
+        is Outcome.RESTART
+    )
+
+
+def test_clean_exit_without_ack_completes_the_trial() -> None:
+    """An un-acked exit 0 means 'trial finished' (reference §1.4)."""
+    assert on_exit(facts(acked=False)) is Outcome.COMPLETED
+    assert on_exit(facts(acked=False, generation="0.37", op_complete=False)) is Outcome.COMPLETED
+
+
+def test_early_exit_completes_the_trial_even_when_acked() -> None:
+    assert on_exit(facts(early_exit="INVALID_HP")) is Outcome.COMPLETED
+    assert on_exit(facts(early_exit="USER_REQUESTED_STOP", generation="0.37")) is Outcome.COMPLETED
+
+
+def test_acked_exit_after_a_searcher_stop_completes_the_trial() -> None:
+    assert on_exit(facts(stop_requested=True)) is Outcome.COMPLETED
+    assert on_exit(facts(stop_requested=True, generation="0.37")) is Outcome.COMPLETED
+
+
+def test_acked_exit_in_0_38_relaunches() -> None:
+    assert on_exit(facts()) is Outcome.RELAUNCH
+
+
+def test_acked_exit_in_0_37_follows_the_op_and_close_flags() -> None:
+    """§7.6.4: unfinished op → run again now; finished and closed → done; finished and not
+    closed → wait (no process) for a promotion."""
+    g = "0.37"
+    assert on_exit(facts(generation=g, op_complete=False)) is Outcome.RELAUNCH
+    assert on_exit(facts(generation=g, op_complete=False, closed=True)) is Outcome.RELAUNCH
+    assert on_exit(facts(generation=g, op_complete=True, closed=True)) is Outcome.COMPLETED
+    assert on_exit(facts(generation=g, op_complete=True, closed=False)) is Outcome.WAITING
+
+
+def test_every_combination_has_an_outcome_with_a_trial_state() -> None:
+    states = list(E)
+    for state, code, acked, early, gen, closed, done, stop in itertools.product(
+        states, [0, 1], [True, False], [None, "INVALID_HP"], ["0.37", "0.38"],
+        [True, False], [True, False], [True, False],
+    ):  # fmt: skip
+        f = facts(experiment_state=state, exit_code=code, acked=acked, early_exit=early,
+                  generation=gen, closed=closed, op_complete=done, stop_requested=stop)  # fmt: skip
+        outcome = on_exit(f)
+        assert isinstance(outcome, Outcome)
+        if outcome is Outcome.WAITING:
+            assert gen == "0.37" and done and not closed and acked and code == 0
+
+
+def test_trial_state_for_each_outcome() -> None:
+    assert trial_state_for(Outcome.COMPLETED) is T.COMPLETED
+    assert trial_state_for(Outcome.PAUSED) is T.PAUSED
+    assert trial_state_for(Outcome.ERROR) is T.ERROR
+    assert trial_state_for(Outcome.CANCELED) is T.CANCELED
+    for still_active in (Outcome.WAITING, Outcome.RELAUNCH, Outcome.RESTART):
+        assert trial_state_for(still_active) is T.ACTIVE
+
+
+# wants_process ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("gen", ["0.37", "0.38"])
+def test_only_active_trials_of_active_experiments_want_a_process(gen: str) -> None:
+    for exp_state, trial_state in itertools.product(E, T):
+        wanted = wants_process(trial_state, exp_state, gen, op_complete=False, stop_requested=False)
+        assert wanted == (exp_state is E.ACTIVE and trial_state is T.ACTIVE)
+
+
+def test_stop_requested_trials_want_no_process() -> None:
+    assert not wants_process(T.ACTIVE, E.ACTIVE, "0.38", op_complete=False, stop_requested=True)
+    assert not wants_process(T.ACTIVE, E.ACTIVE, "0.37", op_complete=False, stop_requested=True)
+
+
+def test_0_37_trials_want_a_process_only_for_an_unfinished_op() -> None:
+    assert wants_process(T.ACTIVE, E.ACTIVE, "0.37", op_complete=False, stop_requested=False)
+    assert not wants_process(T.ACTIVE, E.ACTIVE, "0.37", op_complete=True, stop_requested=False)
+
+
+def test_0_38_trials_want_a_process_until_they_end() -> None:
+    assert wants_process(T.ACTIVE, E.ACTIVE, "0.38", op_complete=True, stop_requested=False)
+    assert wants_process(T.ACTIVE, E.ACTIVE, "0.38", op_complete=False, stop_requested=False)
+
+
+# experiment_done / final_experiment_state ------------------------------------------------------
+
+
+def test_experiment_is_done_once_the_searcher_shut_down_and_all_trials_ended() -> None:
+    assert experiment_done(True, [T.COMPLETED, T.ERROR, T.CANCELED])
+    assert experiment_done(True, [])
+    assert not experiment_done(False, [T.COMPLETED])
+    assert not experiment_done(True, [T.COMPLETED, T.ACTIVE])
+    assert not experiment_done(True, [T.PAUSED])
+    assert not experiment_done(True, [T.STOPPING_COMPLETED])
+
+
+def test_final_state_is_error_only_when_every_trial_errored_or_the_searcher_failed() -> None:
+    assert final_experiment_state([T.ERROR, T.ERROR], searcher_failure=False) is E.ERROR
+    assert final_experiment_state([T.ERROR, T.COMPLETED], searcher_failure=False) is E.COMPLETED
+    assert final_experiment_state([T.COMPLETED], searcher_failure=True) is E.ERROR
+    assert final_experiment_state([T.CANCELED, T.COMPLETED], searcher_failure=False) is E.COMPLETED
+    assert final_experiment_state([], searcher_failure=False) is E.COMPLETED
+    assert final_experiment_state([], searcher_failure=True) is E.ERROR
