@@ -92,7 +92,12 @@ def time_calls(report: Callable[..., None], n: int) -> float:
 def append_baseline(n: int) -> float:
     """Seconds for the least a non-blocking report can do: build the dict, append it to a list."""
     sink: list[dict[str, Any]] = []
-    return time_calls(lambda steps_completed, metrics: sink.append({"steps_completed": steps_completed, "metrics": dict(metrics)}), n)
+    return time_calls(
+        lambda steps_completed, metrics: sink.append(
+            {"steps_completed": steps_completed, "metrics": dict(metrics)}
+        ),
+        n,
+    )
 
 
 def time_loop(step: Callable[[], float], steps: int, report: Callable[..., None] | None) -> float:
@@ -208,7 +213,10 @@ def run_master_mode(tmp: Path) -> dict[str, Any]:
     try:
         created = subprocess.run(
             [cli_path(), "experiment", "create", str(cfg), str(model_dir)],
-            env=clean_env(home), capture_output=True, text=True, check=False,
+            env=clean_env(home),
+            capture_output=True,
+            text=True,
+            check=False,
         )
         found = re.search(r"Created experiment (\d+)", created.stdout)
         if not found:
@@ -231,7 +239,11 @@ def run_local_mode(tmp: Path) -> dict[str, Any]:
     env = {**clean_env(home), **SINGLE_THREAD_ENV}
     proc = subprocess.run(
         [sys.executable, __file__, "--worker", str(out)],
-        env=env, cwd=tmp, capture_output=True, text=True, check=False,
+        env=env,
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if proc.returncode != 0 or not out.exists():
         raise BenchmarkBroken(f"local worker exited {proc.returncode}:\n{proc.stdout}{proc.stderr}")
@@ -267,8 +279,12 @@ def summarize(mode: str, r: dict[str, Any]) -> dict[str, Any]:
 
 def print_report(rows: list[dict[str, Any]]) -> None:
     print(f"goal: >= {GOAL_CALLS_PER_S:,} report_training_metrics calls/s from one process with no")
-    print(f"      loss, and a ~{STEP_SECONDS * 1e3:.0f} ms-step loop with a report per step <= {GOAL_LOOP_RATIO:.2f}x the loop without")
-    print(f"N = {N_CALLS:,} calls; loop = {LOOP_STEPS:,} steps, median of {ROUNDS} interleaved rounds each")
+    print(
+        f"      loss, and a ~{STEP_SECONDS * 1e3:.0f} ms-step loop with a report per step <= {GOAL_LOOP_RATIO:.2f}x the loop without"
+    )
+    print(
+        f"N = {N_CALLS:,} calls; loop = {LOOP_STEPS:,} steps, median of {ROUNDS} interleaved rounds each"
+    )
     print()
     head = f"{'mode':<7} {'calls/s':>10} {'vs append':>10} {'drain s':>8} {'rows stored/expected':>21} {'step ms':>8} {'loop ratio':>11}"
     print(head)
@@ -280,11 +296,15 @@ def print_report(rows: list[dict[str, Any]]) -> None:
             f"{rows_txt:>21} {s['plain_ms']:>8.3f} {s['loop_ratio']:>10.4f}x"
         )
     print()
-    print("vs append: report call speed relative to building the same dict and appending it to a list")
+    print(
+        "vs append: report call speed relative to building the same dict and appending it to a list"
+    )
     for s in rows:
         calls = "met" if s["calls_ok"] else "NOT met"
         loop = "met" if s["loop_ok"] else "NOT met"
-        print(f"{s['mode']}: calls/s goal {calls}; loop goal {loop} ({(s['loop_ratio'] - 1) * 100:+.2f} %)")
+        print(
+            f"{s['mode']}: calls/s goal {calls}; loop goal {loop} ({(s['loop_ratio'] - 1) * 100:+.2f} %)"
+        )
 
 
 def main() -> int:

@@ -14,7 +14,9 @@ def main(core_context: core.Context) -> None:
         time.sleep(0.01)
         steps_completed = batch + 1
         if steps_completed % 10 == 0:
-            core_context.train.report_training_metrics(steps_completed=steps_completed, metrics={"x": x})
+            core_context.train.report_training_metrics(
+                steps_completed=steps_completed, metrics={"x": x}
+            )
     core_context.train.report_validation_metrics(steps_completed=steps_completed, metrics={"x": x})
 
 

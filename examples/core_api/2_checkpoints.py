@@ -8,7 +8,9 @@ import trialkit as det
 from trialkit import core
 
 
-def save_state(x: int, steps_completed: int, trial_id: int, checkpoint_directory: pathlib.Path) -> None:
+def save_state(
+    x: int, steps_completed: int, trial_id: int, checkpoint_directory: pathlib.Path
+) -> None:
     with checkpoint_directory.joinpath("state").open("w") as f:
         f.write(f"{x},{steps_completed},{trial_id}")
 
@@ -34,7 +36,9 @@ def main(core_context: core.Context, latest_checkpoint, trial_id: int) -> None:
         time.sleep(0.02)
         steps_completed = batch + 1
         if steps_completed % 10 == 0:
-            core_context.train.report_training_metrics(steps_completed=steps_completed, metrics={"x": x})
+            core_context.train.report_training_metrics(
+                steps_completed=steps_completed, metrics={"x": x}
+            )
             checkpoint_metadata = {"steps_completed": steps_completed}
             with core_context.checkpoint.store_path(checkpoint_metadata) as (path, storage_id):
                 save_state(x, steps_completed, trial_id, path)

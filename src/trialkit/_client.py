@@ -7,13 +7,12 @@ re-reads that file, so a restarted master (on a new port) is found again without
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import time
 from pathlib import Path
 from typing import Any
-
-import logging
 
 import httpx
 
@@ -28,9 +27,10 @@ class MasterUnavailable(ConnectionError):
 class APIError(RuntimeError):
     """The master answered with an error; ``status`` is the HTTP status code."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, errors: list[str] | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.errors = errors or [message]
 
 
 def read_master_file(path: str | os.PathLike[str]) -> tuple[str, str] | None:
@@ -38,7 +38,7 @@ def read_master_file(path: str | os.PathLike[str]) -> tuple[str, str] | None:
     try:
         d = json.loads(Path(path).read_text())
         return str(d["url"]), str(d["token"])
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
@@ -119,7 +119,10 @@ class MasterClient:
         while True:
             try:
                 resp = self._http.request(
-                    method, path, json=json_body, params=params,
+                    method,
+                    path,
+                    json=json_body,
+                    params=params,
                     timeout=timeout if timeout is not None else self._timeout,
                 )
             except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError) as e:
@@ -140,6 +143,9 @@ class MasterClient:
                 detail = resp.json().get("detail", resp.text)
             except ValueError:
                 detail = resp.text
+            if isinstance(detail, dict) and isinstance(detail.get("errors"), list):
+                errors = [str(e) for e in detail["errors"]]
+                raise APIError(resp.status_code, "\n".join(errors), errors)
             raise APIError(resp.status_code, str(detail))
         if not resp.content:
             return None

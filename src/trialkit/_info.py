@@ -126,7 +126,9 @@ class ClusterInfo:
     @property
     def trial(self) -> TrialInfo:
         if self._trial is None:
-            raise RuntimeError(f"ClusterInfo.trial is only available for TRIAL tasks, not {self.task_type}")
+            raise RuntimeError(
+                f"ClusterInfo.trial is only available for TRIAL tasks, not {self.task_type}"
+            )
         return self._trial
 
     @property

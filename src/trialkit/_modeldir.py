@@ -3,9 +3,9 @@ master into each trial's working directory."""
 
 from __future__ import annotations
 
-import fnmatch
 import io
 import os
+import re
 import tarfile
 from pathlib import Path
 
@@ -31,6 +31,29 @@ def _patterns(root: Path) -> list[str]:
     return patterns
 
 
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """gitignore globs: '*' and '?' stay within one path segment, '**' spans segments."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
 def _ignored(rel: str, is_dir: bool, patterns: list[str]) -> bool:
     """gitignore-style matching: later patterns win, '!' re-includes, '/' suffix = dirs only."""
     ignored = False
@@ -44,7 +67,7 @@ def _ignored(rel: str, is_dir: bool, patterns: list[str]) -> bool:
             pat = pat.rstrip("/")
         anchored = pat.startswith("/") or "/" in pat
         pat = pat.lstrip("/")
-        hit = fnmatch.fnmatch(rel, pat) if anchored else fnmatch.fnmatch(name, pat)
+        hit = bool(_glob_regex(pat).match(rel if anchored else name))
         if hit:
             ignored = not negate
     return ignored

@@ -29,19 +29,25 @@ class Master:
     client: MasterClient
     env: dict[str, str]
 
-    def cli(self, *args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def cli(
+        self, *args: str, check: bool = True, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
         """Run the trialkit CLI as a user would."""
         proc = subprocess.run(
             [*TRIALKIT, *args], env=self.env, capture_output=True, text=True, timeout=timeout
         )
         if check and proc.returncode != 0:
-            raise AssertionError(f"trialkit {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+            raise AssertionError(
+                f"trialkit {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+            )
         return proc
 
     def describe(self, experiment_id: int) -> dict[str, Any]:
         return self.client.request("GET", f"/api/v1/experiments/{experiment_id}", retry_for=30)  # type: ignore[no-any-return]
 
-    def wait_for(self, predicate: Callable[[], bool], timeout: float = 60, what: str = "condition") -> None:
+    def wait_for(
+        self, predicate: Callable[[], bool], timeout: float = 60, what: str = "condition"
+    ) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if predicate():
@@ -49,8 +55,14 @@ class Master:
             time.sleep(0.1)
         raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
-    def wait_state(self, experiment_id: int, states: set[str], timeout: float = 90) -> dict[str, Any]:
-        self.wait_for(lambda: self.describe(experiment_id)["experiment"]["state"] in states, timeout, f"experiment {experiment_id} in {states}")
+    def wait_state(
+        self, experiment_id: int, states: set[str], timeout: float = 90
+    ) -> dict[str, Any]:
+        self.wait_for(
+            lambda: self.describe(experiment_id)["experiment"]["state"] in states,
+            timeout,
+            f"experiment {experiment_id} in {states}",
+        )
         return self.describe(experiment_id)
 
     def create(self, config: dict[str, Any], model_dir: Path) -> int:

@@ -22,11 +22,19 @@ def test_single_trial_stages_complete(master: Master, stage: str) -> None:
     assert trial["state"] == "COMPLETED" and trial["restarts"] == 0
     if stage != "0_start":
         assert trial["latest_validation"]["values"] == {"x": 100}
-        assert master.client.request("GET", f"/api/v1/trials/{trial['id']}/metrics", params={"group": "training"})["metrics"][-1]["steps_completed"] == 100
+        assert (
+            master.client.request(
+                "GET", f"/api/v1/trials/{trial['id']}/metrics", params={"group": "training"}
+            )["metrics"][-1]["steps_completed"]
+            == 100
+        )
     if stage == "2_checkpoints":
         steps = sorted(c["steps_completed"] for c in desc["checkpoints"])
         assert steps == list(range(10, 101, 10))
-        assert all("state" in c["resources"] and "metadata.json" in c["resources"] for c in desc["checkpoints"])
+        assert all(
+            "state" in c["resources"] and "metadata.json" in c["resources"]
+            for c in desc["checkpoints"]
+        )
 
 
 def test_hpsearch_random_runs_every_trial_to_its_length(master: Master) -> None:

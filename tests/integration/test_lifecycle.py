@@ -65,11 +65,15 @@ def _config(**env: object) -> dict:
 
 
 def _logs(master: Master, trial_id: int) -> list[str]:
-    return [ln["line"] for ln in master.client.request("GET", f"/api/v1/trials/{trial_id}/logs")["logs"]]
+    return [
+        ln["line"] for ln in master.client.request("GET", f"/api/v1/trials/{trial_id}/logs")["logs"]
+    ]
 
 
 def _training_steps(master: Master, trial_id: int) -> list[int]:
-    metrics = master.client.request("GET", f"/api/v1/trials/{trial_id}/metrics", params={"group": "training"})["metrics"]
+    metrics = master.client.request(
+        "GET", f"/api/v1/trials/{trial_id}/metrics", params={"group": "training"}
+    )["metrics"]
     return [m["steps_completed"] for m in metrics]
 
 
@@ -82,9 +86,13 @@ def model_dir(tmp_path: Path) -> Path:
 
 def test_pause_then_activate_resumes_from_checkpoint(master: Master, model_dir: Path) -> None:
     exp = master.create(_config(TOTAL=60, STEP_SECONDS=0.05), model_dir)
-    master.wait_for(lambda: any(s >= 10 for s in _training_steps(master, 1)), what="two checkpoints")
+    master.wait_for(
+        lambda: any(s >= 10 for s in _training_steps(master, 1)), what="two checkpoints"
+    )
     master.cli("experiment", "pause", str(exp))
-    desc = master.wait_for(lambda: master.describe(exp)["trials"][0]["state"] == "PAUSED", what="trial PAUSED") or master.describe(exp)
+    desc = master.wait_for(
+        lambda: master.describe(exp)["trials"][0]["state"] == "PAUSED", what="trial PAUSED"
+    ) or master.describe(exp)
     assert desc["experiment"]["state"] == "PAUSED"
     assert desc["trials"][0]["pid"] is None
     paused_at = max(c["steps_completed"] for c in desc["checkpoints"])
@@ -101,7 +109,12 @@ def test_pause_then_activate_resumes_from_checkpoint(master: Master, model_dir: 
 
 def test_kill_stops_trial_quickly(master: Master, model_dir: Path) -> None:
     exp = master.create(_config(TOTAL=100000, STEP_SECONDS=0.05), model_dir)
-    master.wait_for(lambda: master.describe(exp)["trials"] and master.describe(exp)["trials"][0]["pid"] is not None, what="trial running")
+    master.wait_for(
+        lambda: (
+            master.describe(exp)["trials"] and master.describe(exp)["trials"][0]["pid"] is not None
+        ),
+        what="trial running",
+    )
     pid = master.describe(exp)["trials"][0]["pid"]
     start = time.monotonic()
     master.cli("experiment", "kill", str(exp))
@@ -113,7 +126,9 @@ def test_kill_stops_trial_quickly(master: Master, model_dir: Path) -> None:
 
 
 def test_trial_that_crashes_twice_recovers_from_checkpoint(master: Master, model_dir: Path) -> None:
-    exp = master.create(_config(TOTAL=30, STEP_SECONDS=0.01, CRASH_RUNS="1,2", max_restarts=2), model_dir)
+    exp = master.create(
+        _config(TOTAL=30, STEP_SECONDS=0.01, CRASH_RUNS="1,2", max_restarts=2), model_dir
+    )
     desc = master.wait_state(exp, {"COMPLETED", "ERROR"})
     assert desc["experiment"]["state"] == "COMPLETED", desc
     trial = desc["trials"][0]
@@ -127,18 +142,39 @@ def test_trial_that_crashes_twice_recovers_from_checkpoint(master: Master, model
 
 
 def test_out_of_restarts_is_an_error(master: Master, model_dir: Path) -> None:
-    exp = master.create(_config(TOTAL=30, STEP_SECONDS=0.01, CRASH_RUNS="1,2", max_restarts=1), model_dir)
+    exp = master.create(
+        _config(TOTAL=30, STEP_SECONDS=0.01, CRASH_RUNS="1,2", max_restarts=1), model_dir
+    )
     desc = master.wait_state(exp, {"COMPLETED", "ERROR"})
     assert desc["experiment"]["state"] == "ERROR"
     assert desc["trials"][0]["state"] == "ERROR" and desc["trials"][0]["restarts"] == 1
-    proc = master.cli("experiment", "create", str(model_dir / "_config.json"), str(model_dir), "--follow", check=False)
+    proc = master.cli(
+        "experiment",
+        "create",
+        str(model_dir / "_config.json"),
+        str(model_dir),
+        "--follow",
+        check=False,
+    )
     assert proc.returncode == 1 and "ended ERROR" in proc.stdout
 
 
 def test_invalid_hp_ends_trial_without_restart(master: Master, tmp_path: Path) -> None:
     d = tmp_path / "m"
-    write_script(d, "t.py", "import trialkit\nfrom trialkit import core\nwith core.init():\n    raise trialkit.InvalidHP('lr too big')\nprint('after block', flush=True)\n")
-    exp = master.create({"name": "ihp", "entrypoint": "python3 t.py", "searcher": {"name": "single", "metric": "x"}, "max_restarts": 3}, d)
+    write_script(
+        d,
+        "t.py",
+        "import trialkit\nfrom trialkit import core\nwith core.init():\n    raise trialkit.InvalidHP('lr too big')\nprint('after block', flush=True)\n",
+    )
+    exp = master.create(
+        {
+            "name": "ihp",
+            "entrypoint": "python3 t.py",
+            "searcher": {"name": "single", "metric": "x"},
+            "max_restarts": 3,
+        },
+        d,
+    )
     desc = master.wait_state(exp, {"COMPLETED", "ERROR"})
     trial = desc["trials"][0]
     assert desc["experiment"]["state"] == "COMPLETED"
@@ -146,7 +182,9 @@ def test_invalid_hp_ends_trial_without_restart(master: Master, tmp_path: Path) -
     assert any("after block" in ln for ln in _logs(master, trial["id"]))
 
 
-def test_master_killed_mid_experiment_is_picked_up_without_losing_metrics(master: Master, model_dir: Path) -> None:
+def test_master_killed_mid_experiment_is_picked_up_without_losing_metrics(
+    master: Master, model_dir: Path
+) -> None:
     exp = master.create(_config(TOTAL=80, STEP_SECONDS=0.05), model_dir)
     master.wait_for(lambda: len(_training_steps(master, 1)) >= 5, what="first metrics")
     trial_pid = master.describe(exp)["trials"][0]["pid"]
@@ -163,11 +201,18 @@ def test_master_killed_mid_experiment_is_picked_up_without_losing_metrics(master
 
 
 def test_local_mode_run_is_listed(master: Master, tmp_path: Path) -> None:
-    from .conftest import EXAMPLES
     import subprocess
     import sys
 
-    subprocess.run([sys.executable, str(EXAMPLES / "core_api" / "1_metrics.py")], env=master.env, check=True, timeout=60, cwd=tmp_path)
+    from .conftest import EXAMPLES
+
+    subprocess.run(
+        [sys.executable, str(EXAMPLES / "core_api" / "1_metrics.py")],
+        env=master.env,
+        check=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     store = Store.at(master.home)
     [exp] = [e for e in store.list_experiments() if e.unmanaged]
     assert exp.state.value == "COMPLETED" and exp.name == "local: 1_metrics.py"

@@ -38,17 +38,25 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     from ..config import ConfigError
     from ..storage import CheckpointNotFound, StorageConfigError
 
-    return (CLIError, ConfigError, ModelDirError, APIError, MasterUnavailable, StorageConfigError, CheckpointNotFound)
+    return (
+        CLIError,
+        ConfigError,
+        ModelDirError,
+        APIError,
+        MasterUnavailable,
+        StorageConfigError,
+        CheckpointNotFound,
+    )
 
 
 def _message(e: BaseException) -> str:
-    from .._client import APIError
-
-    if isinstance(e, APIError) and isinstance(e.args[0], str) and e.args[0].startswith("{"):
-        return e.args[0]
     errors = getattr(e, "errors", None)
     if isinstance(errors, list) and errors:
-        return "\n  ".join(["invalid experiment config:", *map(str, errors)]) if len(errors) > 1 else str(errors[0])
+        return (
+            "\n  ".join(["invalid experiment:", *map(str, errors)])
+            if len(errors) > 1
+            else str(errors[0])
+        )
     return str(e)
 
 

@@ -19,11 +19,23 @@ def checkpoint() -> None:
 @json_option
 def list_(experiment_id: int, as_json: bool) -> None:
     """List an experiment's checkpoints."""
-    ckpts = get_client().request("GET", f"/api/v1/experiments/{experiment_id}/checkpoints")["checkpoints"]
+    ckpts = get_client().request("GET", f"/api/v1/experiments/{experiment_id}/checkpoints")[
+        "checkpoints"
+    ]
     if as_json:
         print_json(ckpts)
         return
-    rows = [(c["uuid"], c["trial_id"], c["steps_completed"], c["state"], len(c["resources"]), fmt_time(c["reported_at"])) for c in ckpts]
+    rows = [
+        (
+            c["uuid"],
+            c["trial_id"],
+            c["steps_completed"],
+            c["state"],
+            len(c["resources"]),
+            fmt_time(c["reported_at"]),
+        )
+        for c in ckpts
+    ]
     print_table(None, ["uuid", "trial", "steps", "state", "files", "reported"], rows)
 
 
@@ -36,14 +48,22 @@ def describe(uuid: str, as_json: bool) -> None:
     if as_json:
         print_json(c)
         return
-    click.echo(f"checkpoint {c['uuid']}: trial {c['trial_id']}, steps {c['steps_completed']}, {c['state']}")
+    click.echo(
+        f"checkpoint {c['uuid']}: trial {c['trial_id']}, steps {c['steps_completed']}, {c['state']}"
+    )
     click.echo(f"metadata: {c['metadata']}")
     print_table("files", ["path", "bytes"], sorted(c["resources"].items()))
 
 
 @checkpoint.command("download")
 @click.argument("uuid")
-@click.option("-o", "--output-dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where to put the files (default checkpoints/UUID).")
+@click.option(
+    "-o",
+    "--output-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where to put the files (default checkpoints/UUID).",
+)
 def download(uuid: str, output_dir: Path | None) -> None:
     """Copy a checkpoint's files to a local directory."""
     from ..storage import build

@@ -29,11 +29,28 @@ def experiment() -> None:
 @experiment.command("create")
 @click.argument("config_file", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("model_dir", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--config", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config field, e.g. searcher.max_trials=4.")
-@click.option("-f", "--follow", is_flag=True, help="Show a live trial table until the experiment ends.")
-@click.option("--dry-run", is_flag=True, help="Validate the config and model directory; create nothing.")
+@click.option(
+    "--config",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a config field, e.g. searcher.max_trials=4.",
+)
+@click.option(
+    "-f", "--follow", is_flag=True, help="Show a live trial table until the experiment ends."
+)
+@click.option(
+    "--dry-run", is_flag=True, help="Validate the config and model directory; create nothing."
+)
 @click.option("--paused", is_flag=True, help="Create the experiment paused.")
-def create(config_file: Path, model_dir: Path, overrides: tuple[str, ...], follow: bool, dry_run: bool, paused: bool) -> None:
+def create(
+    config_file: Path,
+    model_dir: Path,
+    overrides: tuple[str, ...],
+    follow: bool,
+    dry_run: bool,
+    paused: bool,
+) -> None:
     """Create an experiment from CONFIG_FILE running code from MODEL_DIR."""
     from .._modeldir import pack
     from ..config import load_config
@@ -43,13 +60,19 @@ def create(config_file: Path, model_dir: Path, overrides: tuple[str, ...], follo
         click.echo(f"warning: {warning}", err=True)
     archive = pack(model_dir)
     if dry_run:
-        click.echo(f"config {str(config_file)!r} is valid; model directory packs to {len(archive) / 1024:.1f} KiB")
+        click.echo(
+            f"config {str(config_file)!r} is valid; model directory packs to {len(archive) / 1024:.1f} KiB"
+        )
         return
     client = get_client()
     resp = client.request(
         "POST",
         "/api/v1/experiments",
-        json_body={"config": cfg.as_dict(), "model_def": base64.b64encode(archive).decode(), "activate": not paused},
+        json_body={
+            "config": cfg.as_dict(),
+            "model_def": base64.b64encode(archive).decode(),
+            "activate": not paused,
+        },
     )
     exp = resp["experiment"]
     click.echo(f"Created experiment {exp['id']}")
@@ -65,12 +88,22 @@ def create(config_file: Path, model_dir: Path, overrides: tuple[str, ...], follo
 @json_option
 def list_(show_all: bool, as_json: bool) -> None:
     """List experiments."""
-    exps = get_client().request("GET", "/api/v1/experiments", params={"all": show_all})["experiments"]
+    exps = get_client().request("GET", "/api/v1/experiments", params={"all": show_all})[
+        "experiments"
+    ]
     if as_json:
         print_json(exps)
         return
     rows = [
-        (e["id"], e["name"], e["state"], f"{e['progress'] * 100:.0f}%", fmt_time(e["created_at"]), fmt_time(e["ended_at"]), "yes" if e["archived"] else "")
+        (
+            e["id"],
+            e["name"],
+            e["state"],
+            f"{e['progress'] * 100:.0f}%",
+            fmt_time(e["created_at"]),
+            fmt_time(e["ended_at"]),
+            "yes" if e["archived"] else "",
+        )
         for e in exps
     ]
     print_table(None, ["id", "name", "state", "progress", "started", "ended", "archived"], rows)
@@ -86,19 +119,34 @@ def describe(experiment_id: int, as_json: bool) -> None:
         print_json(desc)
         return
     e = desc["experiment"]
-    click.echo(f"experiment {e['id']} {e['name']!r}: {e['state']}, search {e['progress'] * 100:.0f}% done")
+    click.echo(
+        f"experiment {e['id']} {e['name']!r}: {e['state']}, search {e['progress'] * 100:.0f}% done"
+    )
     if e.get("error"):
         click.echo(f"error: {e['error']}")
     if desc.get("best_trial"):
         click.echo(f"best trial: {desc['best_trial']}")
     rows = [
-        (t["id"], t["state"], t["restarts"], fmt_metrics(t["hparams"]),
-         fmt_metrics((t.get("latest_training") or {}).get("values")),
-         fmt_metrics((t.get("latest_validation") or {}).get("values")), t.get("latest_checkpoint") or "")
+        (
+            t["id"],
+            t["state"],
+            t["restarts"],
+            fmt_metrics(t["hparams"]),
+            fmt_metrics((t.get("latest_training") or {}).get("values")),
+            fmt_metrics((t.get("latest_validation") or {}).get("values")),
+            t.get("latest_checkpoint") or "",
+        )
         for t in desc["trials"]
     ]
-    print_table("trials", ["trial", "state", "restarts", "hparams", "training", "validation", "latest checkpoint"], rows)
-    crow = [(c["uuid"], c["trial_id"], c["steps_completed"], c["state"], fmt_time(c["reported_at"])) for c in desc["checkpoints"]]
+    print_table(
+        "trials",
+        ["trial", "state", "restarts", "hparams", "training", "validation", "latest checkpoint"],
+        rows,
+    )
+    crow = [
+        (c["uuid"], c["trial_id"], c["steps_completed"], c["state"], fmt_time(c["reported_at"]))
+        for c in desc["checkpoints"]
+    ]
     print_table("checkpoints", ["uuid", "trial", "steps", "state", "reported"], crow)
 
 
@@ -106,8 +154,12 @@ def _simple(action: str, help_text: str) -> None:
     @experiment.command(action, help=help_text)
     @click.argument("experiment_id", type=int)
     def cmd(experiment_id: int) -> None:
-        exp = get_client().request("POST", f"/api/v1/experiments/{experiment_id}/{action}")["experiment"]
-        click.echo(f"experiment {experiment_id}: {exp['state']}{' (archived)' if exp['archived'] else ''}")
+        exp = get_client().request("POST", f"/api/v1/experiments/{experiment_id}/{action}")[
+            "experiment"
+        ]
+        click.echo(
+            f"experiment {experiment_id}: {exp['state']}{' (archived)' if exp['archived'] else ''}"
+        )
 
 
 _simple("pause", "Pause an experiment: its trials checkpoint and exit.")
@@ -125,7 +177,10 @@ def logs(experiment_id: int, follow: bool) -> None:
     client = get_client()
 
     def trials() -> list[int]:
-        return [t["id"] for t in client.request("GET", f"/api/v1/experiments/{experiment_id}/trials")["trials"]]
+        return [
+            t["id"]
+            for t in client.request("GET", f"/api/v1/experiments/{experiment_id}/trials")["trials"]
+        ]
 
     def finished() -> bool:
         state = client.request("GET", f"/api/v1/experiments/{experiment_id}")["experiment"]["state"]

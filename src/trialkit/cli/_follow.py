@@ -56,7 +56,11 @@ def follow_experiment(client: MasterClient, experiment_id: int, interval: float 
 
 
 def follow_logs(
-    client: MasterClient, trial_ids: Callable[[], list[int]], *, follow: bool, prefix: bool,
+    client: MasterClient,
+    trial_ids: Callable[[], list[int]],
+    *,
+    follow: bool,
+    prefix: bool,
     finished: Callable[[], bool],
 ) -> None:
     """Print trial logs; with ``follow``, keep printing until ``finished()`` and all logs are out."""
@@ -66,7 +70,10 @@ def follow_logs(
         for tid in trial_ids():
             while True:
                 resp = client.request(
-                    "GET", f"/api/v1/trials/{tid}/logs", params={"after_id": after.get(tid, 0)}, retry_for=30
+                    "GET",
+                    f"/api/v1/trials/{tid}/logs",
+                    params={"after_id": after.get(tid, 0)},
+                    retry_for=30,
                 )
                 for line in resp["logs"]:
                     click.echo(f"[trial {tid}] {line['line']}" if prefix else line["line"])

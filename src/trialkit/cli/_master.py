@@ -14,7 +14,9 @@ def master() -> None:
 
 
 @master.command("up")
-@click.option("--slots", type=int, default=None, help="CPU slots when there are no GPUs (default: CPU count).")
+@click.option(
+    "--slots", type=int, default=None, help="CPU slots when there are no GPUs (default: CPU count)."
+)
 @click.option("--foreground", is_flag=True, help="Run in this terminal instead of the background.")
 def up(slots: int | None, foreground: bool) -> None:
     """Start a master for $TRIALKIT_HOME (does nothing if one is running)."""

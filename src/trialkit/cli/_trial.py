@@ -23,10 +23,21 @@ def list_(experiment_id: int, as_json: bool) -> None:
         print_json(trials)
         return
     rows = [
-        (t["id"], t["state"], t["restarts"], fmt_metrics(t["hparams"]), t["best_validation"], t.get("latest_checkpoint") or "")
+        (
+            t["id"],
+            t["state"],
+            t["restarts"],
+            fmt_metrics(t["hparams"]),
+            t["best_validation"],
+            t.get("latest_checkpoint") or "",
+        )
         for t in trials
     ]
-    print_table(None, ["trial", "state", "restarts", "hparams", "best validation", "latest checkpoint"], rows)
+    print_table(
+        None,
+        ["trial", "state", "restarts", "hparams", "best validation", "latest checkpoint"],
+        rows,
+    )
 
 
 @trial.command("describe")
@@ -39,11 +50,16 @@ def describe(trial_id: int, as_json: bool) -> None:
         print_json(desc)
         return
     t = desc["trial"]
-    click.echo(f"trial {t['id']} of experiment {t['experiment_id']}: {t['state']}, restarts {t['restarts']}, seed {t['seed']}")
+    click.echo(
+        f"trial {t['id']} of experiment {t['experiment_id']}: {t['state']}, restarts {t['restarts']}, seed {t['seed']}"
+    )
     click.echo(f"hparams: {t['hparams']}")
     if t.get("status"):
         click.echo(f"status: {t['status']}")
-    rows = [(m["steps_completed"], fmt_metrics(m["values"], limit=6)) for m in desc["validation_metrics"]]
+    rows = [
+        (m["steps_completed"], fmt_metrics(m["values"], limit=6))
+        for m in desc["validation_metrics"]
+    ]
     print_table("validations", ["steps", "metrics"], rows)
     crow = [(c["uuid"], c["steps_completed"], c["state"]) for c in desc["checkpoints"]]
     print_table("checkpoints", ["uuid", "steps", "state"], crow)

@@ -81,7 +81,9 @@ class HttpBackend(TrialBackend):
     #: Connection failures are retried this long before an operation gives up.
     RETRY_FOR = 300.0
 
-    def __init__(self, client: MasterClient, trial_id: int, experiment_id: int, run_id: int) -> None:
+    def __init__(
+        self, client: MasterClient, trial_id: int, experiment_id: int, run_id: int
+    ) -> None:
         self.client = client
         self.trial_id = trial_id
         self.experiment_id = experiment_id

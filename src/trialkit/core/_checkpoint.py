@@ -30,19 +30,27 @@ class DownloadMode(enum.Enum):
     NoSharedDownload = "NO_SHARED_DOWNLOAD"
 
 
+def _self_and_parents(path: str) -> list[str]:
+    parts = path.split("/")
+    return ["/".join(parts[:i]) for i in range(len(parts), 1, -1)]
+
+
 def merge_metadata(dicts: list[dict[str, Any]]) -> dict[str, Any]:
     """Merge per-rank metadata in rank order; equal leaves are fine, different ones conflict."""
     conflicts: dict[str, list[int]] = {}
+    supplier: dict[str, int] = {}
 
     def merge(into: dict[str, Any], new: dict[str, Any], rank: int, path: str) -> None:
         for key, value in new.items():
             where = f"{path}/{key}"
             if key not in into:
                 into[key] = value
+                supplier[where] = rank
             elif isinstance(into[key], dict) and isinstance(value, dict):
                 merge(into[key], value, rank, where)
             elif into[key] != value:
-                conflicts.setdefault(where, []).append(rank)
+                first = next(supplier[p] for p in _self_and_parents(where) if p in supplier)
+                conflicts.setdefault(where, [first]).append(rank)
 
     out: dict[str, Any] = {}
     for rank, d in enumerate(dicts):
@@ -123,6 +131,10 @@ class CheckpointContext:
             self._steps_completed(metadata)
         storage_id = self._new_storage_id(shard)
         merged = merge_metadata(self._dist.allgather(metadata)) if shard else metadata
+        if shard and not any(self._dist.allgather(ckpt_dir is not None)):
+            raise RuntimeError(
+                "upload(shard=True): every worker passed ckpt_dir=None; nothing to upload"
+            )
         if ckpt_dir is not None:
             src = Path(ckpt_dir)
             paths = [p for p in list_directory(src) if selector is None or selector(p)]

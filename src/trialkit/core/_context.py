@@ -88,20 +88,26 @@ class Context:
             self.distributed.close()
             self._backend.close(exc)
 
-    def alert(self, title: str | None = None, description: str | None = None, level: str = "info") -> None:
+    def alert(
+        self, title: str | None = None, description: str | None = None, level: str = "info"
+    ) -> None:
         """Write a highlighted line to the trial's log."""
         if level not in ("info", "warn", "debug", "error"):
             raise ValueError(f"alert level must be info, warn, debug or error, not {level!r}")
         logger.warning("ALERT [%s] %s: %s", level, title or "", description or "")
 
 
-def _storage_config(checkpoint_storage: str | dict[str, Any] | None, *, on_master: bool) -> dict[str, Any] | None:
+def _storage_config(
+    checkpoint_storage: str | dict[str, Any] | None, *, on_master: bool
+) -> dict[str, Any] | None:
     if checkpoint_storage is None:
         return None
     if isinstance(checkpoint_storage, str):
         return storage_lib.from_string(checkpoint_storage)
     if on_master and checkpoint_storage.get("type") == "shared_fs":
-        raise ValueError("core.init(checkpoint_storage=...): type shared_fs is not allowed here; use a path string or type directory")
+        raise ValueError(
+            "core.init(checkpoint_storage=...): type shared_fs is not allowed here; use a path string or type directory"
+        )
     return dict(checkpoint_storage)
 
 
@@ -123,23 +129,30 @@ def init(
     home = trialkit_home()
     backend: TrialBackend
     if info is None:
-        storage_cfg = _storage_config(checkpoint_storage, on_master=False) or default_checkpoint_storage(home)
+        storage_cfg = _storage_config(
+            checkpoint_storage, on_master=False
+        ) or default_checkpoint_storage(home)
+        storage = storage_lib.build(storage_cfg)
         backend = LocalBackend.open(storage_cfg)
         searcher_cfg = None
         tb_root = home / "tensorboard"
     else:
         _check_distributed(info, distributed)
         trial = info.trial
+        storage_cfg = _storage_config(checkpoint_storage, on_master=True) or dict(
+            trial.config["checkpoint_storage"]
+        )
+        storage = storage_lib.build(storage_cfg)
         client = MasterClient(info.master_url, info.session_token, master_file=info.master_file)
         backend = HttpBackend(client, trial.trial_id, trial.experiment_id, trial.trial_run_id)
-        storage_cfg = _storage_config(checkpoint_storage, on_master=True) or dict(trial.config["checkpoint_storage"])
         searcher_cfg = dict(trial.config.get("searcher") or {})
         tb_root = Path(info.home) / "tensorboard" if info.home else home / "tensorboard"
     shipper = MetricsShipper(backend)
-    storage = storage_lib.build(storage_cfg)
     tb_path = tb_root / f"experiment-{backend.experiment_id}" / f"trial-{backend.trial_id}"
     return Context(
-        checkpoint=CheckpointContext(dist, storage, storage_cfg, backend, require_steps=info is not None),
+        checkpoint=CheckpointContext(
+            dist, storage, storage_cfg, backend, require_steps=info is not None
+        ),
         distributed=dist,
         preempt=PreemptContext(backend, dist, preempt_mode, watch_master=info is not None),
         train=TrainContext(backend, shipper, dist, tensorboard_mode, tb_path, storage),

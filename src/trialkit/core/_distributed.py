@@ -66,9 +66,14 @@ class DistributedContext:
         value = os.environ.get(name)
         if value is None:
             if default is None:
-                raise RuntimeError(f"environment variable {name} is not set; was this process started by the launcher?")
+                raise RuntimeError(
+                    f"environment variable {name} is not set; was this process started by the launcher?"
+                )
             return default
-        return int(value)
+        try:
+            return int(value)
+        except ValueError:
+            raise ValueError(f"environment variable {name}={value!r} is not an integer") from None
 
     @classmethod
     def from_torch_distributed(cls, chief_ip: str | None = None) -> DistributedContext:

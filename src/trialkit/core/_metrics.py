@@ -27,7 +27,9 @@ class MetricsShipper:
 
     BATCH = 5000
 
-    def __init__(self, backend: TrialBackend, *, interval: float = 0.05, drain_timeout: float = 300.0) -> None:
+    def __init__(
+        self, backend: TrialBackend, *, interval: float = 0.05, drain_timeout: float = 300.0
+    ) -> None:
         self._backend = backend
         self._queue: collections.deque[dict[str, Any]] = collections.deque()
         self._interval = interval
@@ -35,14 +37,18 @@ class MetricsShipper:
         self._wake = threading.Event()
         self._closing = False
         self._error: BaseException | None = None
+        self._undelivered = 0  # queued or in flight; flush() waits for zero
         self.shipped = 0
         self._thread = threading.Thread(target=self._run, name="trialkit-metrics", daemon=True)
         self._thread.start()
 
     def put(self, report: dict[str, Any]) -> None:
         """Queue one report; never blocks on the network."""
+        if self._closing:
+            raise RuntimeError("cannot report metrics after the core context was closed")
         if self._error is not None:
             self._raise_error()
+        self._undelivered += 1
         self._queue.append(report)
 
     def _raise_error(self) -> None:
@@ -50,7 +56,7 @@ class MetricsShipper:
         raise RuntimeError(f"shipping metrics to the master failed: {err}") from err
 
     def _take_batch(self) -> list[dict[str, Any]]:
-        batch = []
+        batch: list[dict[str, Any]] = []
         q = self._queue
         while q and len(batch) < self.BATCH:
             batch.append(q.popleft())
@@ -65,6 +71,7 @@ class MetricsShipper:
             try:
                 self._backend.ship_metrics(payload)
                 self.shipped += len(batch)
+                self._undelivered -= len(batch)
                 return
             except APIError as e:
                 if not _transient(e) or time.monotonic() > deadline:
@@ -92,6 +99,7 @@ class MetricsShipper:
                 self._send(batch)
             except APIError as e:  # the master refused the data itself: retrying cannot help
                 logger.error("the master rejected %d metric reports: %s", len(batch), e)
+                self._undelivered -= len(batch)
                 self._error = e
             except BaseException as e:  # still unreachable after the timeout: keep the data
                 self._queue.extendleft(reversed(batch))
@@ -102,7 +110,7 @@ class MetricsShipper:
     def flush(self) -> None:
         """Wait until everything queued so far has been delivered."""
         self._wake.set()
-        while self._queue and self._error is None and self._thread.is_alive():
+        while self._undelivered > 0 and self._error is None and self._thread.is_alive():
             time.sleep(0.005)
         if self._error is not None:
             self._raise_error()

@@ -34,23 +34,24 @@ class _Watcher(threading.Thread):
         self._poll_timeout = poll_timeout
         self.requested = threading.Event()
         self.first_answer = threading.Event()
-        self._stop = threading.Event()
+        self._stop_event = threading.Event()
 
     def run(self) -> None:
         timeout = 0.0
-        while not self._stop.is_set() and not self.requested.is_set():
+        while not self._stop_event.is_set() and not self.requested.is_set():
             try:
                 if self._backend.preemption_requested(timeout):
                     self.requested.set()
             except Exception as e:  # master away: treat as "not preempted" and retry
                 logger.debug("preemption poll failed: %s", e)
-                self._stop.wait(1.0)
+                self.first_answer.set()
+                self._stop_event.wait(1.0)
             finally:
                 self.first_answer.set()
             timeout = self._poll_timeout
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stop_event.set()
 
 
 class PreemptContext:
@@ -118,7 +119,9 @@ class PreemptContext:
         if self.mode == PreemptMode.ChiefOnly and self._dist.rank != 0:
             raise RuntimeError("should_preempt() in ChiefOnly mode may only be called by the chief")
         if self.mode == PreemptMode.WorkersAskChief:
-            answer = bool(self._dist.broadcast(self._local_answer() if self._dist.rank == 0 else None))
+            answer = bool(
+                self._dist.broadcast(self._local_answer() if self._dist.rank == 0 else None)
+            )
         else:
             answer = self._local_answer()
         if answer and auto_ack and self._dist.rank == 0:

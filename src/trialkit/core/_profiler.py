@@ -23,17 +23,26 @@ def _sample() -> dict[str, dict[str, float]]:
             "disk_read_bytes": float(disk.read_bytes if disk else 0),
             "disk_write_bytes": float(disk.write_bytes if disk else 0),
         },
-        "network": {"net_sent_bytes": float(net.bytes_sent), "net_recv_bytes": float(net.bytes_recv)},
+        "network": {
+            "net_sent_bytes": float(net.bytes_sent),
+            "net_recv_bytes": float(net.bytes_recv),
+        },
     }
 
 
-def _throughput(first: dict[str, float], last: dict[str, float], seconds: float) -> dict[str, float]:
+def _throughput(
+    first: dict[str, float], last: dict[str, float], seconds: float
+) -> dict[str, float]:
     """Counters become rates between the first and last sample of a report window."""
-    return {k.replace("_bytes", "_throughput"): (last[k] - first[k]) / max(seconds, 1e-9) for k in last}
+    return {
+        k.replace("_bytes", "_throughput"): (last[k] - first[k]) / max(seconds, 1e-9) for k in last
+    }
 
 
 class _Sampler(threading.Thread):
-    def __init__(self, shipper: MetricsShipper, agent_id: str, interval: float, per_report: int) -> None:
+    def __init__(
+        self, shipper: MetricsShipper, agent_id: str, interval: float, per_report: int
+    ) -> None:
         super().__init__(name="trialkit-profiler", daemon=True)
         self._shipper = shipper
         self._agent_id = agent_id
@@ -54,15 +63,23 @@ class _Sampler(threading.Thread):
         seconds = window[-1][0] - window[0][0]
         first, last = window[0][1], window[-1][1]
         groups: dict[str, dict[str, Any]] = {
-            "cpu": {"cpu_util_simple": sum(s["cpu"]["cpu_util_simple"] for _, s in window) / len(window)},
-            "memory": {"memory_free": sum(s["memory"]["memory_free"] for _, s in window) / len(window)},
+            "cpu": {
+                "cpu_util_simple": sum(s["cpu"]["cpu_util_simple"] for _, s in window) / len(window)
+            },
+            "memory": {
+                "memory_free": sum(s["memory"]["memory_free"] for _, s in window) / len(window)
+            },
             "disk": _throughput(first["disk"], last["disk"], seconds),
             "network": _throughput(first["network"], last["network"], seconds),
         }
         self.reports += 1
         for group, values in groups.items():
             self._shipper.put(
-                {"group": group, "steps_completed": self.reports, "metrics": {self._agent_id: values}}
+                {
+                    "group": group,
+                    "steps_completed": self.reports,
+                    "metrics": {self._agent_id: values},
+                }
             )
 
     def stop(self) -> None:
@@ -72,7 +89,9 @@ class _Sampler(threading.Thread):
 class ProfilerContext:
     """``on()`` starts sampling system metrics on the node's first worker; ``off()`` stops."""
 
-    def __init__(self, shipper: MetricsShipper, dist: DistributedContext, agent_id: str = "localhost") -> None:
+    def __init__(
+        self, shipper: MetricsShipper, dist: DistributedContext, agent_id: str = "localhost"
+    ) -> None:
         self._shipper = shipper
         self._dist = dist
         self._agent_id = agent_id
@@ -86,7 +105,9 @@ class ProfilerContext:
             raise ValueError(f"samples_per_report must be >= 1, got {samples_per_report}")
         if self._sampler is not None or self._dist.local_rank != 0:
             return
-        self._sampler = _Sampler(self._shipper, self._agent_id, sampling_interval, samples_per_report)
+        self._sampler = _Sampler(
+            self._shipper, self._agent_id, sampling_interval, samples_per_report
+        )
         self._sampler.start()
 
     def off(self) -> None:

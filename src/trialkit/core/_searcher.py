@@ -14,6 +14,13 @@ from ._distributed import DistributedContext
 logger = logging.getLogger("trialkit.core")
 
 
+def _length_value(max_length: Any) -> int:
+    """The number in a max_length (int or {unit: N}); 0 when absent."""
+    if isinstance(max_length, dict):
+        return int(next(iter(max_length.values()), 0) or 0)
+    return int(max_length or 0)
+
+
 class Unit(enum.Enum):
     EPOCHS = "EPOCHS"
     RECORDS = "RECORDS"
@@ -45,7 +52,9 @@ class SearcherOperation:
         if not self._is_chief:
             raise RuntimeError("only the chief may report progress")
         if self._completed and length != self._length:
-            raise RuntimeError("report_progress() after report_completed() may only report the final length")
+            raise RuntimeError(
+                "report_progress() after report_completed() may only report the final length"
+            )
         self._backend.report_progress(float(length), raw=True)
 
     def report_completed(self, searcher_metric: Any) -> None:
@@ -62,14 +71,17 @@ class SearcherContext:
     """Operations from the search method for this trial (requires ``searcher.max_length``)."""
 
     def __init__(
-        self, backend: TrialBackend, dist: DistributedContext, searcher_config: dict[str, Any] | None
+        self,
+        backend: TrialBackend,
+        dist: DistributedContext,
+        searcher_config: dict[str, Any] | None,
     ) -> None:
         self._backend = backend
         self._dist = dist
         self._config = searcher_config
 
     def _check_available(self) -> None:
-        if self._config is not None and self._config.get("max_length") in (None, 0):
+        if self._config is not None and not _length_value(self._config.get("max_length")):
             raise ValueError(
                 "core_context.searcher.operations() needs searcher.max_length in the experiment "
                 "config (the 0.37 operations contract); with time_metric/max_time, train for "

@@ -34,11 +34,15 @@ def _steps(steps_completed: int | None, legacy: dict[str, Any], call: str) -> in
         raise TypeError(f"{call}: unexpected argument(s) {', '.join(sorted(legacy))}")
     if steps_completed is None:
         raise TypeError(f"{call}: missing steps_completed")
-    if isinstance(steps_completed, bool) or not isinstance(steps_completed, int):
+    if isinstance(steps_completed, bool):
+        raise TypeError(f"{call}: steps_completed must be an int, got {steps_completed!r}")
+    if not isinstance(steps_completed, int):
         try:
             steps_completed = int(steps_completed)  # numpy ints, torch scalars
         except (TypeError, ValueError):
-            raise TypeError(f"{call}: steps_completed must be an int, got {steps_completed!r}") from None
+            raise TypeError(
+                f"{call}: steps_completed must be an int, got {steps_completed!r}"
+            ) from None
     return steps_completed
 
 
@@ -69,7 +73,9 @@ class TrainContext:
             raise ValueError(f"metric group {group!r}: must be a non-empty string without '.'")
         self._valid_groups.add(group)
 
-    def report_metrics(self, group: str, steps_completed: int, metrics: dict[str, Any], **legacy: Any) -> None:
+    def report_metrics(
+        self, group: str, steps_completed: int, metrics: dict[str, Any], **legacy: Any
+    ) -> None:
         """Report ``metrics`` in ``group`` at ``steps_completed``; returns at once."""
         steps = _steps(steps_completed, legacy, "report_metrics")
         self._check_group(group)
@@ -84,20 +90,29 @@ class TrainContext:
     ) -> None:
         """Report training metrics (optionally per-batch metrics too); returns at once."""
         steps = _steps(steps_completed, legacy, "report_training_metrics")
-        report: dict[str, Any] = {"group": "training", "steps_completed": steps, "metrics": dict(metrics or {})}
+        report: dict[str, Any] = {
+            "group": "training",
+            "steps_completed": steps,
+            "metrics": dict(metrics or {}),
+        }
         if batch_metrics is not None:
             report["batch_metrics"] = list(batch_metrics)
         self._shipper.put(report)
 
     def report_validation_metrics(
-        self, steps_completed: int | None = None, metrics: dict[str, Any] | None = None, **legacy: Any
+        self,
+        steps_completed: int | None = None,
+        metrics: dict[str, Any] | None = None,
+        **legacy: Any,
     ) -> None:
         """Report validation metrics; the master feeds them to the searcher (0.38)."""
         steps = _steps(steps_completed, legacy, "report_validation_metrics")
         clean: dict[str, Any] = {}
         for key, value in (metrics or {}).items():
             if value is None:
-                raise RuntimeError(f"Validation metric '{key}' returned an invalid scalar value: None")
+                raise RuntimeError(
+                    f"Validation metric '{key}' returned an invalid scalar value: None"
+                )
             if isinstance(value, (bytes, bytearray)):
                 logger.warning("validation metric %r is bytes; dropped", key)
                 continue
@@ -139,12 +154,21 @@ class TrainContext:
     ) -> None:
         """Copy TensorBoard files into checkpoint storage (TensorboardMode.MANUAL only)."""
         if self._tensorboard_mode != TensorboardMode.MANUAL:
-            raise RuntimeError("upload_tensorboard_files() needs tensorboard_mode=TensorboardMode.MANUAL")
+            raise RuntimeError(
+                "upload_tensorboard_files() needs tensorboard_mode=TensorboardMode.MANUAL"
+            )
         base = getattr(self._storage, "base_path", None)
         if base is None:
-            raise RuntimeError("upload_tensorboard_files(): this storage type has no tensorboard area")
+            raise RuntimeError(
+                "upload_tensorboard_files(): this storage type has no tensorboard area"
+            )
         root = self.get_tensorboard_path()
-        dest = Path(base) / "tensorboard" / f"experiment-{self._backend.experiment_id}" / f"trial-{self._backend.trial_id}"
+        dest = (
+            Path(base)
+            / "tensorboard"
+            / f"experiment-{self._backend.experiment_id}"
+            / f"trial-{self._backend.trial_id}"
+        )
         for path in sorted(p for p in root.rglob("*") if p.is_file()):
             rel = path.relative_to(root)
             if not selector(rel):

@@ -99,13 +99,18 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
     @app.post("/api/v1/experiments", dependencies=[Auth])
     def create_experiment(body: CreateExperiment) -> dict[str, Any]:
         try:
-            config, warnings = prepare_experiment(body.config, engine.settings.slots, engine.settings.home)
+            config, warnings = prepare_experiment(
+                body.config, engine.settings.slots, engine.settings.home
+            )
         except (ConfigError, CreateError) as e:
             raise HTTPException(400, {"errors": getattr(e, "errors", [str(e)])}) from e
         model_def = base64.b64decode(body.model_def) if body.model_def else None
         exp = store.create_experiment(
-            name=config["name"], config=config, description=config.get("description"),
-            labels=config.get("labels") or [], model_def=model_def,
+            name=config["name"],
+            config=config,
+            description=config.get("description"),
+            labels=config.get("labels") or [],
+            model_def=model_def,
             state=ExperimentState.ACTIVE if body.activate else ExperimentState.PAUSED,
         )
         engine.start_experiment(exp)
@@ -128,8 +133,12 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
         return {
             "experiment": exp.to_dict(),
             "trials": out_trials,
-            "checkpoints": [c.to_dict() for c in store.list_checkpoints(experiment_id=experiment_id)],
-            "best_trial": {"trial_id": best[0]["id"], metric: best[0]["best_validation"]} if best else None,
+            "checkpoints": [
+                c.to_dict() for c in store.list_checkpoints(experiment_id=experiment_id)
+            ],
+            "best_trial": {"trial_id": best[0]["id"], metric: best[0]["best_validation"]}
+            if best
+            else None,
         }
 
     def _command(experiment_id: int, action: str) -> dict[str, Any]:
@@ -142,19 +151,26 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
             exp = engine.kill(exp)
         elif action in ("archive", "unarchive"):
             if action == "archive" and not exp.state.terminal:
-                raise HTTPException(400, f"experiment {exp.id} is {exp.state.value}; only finished experiments can be archived")
+                raise HTTPException(
+                    400,
+                    f"experiment {exp.id} is {exp.state.value}; only finished experiments can be archived",
+                )
             exp = store.update_experiment(exp.id, archived=action == "archive")
         return {"experiment": exp.to_dict()}
 
     for action in ("pause", "activate", "kill", "archive", "unarchive"):
-        app.post(f"/api/v1/experiments/{{experiment_id}}/{action}", dependencies=[Auth], name=action)(
-            (lambda a: lambda experiment_id: _command(experiment_id, a))(action)
-        )
+        app.post(
+            f"/api/v1/experiments/{{experiment_id}}/{action}", dependencies=[Auth], name=action
+        )((lambda a: lambda experiment_id: _command(experiment_id, a))(action))
 
     @app.get("/api/v1/experiments/{experiment_id}/checkpoints", dependencies=[Auth])
     def experiment_checkpoints(experiment_id: int) -> dict[str, Any]:
         store.get_experiment(experiment_id)
-        return {"checkpoints": [c.to_dict() for c in store.list_checkpoints(experiment_id=experiment_id)]}
+        return {
+            "checkpoints": [
+                c.to_dict() for c in store.list_checkpoints(experiment_id=experiment_id)
+            ]
+        }
 
     @app.get("/api/v1/experiments/{experiment_id}/best_validation", dependencies=[Auth])
     def best_validation(experiment_id: int) -> dict[str, Any]:
@@ -163,7 +179,9 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
         if not s.get("metric"):
             return {"value": None}
         value = store.best_validation(
-            metric=s["metric"], smaller_is_better=s.get("smaller_is_better", True), experiment_id=exp.id
+            metric=s["metric"],
+            smaller_is_better=s.get("smaller_is_better", True),
+            experiment_id=exp.id,
         )
         return {"value": value}
 
@@ -184,13 +202,22 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
     def list_trials(experiment_id: int) -> dict[str, Any]:
         exp = store.get_experiment(experiment_id)
         s = exp.config.get("searcher") or {}
-        return {"trials": [_trial_summary(store, t, s.get("metric"), s.get("smaller_is_better", True)) for t in store.list_trials(experiment_id)]}
+        return {
+            "trials": [
+                _trial_summary(store, t, s.get("metric"), s.get("smaller_is_better", True))
+                for t in store.list_trials(experiment_id)
+            ]
+        }
 
     @app.get("/api/v1/trials/{trial_id}/logs", dependencies=[Auth])
     def trial_logs(trial_id: int, after_id: int = 0, limit: int = 10_000) -> dict[str, Any]:
         t = trial_or_404(trial_id)
         logs = store.list_logs(trial_id, after_id=after_id, limit=limit)
-        return {"logs": [ln.to_dict() for ln in logs], "trial_state": t.state.value, "running": engine.has_process(trial_id)}
+        return {
+            "logs": [ln.to_dict() for ln in logs],
+            "trial_state": t.state.value,
+            "running": engine.has_process(trial_id),
+        }
 
     @app.get("/api/v1/trials/{trial_id}/metrics", dependencies=[Auth])
     def trial_metrics(trial_id: int, group: str | None = None) -> dict[str, Any]:
@@ -205,8 +232,14 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
                 raise HTTPException(400, f"metric group {r.group!r}: must be non-empty without '.'")
         store.add_metrics(
             [
-                NewMetric(trial_id=trial_id, run_id=body.run_id, group=r.group, steps_completed=r.steps_completed,
-                          values=r.metrics, batch_metrics=r.batch_metrics)
+                NewMetric(
+                    trial_id=trial_id,
+                    run_id=body.run_id,
+                    group=r.group,
+                    steps_completed=r.steps_completed,
+                    values=r.metrics,
+                    batch_metrics=r.batch_metrics,
+                )
                 for r in body.reports
             ]
         )
@@ -221,14 +254,21 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
     def report_checkpoint(trial_id: int, body: CheckpointBody) -> dict[str, Any]:
         t = trial_or_404(trial_id)
         ckpt = store.add_checkpoint(
-            uuid=body.uuid, trial_id=t.id, experiment_id=t.experiment_id, run_id=body.run_id,
-            steps_completed=body.steps_completed, metadata=body.metadata, resources=body.resources,
+            uuid=body.uuid,
+            trial_id=t.id,
+            experiment_id=t.experiment_id,
+            run_id=body.run_id,
+            steps_completed=body.steps_completed,
+            metadata=body.metadata,
+            resources=body.resources,
             storage=body.storage,
         )
         return {"checkpoint": ckpt.to_dict()}
 
     @app.get("/api/v1/trials/{trial_id}/preemption", dependencies=[Auth])
-    async def preemption(trial_id: int, timeout_seconds: float = 0.0, run_id: int = 0) -> dict[str, bool]:
+    async def preemption(
+        trial_id: int, timeout_seconds: float = 0.0, run_id: int = 0
+    ) -> dict[str, bool]:
         deadline = time.monotonic() + min(timeout_seconds, 60.0)
         while True:
             if engine.should_preempt(trial_id):
@@ -300,7 +340,11 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
 def _trial_summary(store: Store, t: Trial, metric: str | None, smaller: bool) -> dict[str, Any]:
     latest_train = store.latest_metrics(t.id, "training")
     latest_val = store.latest_metrics(t.id, "validation")
-    best = store.best_validation(metric=metric, smaller_is_better=smaller, trial_id=t.id) if metric else None
+    best = (
+        store.best_validation(metric=metric, smaller_is_better=smaller, trial_id=t.id)
+        if metric
+        else None
+    )
     latest_ckpt = store.latest_checkpoint(t.id)
     return {
         **t.to_dict(),

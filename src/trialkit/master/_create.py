@@ -23,7 +23,9 @@ def _check_runnable(config: dict[str, Any], slots: int) -> list[str]:
     errors = []
     kind = entrypoint_kind(config.get("entrypoint"))
     if kind == "none":
-        errors.append("entrypoint: missing; give the command that starts training, e.g. 'python3 train.py'")
+        errors.append(
+            "entrypoint: missing; give the command that starts training, e.g. 'python3 train.py'"
+        )
     elif kind == "trial_class":
         errors.append(
             f"entrypoint: {config['entrypoint']!r} names a Trial class; the Trial harnesses "
@@ -31,20 +33,22 @@ def _check_runnable(config: dict[str, Any], slots: int) -> list[str]:
             "'python3 train.py' with the Core API"
         )
     need = int(config.get("resources", {}).get("slots_per_trial", 1))
-    if need > slots:
-        errors.append(
-            f"resources.slots_per_trial: {need} is more than this master's {slots} slots; "
-            "lower it or start the master with more (trialkit master up --slots N)"
-        )
     if need > 1:
         errors.append(
             f"resources.slots_per_trial: {need} needs multi-worker launchers, not in this "
             "trialkit version yet; use 1"
         )
+    elif need > slots:
+        errors.append(
+            f"resources.slots_per_trial: {need} is more than this master's {slots} slots; "
+            "lower it or start the master with more (trialkit master up --slots N)"
+        )
     return errors
 
 
-def prepare_experiment(raw: dict[str, Any], slots: int, home: Path) -> tuple[dict[str, Any], list[str]]:
+def prepare_experiment(
+    raw: dict[str, Any], slots: int, home: Path
+) -> tuple[dict[str, Any], list[str]]:
     """Validate, fill the seed and checkpoint storage; return (config dict, warnings)."""
     cfg = with_defaults(
         parse_config(raw),

@@ -54,10 +54,16 @@ def detect_gpus() -> int:
         out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return 0
-    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU ")) if out.returncode == 0 else 0
+    return (
+        sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+        if out.returncode == 0
+        else 0
+    )
 
 
-def serve(home: Path, *, host: str = "127.0.0.1", slots: int | None = None, db_url: str | None = None) -> None:
+def serve(
+    home: Path, *, host: str = "127.0.0.1", slots: int | None = None, db_url: str | None = None
+) -> None:
     """Run a master in this process until SIGTERM/SIGINT or an API shutdown."""
     import uvicorn
 
@@ -73,7 +79,9 @@ def serve(home: Path, *, host: str = "127.0.0.1", slots: int | None = None, db_u
     store = Store(db_url) if db_url else Store.at(home)
     gpus = detect_gpus()
     n_slots = gpus or slots or os.cpu_count() or 1
-    engine = Engine(store, EngineSettings(home=home, slots=n_slots, gpus=gpus > 0), url, token, mfile)
+    engine = Engine(
+        store, EngineSettings(home=home, slots=n_slots, gpus=gpus > 0), url, token, mfile
+    )
     server: uvicorn.Server | None = None
 
     def request_stop() -> None:
@@ -89,7 +97,9 @@ def serve(home: Path, *, host: str = "127.0.0.1", slots: int | None = None, db_u
     def announce() -> None:
         while not server.started:
             time.sleep(0.01)
-        _write_master_file(mfile, {"url": url, "token": token, "pid": os.getpid(), "port": port, "slots": n_slots})
+        _write_master_file(
+            mfile, {"url": url, "token": token, "pid": os.getpid(), "port": port, "slots": n_slots}
+        )
         logger.info("master listening on %s with %d slots", url, n_slots)
         started.set()
 
@@ -133,7 +143,9 @@ def start_background(home: Path, *, slots: int | None = None, wait: float = 30.0
     cmd = [sys.executable, "-m", "trialkit.master", "--home", str(home)]
     if slots:
         cmd += ["--slots", str(slots)]
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+    )
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         client = client_for(home)

@@ -44,7 +44,9 @@ class EngineSettings:
 class Engine:
     """Owns every running trial process of this master."""
 
-    def __init__(self, store: Store, settings: EngineSettings, master_url: str, token: str, master_file: Path) -> None:
+    def __init__(
+        self, store: Store, settings: EngineSettings, master_url: str, token: str, master_file: Path
+    ) -> None:
         self.store = store
         self.settings = settings
         self.master_url = master_url
@@ -104,8 +106,12 @@ class Engine:
                     continue
                 d = self._trial_dir(trial.id)
                 proc = TrialProcess(
-                    trial.id, trial.run_id, trial.pid, trial.pid_started or 0.0,
-                    d / f"run-{trial.run_id}.exit", d / "output.log",
+                    trial.id,
+                    trial.run_id,
+                    trial.pid,
+                    trial.pid_started or 0.0,
+                    d / f"run-{trial.run_id}.exit",
+                    d / "output.log",
                 )
                 self._procs[trial.id] = proc
                 for s in trial.slots:
@@ -129,7 +135,9 @@ class Engine:
     def _driver(self, exp: Experiment) -> SearcherDriver:
         drv = self._drivers.get(exp.id)
         if drv is None:
-            drv = SearcherDriver(self.store, exp, has_process=self.has_process, request_stop=self._preempt.add)
+            drv = SearcherDriver(
+                self.store, exp, has_process=self.has_process, request_stop=self._preempt.add
+            )
             self._drivers[exp.id] = drv
         return drv
 
@@ -222,7 +230,9 @@ class Engine:
             who = f"trial {trial.id}: " if trial is not None else ""
             message = f"searcher error: {who}{e}"
             logger.error("experiment %d: %s", exp.id, message)
-            exp = self.store.update_experiment(exp.id, state=ExperimentState.STOPPING_ERROR, error=message)
+            exp = self.store.update_experiment(
+                exp.id, state=ExperimentState.STOPPING_ERROR, error=message
+            )
             self._stop_trials(exp)
 
     # Ticks -------------------------------------------------------------------------------------
@@ -243,7 +253,11 @@ class Engine:
             self._stop_trials(exp)
             self._escalate(exp)
             if not any(p for p in self._procs.values() if self._exp_of(p) == exp.id):
-                final = ExperimentState.CANCELED if exp.state == ExperimentState.STOPPING_CANCELED else ExperimentState.ERROR
+                final = (
+                    ExperimentState.CANCELED
+                    if exp.state == ExperimentState.STOPPING_CANCELED
+                    else ExperimentState.ERROR
+                )
                 self._finish(exp, final)
             return
         if exp.state == ExperimentState.ACTIVE:
@@ -293,7 +307,11 @@ class Engine:
         self._free_slots.extend(trial.slots)
         self._free_slots.sort()
         drv = self._drivers.get(exp.id)
-        generation = drv.generation if drv else ("0.37" if exp.config["searcher"].get("max_length") else "0.38")
+        generation = (
+            drv.generation
+            if drv
+            else ("0.37" if exp.config["searcher"].get("max_length") else "0.38")
+        )
         facts = policy.ExitFacts(
             exit_code=code,
             acked=trial.acked_run_id == proc.run_id,
@@ -307,9 +325,15 @@ class Engine:
             max_restarts=int(exp.config.get("max_restarts", 5)),
         )
         outcome = policy.on_exit(facts)
-        logger.info("trial %d run %d exited with %d: %s", trial.id, proc.run_id, code, outcome.value)
+        logger.info(
+            "trial %d run %d exited with %d: %s", trial.id, proc.run_id, code, outcome.value
+        )
         self._preempt.discard(trial.id) if not trial.stop_requested else None
-        updates: dict[str, Any] = {"pid": None, "slots": [], "state": policy.trial_state_for(outcome)}
+        updates: dict[str, Any] = {
+            "pid": None,
+            "slots": [],
+            "state": policy.trial_state_for(outcome),
+        }
         if outcome == policy.Outcome.RESTART:
             updates["restarts"] = trial.restarts + 1
         if policy.trial_state_for(outcome).terminal:
@@ -318,7 +342,9 @@ class Engine:
         if drv is not None:
             self._tell_searcher(exp, drv, trial, outcome)
 
-    def _tell_searcher(self, exp: Experiment, drv: SearcherDriver, trial: Trial, outcome: policy.Outcome) -> None:
+    def _tell_searcher(
+        self, exp: Experiment, drv: SearcherDriver, trial: Trial, outcome: policy.Outcome
+    ) -> None:
         reason = {
             policy.Outcome.ERROR: ExitedReason.ERRORED,
             policy.Outcome.CANCELED: ExitedReason.USER_CANCELED,
@@ -344,7 +370,9 @@ class Engine:
             for t in self.store.list_trials(exp.id):
                 if t.id in self._procs:
                     continue
-                if not policy.wants_process(t.state, exp.state, drv.generation, t.op_complete, t.stop_requested):
+                if not policy.wants_process(
+                    t.state, exp.state, drv.generation, t.op_complete, t.stop_requested
+                ):
                     continue
                 if len(self._free_slots) < need:
                     return
@@ -366,23 +394,40 @@ class Engine:
             workdir.mkdir(parents=True, exist_ok=True)
         latest = self.store.latest_checkpoint(trial.id)
         spec = build_launch(
-            experiment=exp, trial=trial, run_id=run_id, workdir=workdir,
-            info_file=tdir / "cluster_info.json", master_url=self.master_url, token=self.token,
-            master_file=self.master_file, home=self.settings.home, slot_ids=slots,
-            gpus=self.settings.gpus, latest_checkpoint=latest.uuid if latest else None,
+            experiment=exp,
+            trial=trial,
+            run_id=run_id,
+            workdir=workdir,
+            info_file=tdir / "cluster_info.json",
+            master_url=self.master_url,
+            token=self.token,
+            master_file=self.master_file,
+            home=self.settings.home,
+            slot_ids=slots,
+            gpus=self.settings.gpus,
+            latest_checkpoint=latest.uuid if latest else None,
             steps_completed=latest.steps_completed if latest else 0,
         )
         with open(tdir / "output.log", "ab") as log:
             log.write(f"[trialkit] run {run_id}: {describe_argv(spec.argv)}\n".encode())
         proc = TrialProcess.spawn(
-            trial_id=trial.id, run_id=run_id, argv=spec.argv, env=spec.env, cwd=workdir,
-            exit_file=tdir / f"run-{run_id}.exit", log_file=tdir / "output.log",
+            trial_id=trial.id,
+            run_id=run_id,
+            argv=spec.argv,
+            env=spec.env,
+            cwd=workdir,
+            exit_file=tdir / f"run-{run_id}.exit",
+            log_file=tdir / "output.log",
         )
         self._procs[trial.id] = proc
         if trial.stop_requested:
             self._preempt.add(trial.id)
         self.store.update_trial(
-            trial.id, run_id=run_id, pid=proc.pid, pid_started=proc.started, slots=slots,
+            trial.id,
+            run_id=run_id,
+            pid=proc.pid,
+            pid_started=proc.started,
+            slots=slots,
             early_exit=None,
         )
         logger.info("trial %d run %d started (pid %d, slots %s)", trial.id, run_id, proc.pid, slots)

@@ -94,7 +94,9 @@ def build_launch(
             "TRIALKIT_HOME": str(home),
             "TRIALKIT_MASTER_FILE": str(master_file),
             "PATH": bin_dir + os.pathsep + env.get("PATH", ""),
-            "PYTHONPATH": os.pathsep.join(p for p in (str(workdir), env.get("PYTHONPATH", "")) if p),
+            "PYTHONPATH": os.pathsep.join(
+                p for p in (str(workdir), env.get("PYTHONPATH", "")) if p
+            ),
             "PYTHONUNBUFFERED": "1",
             "DET_MASTER": master_url,
             "DET_CLUSTER_ID": "trialkit",

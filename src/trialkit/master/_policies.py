@@ -58,8 +58,11 @@ def on_exit(f: ExitFacts) -> Outcome:
 
 
 def wants_process(
-    trial_state: TrialState, experiment_state: ExperimentState, generation: str,
-    op_complete: bool, stop_requested: bool,
+    trial_state: TrialState,
+    experiment_state: ExperimentState,
+    generation: str,
+    op_complete: bool,
+    stop_requested: bool,
 ) -> bool:
     """Whether a trial without a process should be started now: in 0.37 while it has an
     unfinished operation, in 0.38 until it ends by itself or the searcher stops it."""
@@ -85,7 +88,9 @@ def experiment_done(searcher_shutdown: bool, trial_states: list[TrialState]) -> 
     return searcher_shutdown and all(s.terminal for s in trial_states)
 
 
-def final_experiment_state(trial_states: list[TrialState], searcher_failure: bool) -> ExperimentState:
+def final_experiment_state(
+    trial_states: list[TrialState], searcher_failure: bool
+) -> ExperimentState:
     """COMPLETED unless every trial errored (or the searcher reported failure)."""
     if searcher_failure or (trial_states and all(s == TrialState.ERROR for s in trial_states)):
         return ExperimentState.ERROR

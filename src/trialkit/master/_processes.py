@@ -31,15 +31,26 @@ class TrialProcess:
 
     @classmethod
     def spawn(
-        cls, *, trial_id: int, run_id: int, argv: list[str], env: dict[str, str], cwd: Path,
-        exit_file: Path, log_file: Path,
+        cls,
+        *,
+        trial_id: int,
+        run_id: int,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: Path,
+        exit_file: Path,
+        log_file: Path,
     ) -> TrialProcess:
         exit_file.unlink(missing_ok=True)
         log_file.parent.mkdir(parents=True, exist_ok=True)
         popen = subprocess.Popen(
             [sys.executable, _SUPERVISOR, str(exit_file), str(log_file), "--", *argv],
-            cwd=cwd, env=env, start_new_session=True,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         started = psutil.Process(popen.pid).create_time()
         return cls(trial_id, run_id, popen.pid, started, exit_file, log_file, popen)
@@ -49,7 +60,10 @@ class TrialProcess:
             return self.popen.poll() is None
         try:
             proc = psutil.Process(self.pid)
-            return abs(proc.create_time() - self.started) < 0.01 and proc.status() != psutil.STATUS_ZOMBIE
+            return (
+                abs(proc.create_time() - self.started) < 0.01
+                and proc.status() != psutil.STATUS_ZOMBIE
+            )
         except psutil.Error:
             return False
 

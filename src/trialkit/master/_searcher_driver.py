@@ -34,7 +34,9 @@ def _encode(op: Operation) -> dict[str, Any]:
 
 
 def _decode(d: Mapping[str, Any]) -> Operation:
-    kinds: dict[str, type[Any]] = {c.__name__: c for c in (Create, ValidateAfter, Close, Stop, Shutdown)}
+    kinds: dict[str, type[Any]] = {
+        c.__name__: c for c in (Create, ValidateAfter, Close, Stop, Shutdown)
+    }
     fields = {k: v for k, v in d.items() if k != "kind"}
     return kinds[d["kind"]](**fields)  # type: ignore[no-any-return]
 
@@ -70,12 +72,16 @@ class SearcherDriver:
             self.failure = bool(saved.get("failure"))
             pending = [_decode(d) for d in saved.get("pending", [])]
             if pending:
-                logger.info("experiment %d: re-applying %d searcher operations", experiment.id, len(pending))
+                logger.info(
+                    "experiment %d: re-applying %d searcher operations", experiment.id, len(pending)
+                )
                 self._apply(pending)
 
     # Events ------------------------------------------------------------------------------------
 
-    def validation_completed(self, trial: Trial, metrics: Mapping[str, Any], length: int | None) -> None:
+    def validation_completed(
+        self, trial: Trial, metrics: Mapping[str, Any], length: int | None
+    ) -> None:
         self._run(lambda: self.method.on_validation_completed(trial.request_id, metrics, length))
 
     def progress_reported(self, trial: Trial, progress: float) -> None:
@@ -99,7 +105,9 @@ class SearcherDriver:
             "shutdown": self.shutdown,
             "failure": self.failure,
         }
-        self.store.update_experiment(self.experiment_id, searcher_state=state, progress=self.method.progress())
+        self.store.update_experiment(
+            self.experiment_id, searcher_state=state, progress=self.method.progress()
+        )
 
     def _apply(self, ops: list[Operation]) -> None:
         self._save(ops)
@@ -118,8 +126,10 @@ class SearcherDriver:
         if isinstance(op, Create):
             if self._trial(op.request_id) is None:
                 self.store.create_trial(
-                    experiment_id=self.experiment_id, request_id=op.request_id,
-                    hparams=op.hparams, seed=op.trial_seed,
+                    experiment_id=self.experiment_id,
+                    request_id=op.request_id,
+                    hparams=op.hparams,
+                    seed=op.trial_seed,
                 )
             return self.method.on_trial_created(op.request_id)
         if isinstance(op, Shutdown):

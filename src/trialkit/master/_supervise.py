@@ -42,7 +42,9 @@ def main() -> int:
     _become_subreaper()
     with open(log_file, "ab", buffering=0) as log:
         try:
-            child = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            child = subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
         except OSError as e:
             log.write(f"cannot start {argv[0]!r}: {e}\n".encode())
             code = 127

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import abc
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Union
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class Shutdown:
     failure: bool = False
 
 
-Operation = Union[Create, ValidateAfter, Close, Stop, Shutdown]
+Operation = Create | ValidateAfter | Close | Stop | Shutdown
 
 
 class ExitedReason(str, enum.Enum):

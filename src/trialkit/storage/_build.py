@@ -64,6 +64,9 @@ def build(config: Mapping[str, Any] | str) -> StorageManager:
     kind = config.get("type")
     if kind is None:
         raise StorageConfigError("checkpoint_storage.type: missing; use shared_fs or directory")
+    required = {"shared_fs": "host_path", "directory": "container_path"}.get(str(kind))
+    if required and not config.get(required):
+        raise StorageConfigError(f"checkpoint_storage.{required}: required for type {kind}")
     if kind == "shared_fs":
         return SharedFSStorageManager(shared_fs_path(config))
     if kind == "directory":

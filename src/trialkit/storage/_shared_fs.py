@@ -51,13 +51,17 @@ class SharedFSStorageManager(StorageManager):
         src = Path(src)
         partial = self._partial(storage_id)
         partial.mkdir(parents=True, exist_ok=True)
-        for rel in paths:
-            target = partial / rel
-            if rel.endswith("/"):
-                target.mkdir(parents=True, exist_ok=True)
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src / rel, target)
+        try:
+            for rel in paths:
+                target = partial / rel
+                if rel.endswith("/"):
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src / rel, target)
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
         self._publish(partial, self._final(storage_id))
 
     @contextlib.contextmanager

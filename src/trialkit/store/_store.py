@@ -172,6 +172,15 @@ class Store:
             session.close()
 
     @staticmethod
+    def _set_fields(row: Any, fields: dict[str, Any]) -> None:
+        columns = row.__table__.columns.keys()
+        unknown = sorted(k for k in fields if k not in columns and k != "meta")
+        if unknown:
+            raise ValueError(f"{row.__tablename__}: no such field(s) {', '.join(unknown)}")
+        for key, value in fields.items():
+            setattr(row, key, value)
+
+    @staticmethod
     def _get(session: Session, model: type[Any], key: Any, what: str) -> Any:
         row = session.get(model, key)
         if row is None:
@@ -228,8 +237,7 @@ class Store:
             fields["state"] = fields["state"].value
         with self._session() as s:
             row = self._get(s, ExperimentRow, experiment_id, "experiment")
-            for key, value in fields.items():
-                setattr(row, key, value)
+            self._set_fields(row, fields)
             return _experiment(row)
 
     def get_model_def(self, experiment_id: int) -> bytes | None:
@@ -281,8 +289,7 @@ class Store:
             fields["state"] = fields["state"].value
         with self._session() as s:
             row = self._get(s, TrialRow, trial_id, "trial")
-            for key, value in fields.items():
-                setattr(row, key, value)
+            self._set_fields(row, fields)
             return _trial(row)
 
     # Metrics -----------------------------------------------------------------------------------
@@ -332,7 +339,11 @@ class Store:
             return _metric(row) if row is not None else None
 
     def best_validation(
-        self, *, metric: str, smaller_is_better: bool, experiment_id: int | None = None,
+        self,
+        *,
+        metric: str,
+        smaller_is_better: bool,
+        experiment_id: int | None = None,
         trial_id: int | None = None,
     ) -> float | None:
         """The best value of ``metric`` over validation reports of an experiment or a trial."""

@@ -1,0 +1,122 @@
+"""Bad configs and bad CLI input: one clear 'trialkit: error:' line, exit code 2, no traceback."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .conftest import EXAMPLES, TRIALKIT, Master
+
+pytestmark = pytest.mark.integration
+CORE = EXAMPLES / "core_api"
+
+
+def _run(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*TRIALKIT, *args], capture_output=True, text=True, timeout=60, env=env)
+
+
+def _assert_clean_error(proc: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert proc.stderr.startswith("trialkit: error: ")
+    for needle in needles:
+        assert needle in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "needles"),
+    [
+        (
+            "searcher: {name: random, metric: x, max_trails: 3, max_length: 5}\nentrypoint: python3 t.py\n",
+            ["searcher.max_trails: unknown key; did you mean max_trials?"],
+        ),
+        (
+            "searcher: {name: single}\nresources: {slots_per_trial: two}\n",
+            ["resources.slots_per_trial"],
+        ),
+        ("searcher: {name: single\n", ["line"]),
+        (
+            "hyperparameters: {lr: {type: flaot}}\nsearcher: {name: single}\n",
+            ["hyperparameters.lr.type"],
+        ),
+    ],
+)
+def test_bad_config_is_one_clear_error(tmp_path: Path, yaml_text: str, needles: list[str]) -> None:
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text(yaml_text)
+    _assert_clean_error(_run(["experiment", "create", str(cfg), str(CORE), "--dry-run"]), *needles)
+
+
+def test_missing_files_and_bad_arguments(tmp_path: Path) -> None:
+    _assert_clean_error(
+        _run(["experiment", "create", str(tmp_path / "nope.yaml"), "."]), "nope.yaml"
+    )
+    _assert_clean_error(
+        _run(
+            [
+                "experiment",
+                "create",
+                str(CORE / "1_metrics.yaml"),
+                str(tmp_path / "nodir"),
+                "--dry-run",
+            ]
+        ),
+        "nodir",
+    )
+    _assert_clean_error(_run(["experiment", "describe", "not-a-number"]), "not-a-number")
+    _assert_clean_error(_run(["experiment", "frobnicate"]), "frobnicate")
+    _assert_clean_error(
+        _run(
+            [
+                "experiment",
+                "create",
+                str(CORE / "1_metrics.yaml"),
+                str(CORE),
+                "--config",
+                "searcher.max_length",
+            ]
+        ),
+        "searcher.max_length",
+    )
+
+
+def test_dry_run_validates_without_creating(tmp_path: Path) -> None:
+    proc = _run(["experiment", "create", str(CORE / "3_hpsearch.yaml"), str(CORE), "--dry-run"])
+    assert proc.returncode == 0 and "is valid" in proc.stdout
+
+
+def test_model_dir_over_the_limit_names_the_big_files(tmp_path: Path) -> None:
+    (tmp_path / "t.py").write_text("print(1)\n")
+    (tmp_path / "data.bin").write_bytes(b"\0" * (97 * 2**20))
+    proc = _run(["experiment", "create", str(CORE / "1_metrics.yaml"), str(tmp_path), "--dry-run"])
+    _assert_clean_error(proc, "data.bin", ".trialkitignore")
+    (tmp_path / ".trialkitignore").write_text("*.bin\n")
+    assert (
+        _run(
+            ["experiment", "create", str(CORE / "1_metrics.yaml"), str(tmp_path), "--dry-run"]
+        ).returncode
+        == 0
+    )
+
+
+def test_unknown_ids_and_unrunnable_configs_via_master(master: Master, tmp_path: Path) -> None:
+    _assert_clean_error(
+        master.cli("experiment", "describe", "999", check=False), "experiment 999 not found"
+    )
+    _assert_clean_error(master.cli("trial", "logs", "999", check=False), "trial 999 not found")
+    _assert_clean_error(
+        master.cli("checkpoint", "describe", "nope", check=False), "checkpoint nope not found"
+    )
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("name: x\nentrypoint: model_def:MyTrial\nsearcher: {name: single, metric: x}\n")
+    _assert_clean_error(
+        master.cli("experiment", "create", str(cfg), str(CORE), check=False), "entrypoint"
+    )
+    cfg.write_text(
+        "name: x\nentrypoint: python3 t.py\nsearcher: {name: single, metric: x}\nresources: {slots_per_trial: 8}\n"
+    )
+    _assert_clean_error(
+        master.cli("experiment", "create", str(cfg), str(CORE), check=False), "slots_per_trial"
+    )
