@@ -220,3 +220,35 @@ def test_local_mode_run_is_listed(master: Master, tmp_path: Path) -> None:
     assert store.count_metrics(trial.id, "training") == 10
     listed = master.cli("experiment", "list", "--json").stdout
     assert "local: 1_metrics.py" in listed
+
+
+def test_pause_terminates_a_trial_that_ignores_it(master: Master, tmp_path: Path) -> None:
+    d = tmp_path / "m"
+    write_script(
+        d,
+        "t.py",
+        "import time\nfor i in range(600):\n    time.sleep(0.05)\nprint('finished', flush=True)\n",
+    )
+    exp = master.create(
+        {
+            "name": "stubborn",
+            "entrypoint": "python3 t.py",
+            "searcher": {"name": "single", "metric": "x"},
+            "preemption_timeout": 1,
+        },
+        d,
+    )
+    master.wait_for(
+        lambda: (
+            master.describe(exp)["trials"] and master.describe(exp)["trials"][0]["pid"] is not None
+        ),
+        what="trial running",
+    )
+    master.cli("experiment", "pause", str(exp))
+    master.wait_for(
+        lambda: master.describe(exp)["trials"][0]["state"] == "PAUSED",
+        timeout=20,
+        what="trial PAUSED",
+    )
+    trial = master.describe(exp)["trials"][0]
+    assert trial["pid"] is None and trial["restarts"] == 0

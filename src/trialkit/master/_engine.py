@@ -38,6 +38,9 @@ class EngineSettings:
     slots: int
     gpus: bool = False
     kill_grace: float = 10.0
+    #: How long a paused trial may take to checkpoint and exit before it is terminated, when
+    #: the config sets no preemption_timeout (Determined's 3600 s is long for one machine).
+    preemption_timeout: float = 60.0
     tick: float = 0.1
 
 
@@ -156,6 +159,7 @@ class Engine:
             for t in self._live_trials(exp.id):
                 if t.id in self._procs:
                     self._preempt.add(t.id)
+                    self._procs[t.id].preempt_sent_at = time.monotonic()
                 else:
                     self.store.update_trial(t.id, state=TrialState.PAUSED)
         self.wake()
@@ -260,11 +264,29 @@ class Engine:
                 )
                 self._finish(exp, final)
             return
+        if exp.state == ExperimentState.PAUSED:
+            self._terminate_slow_preemptions(exp)
+            return
         if exp.state == ExperimentState.ACTIVE:
             drv = self._drivers.get(exp.id)
             states = [t.state for t in self.store.list_trials(exp.id)]
             if drv is not None and policy.experiment_done(drv.shutdown, states):
                 self._finish(exp, policy.final_experiment_state(states, drv.failure))
+
+    def _terminate_slow_preemptions(self, exp: Experiment) -> None:
+        """Trials that ignore a pause for longer than preemption_timeout get SIGTERM, then SIGKILL."""
+        timeout = float(exp.config.get("preemption_timeout") or self.settings.preemption_timeout)
+        now = time.monotonic()
+        for p in self._procs.values():
+            if self._exp_of(p) != exp.id or p.preempt_sent_at is None:
+                continue
+            if p.term_sent_at is None and now - p.preempt_sent_at > timeout:
+                logger.info(
+                    "trial %d ignored the pause for %.0fs: terminating", p.trial_id, timeout
+                )
+                p.signal_group(signal.SIGTERM)
+                p.term_sent_at = now
+        self._escalate(exp)
 
     def _escalate(self, exp: Experiment) -> None:
         for p in self._procs.values():

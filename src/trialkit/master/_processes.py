@@ -25,6 +25,7 @@ class TrialProcess:
     exit_file: Path
     log_file: Path
     popen: subprocess.Popen[bytes] | None = None
+    preempt_sent_at: float | None = None
     term_sent_at: float | None = None
     kill_sent: bool = False
     partial_line: bytes = field(default=b"")
