@@ -6,6 +6,7 @@ Query methods return the frozen domain objects of ``_types`` so callers never ho
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import time
@@ -28,8 +29,6 @@ from ._types import (
     Trial,
     TrialState,
 )
-
-T = TypeVar("T")
 
 
 class StoreError(RuntimeError):
@@ -55,74 +54,29 @@ def _configure_sqlite(engine: Engine) -> None:
         cur.close()
 
 
+D = TypeVar("D")
+
+
+def _domain(cls: type[D], row: Any, **converted: Any) -> D:
+    """Copy a row's columns into the domain dataclass of the same field names."""
+    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    return cls(**{n: converted[n] if n in converted else getattr(row, n) for n in names})
+
+
 def _experiment(row: ExperimentRow) -> Experiment:
-    return Experiment(
-        id=row.id,
-        name=row.name,
-        description=row.description,
-        labels=list(row.labels or []),
-        config=row.config,
-        state=ExperimentState(row.state),
-        archived=row.archived,
-        unmanaged=row.unmanaged,
-        progress=row.progress,
-        error=row.error,
-        created_at=row.created_at,
-        ended_at=row.ended_at,
-    )
+    return _domain(Experiment, row, state=ExperimentState(row.state), labels=list(row.labels or []))
 
 
 def _trial(row: TrialRow) -> Trial:
-    return Trial(
-        id=row.id,
-        experiment_id=row.experiment_id,
-        request_id=row.request_id,
-        hparams=row.hparams,
-        seed=row.seed,
-        state=TrialState(row.state),
-        restarts=row.restarts,
-        run_id=row.run_id,
-        op_length=row.op_length,
-        op_complete=row.op_complete,
-        closed=row.closed,
-        stop_requested=row.stop_requested,
-        acked_run_id=row.acked_run_id,
-        early_exit=row.early_exit,
-        progress=row.progress,
-        status=row.status,
-        pid=row.pid,
-        pid_started=row.pid_started,
-        log_offset=row.log_offset,
-        slots=list(row.slots or []),
-        created_at=row.created_at,
-        ended_at=row.ended_at,
-    )
+    return _domain(Trial, row, state=TrialState(row.state), slots=list(row.slots or []))
 
 
 def _checkpoint(row: CheckpointRow) -> Checkpoint:
-    return Checkpoint(
-        uuid=row.uuid,
-        trial_id=row.trial_id,
-        experiment_id=row.experiment_id,
-        run_id=row.run_id,
-        steps_completed=row.steps_completed,
-        metadata=row.meta,
-        resources=row.resources,
-        storage=row.storage,
-        state=row.state,
-        reported_at=row.reported_at,
-    )
+    return _domain(Checkpoint, row, metadata=row.meta)
 
 
 def _metric(row: MetricRow) -> Metric:
-    return Metric(
-        trial_id=row.trial_id,
-        run_id=row.run_id,
-        group=row.group,
-        steps_completed=row.steps_completed,
-        values=row.values,
-        reported_at=row.reported_at,
-    )
+    return _domain(Metric, row)
 
 
 def _number(value: Any) -> float | None:
@@ -446,7 +400,4 @@ class Store:
                 .order_by(LogRow.id)
                 .limit(limit)
             )
-            return [
-                LogLine(id=r.id, trial_id=r.trial_id, run_id=r.run_id, line=r.line, ts=r.ts)
-                for r in s.scalars(q)
-            ]
+            return [_domain(LogLine, r) for r in s.scalars(q)]
