@@ -120,3 +120,19 @@ def test_unknown_ids_and_unrunnable_configs_via_master(master: Master, tmp_path:
     _assert_clean_error(
         master.cli("experiment", "create", str(cfg), str(CORE), check=False), "slots_per_trial"
     )
+
+
+def test_preview_shows_the_reference_3_hpsearch_brackets() -> None:
+    import json
+
+    proc = _run(
+        ["experiment", "preview", str(CORE / "3_hpsearch.yaml"), "--json",
+         "--config", "searcher.name=adaptive_asha", "--config", "searcher.max_trials=10",
+         "--config", "searcher.max_concurrent_trials=16"]
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    trials = json.loads(proc.stdout)
+    firsts = [t["lengths"][0] for t in trials]
+    # Reference §7.6.12: bracket A 7 trials at 25 (created first), bracket B 3 trials at 100.
+    assert firsts == [25] * 7 + [100] * 3
+    assert 1 <= sum(t["lengths"] == [25, 100] for t in trials[:7]) <= 4

@@ -189,3 +189,41 @@ def logs(experiment_id: int, follow: bool) -> None:
     if not trials() and not follow:
         raise CLIError(f"experiment {experiment_id} has no trials yet")
     follow_logs(client, trials, follow=follow, prefix=True, finished=finished)
+
+
+@experiment.command("preview")
+@click.argument("config_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--config", "overrides", multiple=True, metavar="KEY=VALUE", help="Override a config field."
+)
+@click.option(
+    "--seed", type=int, default=None, help="Experiment seed (default: the config's, else 0)."
+)
+@json_option
+def preview(config_file: Path, overrides: tuple[str, ...], seed: int | None, as_json: bool) -> None:
+    """Show the trials and training lengths a config's search would produce, running nothing.
+
+    Metrics are simulated (deterministically), so ASHA promotions are an example, not a forecast.
+    """
+    from ..config import load_config
+    from ..searcher import preview as simulate
+
+    cfg = load_config(config_file, list(overrides)).as_dict()
+    if seed is None:
+        seed = cfg["reproducibility"]["experiment_seed"] or 0
+    trials = simulate(cfg["searcher"], cfg["hyperparameters"], seed)
+    if as_json:
+        print_json(trials)
+        return
+    rows = [
+        (
+            i + 1,
+            fmt_metrics(t["hparams"], limit=6),
+            t["trial_seed"],
+            " → ".join(map(str, t["lengths"])),
+        )
+        for i, t in enumerate(trials)
+    ]
+    print_table(
+        f"{len(trials)} trials (seed {seed})", ["trial", "hparams", "seed", "trains to"], rows
+    )
