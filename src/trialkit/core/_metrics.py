@@ -28,7 +28,7 @@ class MetricsShipper:
     BATCH = 5000
 
     def __init__(
-        self, backend: TrialBackend, *, interval: float = 0.05, drain_timeout: float = 300.0
+        self, backend: TrialBackend, *, interval: float = 0.25, drain_timeout: float = 300.0
     ) -> None:
         self._backend = backend
         self._queue: collections.deque[dict[str, Any]] = collections.deque()
@@ -50,6 +50,8 @@ class MetricsShipper:
             self._raise_error()
         self._undelivered += 1
         self._queue.append(report)
+        if self.shipped == 0 and self._undelivered == 1:
+            self._wake.set()  # the first report goes out at once: "is it running?" matters
 
     def _raise_error(self) -> None:
         err, self._error = self._error, None
@@ -88,11 +90,14 @@ class MetricsShipper:
 
     def _run(self) -> None:
         while True:
-            if not self._queue:
-                if self._closing:
-                    return
+            if self._closing and not self._queue:
+                return
+            # Wait out the interval so reports accumulate into large batches: one request per
+            # report would cost the master (and the GIL) far more than the reporting itself.
+            if len(self._queue) < self.BATCH and not self._closing:
                 self._wake.wait(self._interval)
                 self._wake.clear()
+            if not self._queue:
                 continue
             batch = self._take_batch()
             try:

@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from .._client import MasterClient, MasterUnavailable, read_master_file
 from ..store import Store
 
@@ -169,11 +171,17 @@ def stop_master(home: Path, wait: float = 15.0) -> bool:
         client.close()
     deadline = time.monotonic() + wait
     while pid and time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if not _running(pid):
             return True
         time.sleep(0.05)
-    if pid:
+    if pid and _running(pid):
         os.kill(pid, signal.SIGKILL)
     return True
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an exited master its parent has not reaped yet)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

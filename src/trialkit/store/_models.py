@@ -67,7 +67,9 @@ class MetricRow(Base):
     group: Mapped[str] = mapped_column(String(64))
     steps_completed: Mapped[int] = mapped_column(Integer)
     values: Mapped[dict[str, Any]] = mapped_column(JSON)
-    batch_metrics: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, nullable=True)
+    batch_metrics: Mapped[list[dict[str, Any]] | None] = mapped_column(
+        JSON(none_as_null=True), nullable=True
+    )
     reported_at: Mapped[float] = mapped_column(Float)
 
 

@@ -12,9 +12,9 @@ import os
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from sqlalchemy import Engine, create_engine, event, func, insert, select, update
+from sqlalchemy import Engine, Table, create_engine, event, func, insert, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -265,7 +265,8 @@ class Store:
             for r in reports
         ]
         with self._session() as s:
-            s.execute(insert(MetricRow), rows)
+            # Core table insert (executemany): several times cheaper per row than the ORM path.
+            s.execute(insert(cast(Table, MetricRow.__table__)), rows)
 
     def list_metrics(self, trial_id: int, group: str | None = None) -> list[Metric]:
         with self._session() as s:
