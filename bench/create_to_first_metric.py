@@ -19,16 +19,15 @@ Usage: ``python bench/create_to_first_metric.py`` (about half a minute on 2 core
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
+
+from _common import BenchmarkBroken, clean_env, cli_path
 
 REPEATS = 5
 POLL_S = 0.010
@@ -48,47 +47,6 @@ entrypoint: python3 train.py
 searcher: {name: single, metric: loss, max_length: 1}
 max_restarts: 0
 """
-
-
-class BenchmarkBroken(RuntimeError):
-    """The benchmark could not measure (create failed, no metric in time): exit non-zero."""
-
-
-def cli_path() -> str:
-    """The ``trialkit`` command of this interpreter's environment."""
-    beside = Path(sys.executable).with_name("trialkit")
-    return str(beside) if beside.exists() else shutil.which("trialkit") or "trialkit"
-
-
-def clean_env(home: Path) -> dict[str, str]:
-    """This environment without any trial context, pointed at ``home``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DET_", "TRIALKIT_"))}
-    env["TRIALKIT_HOME"] = str(home)
-    return env
-
-
-def stop_own_master(home: Path) -> None:
-    """``stop_master(home)`` for a master this process started with ``start_background``.
-
-    The master is our child, and ``stop_master`` polls ``os.kill(pid, 0)``, which succeeds on an
-    unreaped zombie: it would wait its full 15 s and then SIGKILL. Reaping it here avoids that.
-    """
-    from trialkit.master import stop_master
-
-    try:
-        pid = int(json.loads((home / "master.json").read_text())["pid"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pid = 0
-    if pid:
-        threading.Thread(target=_reap, args=(pid,), daemon=True).start()
-    stop_master(home)
-
-
-def _reap(pid: int) -> None:
-    try:
-        os.waitpid(pid, 0)
-    except ChildProcessError:  # not our child, or already reaped
-        pass
 
 
 def write_experiment(tmp: Path) -> tuple[Path, Path]:
@@ -195,14 +153,14 @@ def create_to_first_metric(home: Path, cfg: Path, model_dir: Path) -> tuple[floa
 
 def run_warm(tmp: Path, cfg: Path, model_dir: Path) -> list[tuple[float, float]]:
     """REPEATS experiments against one master started beforehand (start-up not counted)."""
-    from trialkit.master import start_background
+    from trialkit.master import start_background, stop_master
 
     home = tmp / "warm-home"
     start_background(home).close()
     try:
         return [create_to_first_metric(home, cfg, model_dir) for _ in range(REPEATS)]
     finally:
-        stop_own_master(home)
+        stop_master(home)
 
 
 def run_cold(tmp: Path, cfg: Path, model_dir: Path) -> list[tuple[float, float]]:

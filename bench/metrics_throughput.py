@@ -24,18 +24,18 @@ Usage: ``python bench/metrics_throughput.py`` (about a minute on 2 cores).
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from _common import BenchmarkBroken, clean_env, cli_path
 
 N_CALLS = 200_000
 WARMUP_CALLS = 5_000
@@ -149,43 +149,6 @@ def run_worker(out: Path) -> None:
 # Parent: set up homes, master and experiment; read the results ----------------------------------
 
 
-def cli_path() -> str:
-    """The ``trialkit`` command of this interpreter's environment."""
-    beside = Path(sys.executable).with_name("trialkit")
-    return str(beside) if beside.exists() else shutil.which("trialkit") or "trialkit"
-
-
-def clean_env(home: Path) -> dict[str, str]:
-    """This environment without any trial context, pointed at ``home``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DET_", "TRIALKIT_"))}
-    env["TRIALKIT_HOME"] = str(home)
-    return env
-
-
-def stop_own_master(home: Path) -> None:
-    """``stop_master(home)`` for a master this process started with ``start_background``.
-
-    The master is our child, and ``stop_master`` polls ``os.kill(pid, 0)``, which succeeds on an
-    unreaped zombie: it would wait its full 15 s and then SIGKILL. Reaping it here avoids that.
-    """
-    from trialkit.master import stop_master
-
-    try:
-        pid = int(json.loads((home / "master.json").read_text())["pid"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pid = 0
-    if pid:
-        threading.Thread(target=_reap, args=(pid,), daemon=True).start()
-    stop_master(home)
-
-
-def _reap(pid: int) -> None:
-    try:
-        os.waitpid(pid, 0)
-    except ChildProcessError:  # not our child, or already reaped
-        pass
-
-
 def stored_training_rows(home: Path) -> int:
     """Training rows over every trial in ``home`` (a fresh home holds only this run's)."""
     from trialkit.store import Store
@@ -202,6 +165,7 @@ def write_experiment(tmp: Path, out: Path) -> tuple[Path, Path]:
     model_dir = tmp / "model"
     model_dir.mkdir()
     shutil.copy(__file__, model_dir / "metrics_throughput.py")
+    shutil.copy(Path(__file__).with_name("_common.py"), model_dir / "_common.py")
     env_lines = "".join(f"    - {k}={v}\n" for k, v in SINGLE_THREAD_ENV.items())
     cfg = tmp / "bench.yaml"
     cfg.write_text(
@@ -232,7 +196,7 @@ def trial_log_tail(home: Path, lines: int = 30) -> str:
 
 def run_master_mode(tmp: Path) -> dict[str, Any]:
     """The worker as the trial of an experiment on a real master; timings plus stored rows."""
-    from trialkit.master import start_background
+    from trialkit.master import start_background, stop_master
 
     home = tmp / "home"
     out = tmp / "result.json"
@@ -257,7 +221,7 @@ def run_master_mode(tmp: Path) -> dict[str, Any]:
         return result
     finally:
         client.close()
-        stop_own_master(home)
+        stop_master(home)
 
 
 def run_local_mode(tmp: Path) -> dict[str, Any]:
@@ -278,13 +242,6 @@ def run_local_mode(tmp: Path) -> dict[str, Any]:
     result = json.loads(out.read_text())
     result["stored"] = stored_training_rows(home)
     return result
-
-
-class BenchmarkBroken(RuntimeError):
-    """The benchmark could not measure (a failed trial, lost rows): exit non-zero."""
-
-
-# Report ------------------------------------------------------------------------------------------
 
 
 def summarize(mode: str, r: dict[str, Any]) -> dict[str, Any]:
