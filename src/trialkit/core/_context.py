@@ -20,7 +20,7 @@ from ._metrics import MetricsShipper
 from ._preempt import PreemptContext, PreemptMode
 from ._profiler import ProfilerContext
 from ._searcher import SearcherContext
-from ._tensorboard import TensorboardMode
+from ._tensorboard import EventFileWriter, TensorboardMode
 from ._train import EarlyExitReason, TrainContext
 
 logger = logging.getLogger("trialkit.core")
@@ -46,6 +46,7 @@ class Context:
         info: ClusterInfo | None,
         _backend: TrialBackend,
         _shipper: MetricsShipper,
+        _tensorboard: EventFileWriter | None = None,
     ) -> None:
         self.checkpoint = checkpoint
         self.distributed = distributed
@@ -56,6 +57,7 @@ class Context:
         self.info = info
         self._backend = _backend
         self._shipper = _shipper
+        self._tensorboard = _tensorboard
         self._closed = False
 
     def __enter__(self) -> Context:
@@ -85,6 +87,8 @@ class Context:
             self.profiler.off()
             self._shipper.close()
         finally:
+            if self._tensorboard is not None:
+                self._tensorboard.close()
             self.distributed.close()
             self._backend.close(exc)
 
@@ -149,6 +153,10 @@ def init(
         tb_root = Path(info.home) / "tensorboard" if info.home else home / "tensorboard"
     shipper = MetricsShipper(backend)
     tb_path = tb_root / f"experiment-{backend.experiment_id}" / f"trial-{backend.trial_id}"
+    tb_writer = None
+    if tensorboard_mode == TensorboardMode.AUTO and dist.rank == 0:
+        tb_writer = EventFileWriter(tb_path)
+        shipper.add_sink(tb_writer.write_reports)
     return Context(
         checkpoint=CheckpointContext(
             dist, storage, storage_cfg, backend, require_steps=info is not None
@@ -161,4 +169,5 @@ def init(
         info=info,
         _backend=backend,
         _shipper=shipper,
+        _tensorboard=tb_writer,
     )

@@ -9,6 +9,7 @@ import collections
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .._client import APIError, to_jsonable
@@ -31,6 +32,7 @@ class MetricsShipper:
         self, backend: TrialBackend, *, interval: float = 0.25, drain_timeout: float = 300.0
     ) -> None:
         self._backend = backend
+        self._sinks: list[Callable[[list[dict[str, Any]]], None]] = []
         self._queue: collections.deque[dict[str, Any]] = collections.deque()
         self._interval = interval
         self._drain_timeout = drain_timeout
@@ -41,6 +43,10 @@ class MetricsShipper:
         self.shipped = 0
         self._thread = threading.Thread(target=self._run, name="trialkit-metrics", daemon=True)
         self._thread.start()
+
+    def add_sink(self, sink: Callable[[list[dict[str, Any]]], None]) -> None:
+        """Also hand every delivered batch to ``sink`` (on the shipping thread)."""
+        self._sinks.append(sink)
 
     def put(self, report: dict[str, Any]) -> None:
         """Queue one report; never blocks on the network."""
@@ -72,6 +78,8 @@ class MetricsShipper:
         while True:
             try:
                 self._backend.ship_metrics(payload)
+                for sink in self._sinks:
+                    sink(batch)
                 self.shipped += len(batch)
                 self._undelivered -= len(batch)
                 return

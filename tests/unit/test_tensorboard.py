@@ -1,0 +1,95 @@
+"""TensorboardMode.AUTO writes reported metrics as TensorBoard event files; decoded here with an
+independent TFRecord/protobuf reader."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Any
+
+from trialkit import core
+from trialkit.core._tensorboard import crc32c, masked_crc
+
+
+def _varint(buf: bytes, i: int) -> tuple[int, int]:
+    shift = result = 0
+    while True:
+        b = buf[i]
+        i += 1
+        result |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return result, i
+
+
+def _fields(buf: bytes) -> list[tuple[int, Any]]:
+    out, i = [], 0
+    while i < len(buf):
+        key, i = _varint(buf, i)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, i = _varint(buf, i)
+        elif wire == 1:
+            value, i = struct.unpack_from("<d", buf, i)[0], i + 8
+        elif wire == 5:
+            value, i = struct.unpack_from("<f", buf, i)[0], i + 4
+        else:
+            n, i = _varint(buf, i)
+            value, i = buf[i : i + n], i + n
+        out.append((number, value))
+    return out
+
+
+def _records(path: Path) -> list[bytes]:
+    data, i, out = path.read_bytes(), 0, []
+    while i < len(data):
+        header = data[i : i + 8]
+        (length,) = struct.unpack("<Q", header)
+        assert struct.unpack("<I", data[i + 8 : i + 12])[0] == masked_crc(header)
+        body = data[i + 12 : i + 12 + length]
+        assert struct.unpack("<I", data[i + 12 + length : i + 16 + length])[0] == masked_crc(body)
+        out.append(body)
+        i += 16 + length
+    return out
+
+
+def _scalars(path: Path) -> list[tuple[int, str, float]]:
+    found = []
+    for rec in _records(path):
+        event = dict(_fields(rec))
+        if 5 not in event:
+            assert event[3] == b"brain.Event:2"
+            continue
+        for number, value in _fields(event[5]):
+            assert number == 1
+            v = dict(_fields(value))
+            found.append((event.get(2, 0), v[1].decode(), v[2]))
+    return found
+
+
+def test_crc32c_known_vector() -> None:
+    assert crc32c(b"123456789") == 0xE3069283
+
+
+def test_auto_mode_writes_reported_metrics_as_event_files() -> None:
+    with core.init() as ctx:
+        ctx.train.report_training_metrics(steps_completed=10, metrics={"loss": 0.5, "note": "text"})
+        ctx.train.report_validation_metrics(
+            steps_completed=10, metrics={"loss": 0.25, "val_acc": 0.75}
+        )
+        ctx.train.report_metrics("custom", steps_completed=20, metrics={"lr": 0.125})
+        tb_dir = ctx.train.get_tensorboard_path()
+    [events] = list(tb_dir.glob("events.out.tfevents.*"))
+    assert sorted(_scalars(events)) == [
+        (10, "loss", 0.5),
+        (10, "val_acc", 0.75),
+        (10, "val_loss", 0.25),
+        (20, "custom/lr", 0.125),
+    ]
+
+
+def test_manual_mode_writes_nothing() -> None:
+    with core.init(tensorboard_mode=core.TensorboardMode.MANUAL) as ctx:
+        ctx.train.report_training_metrics(steps_completed=1, metrics={"loss": 1.0})
+        tb_dir = ctx.train.get_tensorboard_path()
+    assert not list(tb_dir.glob("events.out.tfevents.*"))
