@@ -45,9 +45,34 @@ def crc32c(data: bytes) -> int:
     return crc ^ 0xFFFFFFFF
 
 
-def masked_crc(data: bytes) -> int:
-    crc = crc32c(data)
+def _mask(crc: int) -> int:
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def masked_crc(data: bytes) -> int:
+    return _mask(crc32c(data))
+
+
+def masked_crcs(records: list[bytes]) -> list[int]:
+    """masked_crc of many records at once: records of equal length are checksummed together
+    with numpy, one byte position at a time, which is far cheaper than byte-by-byte Python."""
+    import numpy as np
+
+    table = np.array(_CRC_TABLE, dtype=np.uint32)
+    out = [0] * len(records)
+    by_length: dict[int, list[int]] = {}
+    for i, r in enumerate(records):
+        by_length.setdefault(len(r), []).append(i)
+    for length, idx in by_length.items():
+        data = np.frombuffer(b"".join(records[i] for i in idx), dtype=np.uint8).reshape(
+            len(idx), length
+        )
+        crc = np.full(len(idx), 0xFFFFFFFF, dtype=np.uint32)
+        for col in range(length):
+            crc = table[(crc ^ data[:, col]) & 0xFF] ^ (crc >> 8)
+        for i, c in zip(idx, crc ^ np.uint32(0xFFFFFFFF), strict=True):
+            out[i] = _mask(int(c))
+    return out
 
 
 def _varint(n: int) -> bytes:
@@ -109,25 +134,30 @@ class EventFileWriter:
         now = time.time()
         self.path = logdir / f"events.out.tfevents.{int(now)}.{socket.gethostname()}.{os.getpid()}"
         self._file: BinaryIO = open(self.path, "ab")
-        self._write(_version_event(now))
+        self._write_all([_version_event(now)])
 
-    def _write(self, data: bytes) -> None:
-        header = struct.pack("<Q", len(data))
+    def _write_all(self, events: list[bytes]) -> None:
+        headers = [struct.pack("<Q", len(e)) for e in events]
+        crcs = masked_crcs(headers + events)
+        n = len(events)
         self._file.write(
-            header
-            + struct.pack("<I", masked_crc(header))
-            + data
-            + struct.pack("<I", masked_crc(data))
+            b"".join(
+                h + struct.pack("<I", crcs[i]) + e + struct.pack("<I", crcs[n + i])
+                for i, (h, e) in enumerate(zip(headers, events, strict=True))
+            )
         )
 
     def write_reports(self, reports: Iterable[Mapping[str, Any]]) -> None:
         """Write the numeric values of metric reports {group, steps_completed, metrics}."""
         now = time.time()
+        events = []
         for r in reports:
             values = _scalars(r["group"], r["metrics"])
             if values:
-                self._write(_scalar_event(now, int(r["steps_completed"]), values))
-        self._file.flush()
+                events.append(_scalar_event(now, int(r["steps_completed"]), values))
+        if events:
+            self._write_all(events)
+            self._file.flush()
 
     def close(self) -> None:
         self._file.close()
