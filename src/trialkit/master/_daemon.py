@@ -94,7 +94,6 @@ def serve(
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
     server = uvicorn.Server(config)
     engine.start()
-    started = threading.Event()
 
     def announce() -> None:
         while not server.started:
@@ -103,7 +102,6 @@ def serve(
             mfile, {"url": url, "token": token, "pid": os.getpid(), "port": port, "slots": n_slots}
         )
         logger.info("master listening on %s with %d slots", url, n_slots)
-        started.set()
 
     threading.Thread(target=announce, daemon=True).start()
     try:

@@ -110,11 +110,13 @@ class Engine:
                 d = self._trial_dir(trial.id)
                 proc = TrialProcess(
                     trial.id,
+                    exp.id,
                     trial.run_id,
                     trial.pid,
                     trial.pid_started or 0.0,
                     d / f"run-{trial.run_id}.exit",
                     d / "output.log",
+                    trial.log_offset,
                 )
                 self._procs[trial.id] = proc
                 for s in trial.slots:
@@ -256,7 +258,7 @@ class Engine:
         if exp.state in (ExperimentState.STOPPING_CANCELED, ExperimentState.STOPPING_ERROR):
             self._stop_trials(exp)
             self._escalate(exp)
-            if not any(p for p in self._procs.values() if self._exp_of(p) == exp.id):
+            if not any(p for p in self._procs.values() if p.experiment_id == exp.id):
                 final = (
                     ExperimentState.CANCELED
                     if exp.state == ExperimentState.STOPPING_CANCELED
@@ -278,7 +280,7 @@ class Engine:
         timeout = float(exp.config.get("preemption_timeout") or self.settings.preemption_timeout)
         now = time.monotonic()
         for p in self._procs.values():
-            if self._exp_of(p) != exp.id or p.preempt_sent_at is None:
+            if p.experiment_id != exp.id or p.preempt_sent_at is None:
                 continue
             if p.term_sent_at is None and now - p.preempt_sent_at > timeout:
                 logger.info(
@@ -290,13 +292,10 @@ class Engine:
 
     def _escalate(self, exp: Experiment) -> None:
         for p in self._procs.values():
-            if self._exp_of(p) == exp.id and p.term_sent_at is not None and not p.kill_sent:
+            if p.experiment_id == exp.id and p.term_sent_at is not None and not p.kill_sent:
                 if time.monotonic() - p.term_sent_at > self.settings.kill_grace:
                     p.signal_group(signal.SIGKILL)
                     p.kill_sent = True
-
-    def _exp_of(self, proc: TrialProcess) -> int:
-        return self.store.get_trial(proc.trial_id).experiment_id
 
     def _finish(self, exp: Experiment, state: ExperimentState) -> None:
         for t in self._live_trials(exp.id):
@@ -315,12 +314,12 @@ class Engine:
                 self._on_exit(proc)
 
     def _tail(self, proc: TrialProcess, final: bool) -> None:
-        trial = self.store.get_trial(proc.trial_id)
-        lines, offset = proc.read_new_lines(trial.log_offset, final=final)
+        lines, offset = proc.read_new_lines(proc.log_offset, final=final)
         if lines:
-            self.store.add_logs(trial.id, proc.run_id, lines)
-        if offset != trial.log_offset:
-            self.store.update_trial(trial.id, log_offset=offset)
+            self.store.add_logs(proc.trial_id, proc.run_id, lines)
+        if offset != proc.log_offset:
+            proc.log_offset = offset
+            self.store.update_trial(proc.trial_id, log_offset=offset)
 
     def _on_exit(self, proc: TrialProcess) -> None:
         code = proc.exit_code()
@@ -350,7 +349,8 @@ class Engine:
         logger.info(
             "trial %d run %d exited with %d: %s", trial.id, proc.run_id, code, outcome.value
         )
-        self._preempt.discard(trial.id) if not trial.stop_requested else None
+        if not trial.stop_requested:
+            self._preempt.discard(trial.id)
         updates: dict[str, Any] = {
             "pid": None,
             "slots": [],
@@ -434,7 +434,9 @@ class Engine:
             log.write(f"[trialkit] run {run_id}: {describe_argv(spec.argv)}\n".encode())
         proc = TrialProcess.spawn(
             trial_id=trial.id,
+            experiment_id=exp.id,
             run_id=run_id,
+            log_offset=trial.log_offset,
             argv=spec.argv,
             env=spec.env,
             cwd=workdir,

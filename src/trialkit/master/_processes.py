@@ -6,7 +6,7 @@ import os
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -19,23 +19,26 @@ class TrialProcess:
     """One run of a trial: the supervisor's process group, its exit file and log file."""
 
     trial_id: int
+    experiment_id: int
     run_id: int
     pid: int
     started: float
     exit_file: Path
     log_file: Path
+    log_offset: int = 0  # bytes of the log file already stored
     popen: subprocess.Popen[bytes] | None = None
     preempt_sent_at: float | None = None
     term_sent_at: float | None = None
     kill_sent: bool = False
-    partial_line: bytes = field(default=b"")
 
     @classmethod
     def spawn(
         cls,
         *,
         trial_id: int,
+        experiment_id: int,
         run_id: int,
+        log_offset: int,
         argv: list[str],
         env: dict[str, str],
         cwd: Path,
@@ -54,7 +57,17 @@ class TrialProcess:
             stderr=subprocess.DEVNULL,
         )
         started = psutil.Process(popen.pid).create_time()
-        return cls(trial_id, run_id, popen.pid, started, exit_file, log_file, popen)
+        return cls(
+            trial_id,
+            experiment_id,
+            run_id,
+            popen.pid,
+            started,
+            exit_file,
+            log_file,
+            log_offset,
+            popen,
+        )
 
     def alive(self) -> bool:
         if self.popen is not None:
