@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import time
 from pathlib import Path
@@ -40,29 +39,6 @@ def read_master_file(path: str | os.PathLike[str]) -> tuple[str, str] | None:
         return str(d["url"]), str(d["token"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-
-
-def to_jsonable(value: Any) -> Any:
-    """Plain JSON data: numpy scalars/arrays unwrapped, NaN/Inf as the strings Determined uses."""
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        if math.isinf(value):
-            return "Infinity" if value > 0 else "-Infinity"
-        return value
-    if isinstance(value, (str, int, bool)) or value is None:
-        return value
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
-    item = getattr(value, "item", None)
-    if callable(item) and getattr(value, "shape", None) in ((), None):
-        return to_jsonable(item())
-    tolist = getattr(value, "tolist", None)
-    if callable(tolist):
-        return to_jsonable(tolist())
-    raise TypeError(f"cannot report {type(value).__name__} value {value!r}: not JSON-serializable")
 
 
 class MasterClient:

@@ -22,8 +22,8 @@ from trialkit._client import (
     MasterClient,
     MasterUnavailable,
     read_master_file,
-    to_jsonable,
 )
+from trialkit._json import dumps, to_jsonable
 
 # to_jsonable -----------------------------------------------------------------------------------
 
@@ -202,3 +202,10 @@ def test_client_finds_a_moved_master_through_the_master_file(
         assert (client.url, client.token) == (server_url, "secret")
     finally:
         client.close()
+
+
+def test_dumps_is_strict_json_with_determined_strings_for_non_finite() -> None:
+    import json
+
+    text = dumps({"loss": float("nan"), "x": [float("inf"), 1.0]})
+    assert json.loads(text) == {"loss": "NaN", "x": ["Infinity", 1.0]}

@@ -12,7 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .._client import APIError, to_jsonable
+from .._client import APIError
+from .._json import to_jsonable
 from ._backend import TrialBackend
 
 logger = logging.getLogger("trialkit.core")
