@@ -15,6 +15,10 @@ from typing import Any
 
 import httpx
 
+from ._json import dumps
+
+_JSON_HEADERS = {"content-type": "application/json"}
+
 # httpx logs every request at INFO, which would flood trial logs.
 logging.getLogger("httpx").setLevel(logging.WARNING)
 
@@ -97,7 +101,8 @@ class MasterClient:
                 resp = self._http.request(
                     method,
                     path,
-                    json=json_body,
+                    content=None if json_body is None else dumps(json_body).encode(),
+                    headers=_JSON_HEADERS if json_body is not None else None,
                     params=params,
                     timeout=timeout if timeout is not None else self._timeout,
                 )

@@ -134,7 +134,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802
         length = int(self.headers.get("Content-Length") or 0)
-        self._reply(200, {"got": json.loads(self.rfile.read(length) or b"null")})
+        try:  # strict, as the master's parser is: a bare NaN is not JSON
+            body = json.loads(self.rfile.read(length) or b"null", parse_constant=_not_json)
+        except ValueError as e:
+            self._reply(400, {"detail": str(e)})
+            return
+        self._reply(200, {"got": body})
+
+
+def _not_json(token: str) -> Any:
+    raise ValueError(f"{token} is not JSON")
 
 
 @pytest.fixture
@@ -167,6 +176,17 @@ def test_request_sends_token_params_and_body(server_url: str) -> None:
             "got": {"k": [1, 2]}
         }
         assert client.request("GET", "/api/v1/empty") is None
+    finally:
+        client.close()
+
+
+def test_request_body_is_strict_json_with_numpy_and_non_finite_values(server_url: str) -> None:
+    client = MasterClient(server_url, "secret")
+    try:
+        got = client.request(
+            "POST", "/api/v1/x", json_body={"x": float("nan"), "y": np.float32(0.5), "z": [1.0]}
+        )
+        assert got == {"got": {"x": "NaN", "y": 0.5, "z": [1.0]}}
     finally:
         client.close()
 
