@@ -115,9 +115,22 @@ def _storage_config(
     return dict(checkpoint_storage)
 
 
-def _check_distributed(info: ClusterInfo, distributed: DistributedContext | None) -> None:
-    if distributed is None and len(info.slot_ids) > 1:
-        raise ValueError("you must provide a valid DistributedContext for a multi-slot task")
+def _distributed_for(
+    info: ClusterInfo | None, distributed: DistributedContext | None
+) -> DistributedContext:
+    """The given context; else, for a multi-slot trial, the one its launcher's env describes."""
+    if distributed is not None:
+        return distributed
+    if info is not None and len(info.slot_ids) > 1:
+        found = DistributedContext.from_launcher_env()
+        if found is None:
+            raise ValueError(
+                "you must provide a valid DistributedContext for a multi-slot task: start the "
+                "entrypoint with a launcher (python3 -m trialkit.launch.torch_distributed -- "
+                "python3 train.py) or pass core.init(distributed=...)"
+            )
+        return found
+    return DummyDistributedContext()
 
 
 def init(
@@ -129,7 +142,7 @@ def init(
 ) -> Context:
     """Build a Core API Context: connected to the master when launched by one, else local mode."""
     info = get_cluster_info()
-    dist = distributed or DummyDistributedContext()
+    dist = _distributed_for(info, distributed)
     home = trialkit_home()
     backend: TrialBackend
     if info is None:
@@ -141,7 +154,6 @@ def init(
         searcher_cfg = None
         tb_root = home / "tensorboard"
     else:
-        _check_distributed(info, distributed)
         trial = info.trial
         storage_cfg = _storage_config(checkpoint_storage, on_master=True) or dict(
             trial.config["checkpoint_storage"]
