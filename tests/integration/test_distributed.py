@@ -156,7 +156,9 @@ def test_sigkilled_worker_fails_the_run_fast_and_the_trial_resumes(
     logs = _logs(master, 1)
     assert desc["experiment"]["state"] == "COMPLETED", "\n".join(logs[-40:])
     assert _has(logs, "worker rank 1 was killed by signal 9")
-    assert _has(logs, "rank 0 run 2 starts at step 5") and _has(logs, "rank 1 run 2 starts at step 5")
+    assert _has(logs, "rank 0 run 2 starts at step 5") and _has(
+        logs, "rank 1 run 2 starts at step 5"
+    )
     assert desc["trials"][0]["run_id"] == 2
     assert desc["trials"][0]["latest_validation"]["steps_completed"] == 20
 
@@ -164,10 +166,13 @@ def test_sigkilled_worker_fails_the_run_fast_and_the_trial_resumes(
 def test_two_distributed_trials_at_once_do_not_clash(master4: Master, model_dir: Path) -> None:
     exps = [master4.create(_config(name=f"d{i}", TOTAL=10), model_dir) for i in range(2)]
     master4.wait_for(
-        lambda: all(
-            master4.describe(e)["trials"] and master4.describe(e)["trials"][0]["pid"] for e in exps
-        )
-        or all(master4.describe(e)["experiment"]["state"] == "COMPLETED" for e in exps),
+        lambda: (
+            all(
+                master4.describe(e)["trials"] and master4.describe(e)["trials"][0]["pid"]
+                for e in exps
+            )
+            or all(master4.describe(e)["experiment"]["state"] == "COMPLETED" for e in exps)
+        ),
         timeout=60,
         what="both trials running",
     )

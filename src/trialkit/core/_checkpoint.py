@@ -153,8 +153,8 @@ class CheckpointContext:
             self._publish(storage_id, metadata)
             return storage_id
         merged = merge_metadata(self._dist.allgather(metadata))
-        src = Path(ckpt_dir) if ckpt_dir is not None else None
-        self._upload_shards(storage_id, src, selector, merged)
+        shard_dir = Path(ckpt_dir) if ckpt_dir is not None else None
+        self._upload_shards(storage_id, shard_dir, selector, merged)
         self._publish(storage_id, merged)
         return storage_id
 
@@ -173,10 +173,14 @@ class CheckpointContext:
         if src is not None:
             st = src.stat()
             ident = (socket.gethostname(), st.st_dev, st.st_ino)
-            files = {p: n for p, n in list_directory(src).items() if selector is None or selector(p)}
+            files = {
+                p: n for p, n in list_directory(src).items() if selector is None or selector(p)
+            }
         everyone = self._dist.allgather((ident, files, selector is not None))
         if all(i is None for i, _, _ in everyone):
-            raise RuntimeError("upload(shard=True): every worker passed ckpt_dir=None; nothing to upload")
+            raise RuntimeError(
+                "upload(shard=True): every worker passed ckpt_dir=None; nothing to upload"
+            )
         mine: list[str] = []
         if src is not None and not any(
             i == ident and not sel and selector is None for i, _, sel in everyone[: self._dist.rank]
@@ -215,9 +219,7 @@ class CheckpointContext:
             assert src is not None
             digests[p] = "dir" if p.endswith("/") else _md5(src / p)
         every = self._dist.allgather(digests)
-        clashes = sorted(
-            p for p in shared if len({d[p] for d in every if p in d}) > 1
-        )
+        clashes = sorted(p for p in shared if len({d[p] for d in every if p in d}) > 1)
         if clashes:
             detail = ", ".join(
                 f"{p} (ranks {[r for r, d in enumerate(every) if p in d]})" for p in clashes

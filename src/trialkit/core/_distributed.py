@@ -116,9 +116,7 @@ class DistributedContext:
             return
         # Each node's local chief listens on a port the OS picks; the addresses travel by one
         # global allgather (every rank takes part, as in Determined).
-        listener = (
-            listen_any("127.0.0.1") if self.local_rank == 0 and self.local_size > 1 else None
-        )
+        listener = listen_any("127.0.0.1") if self.local_rank == 0 and self.local_size > 1 else None
         mine = listener.getsockname()[1] if listener is not None else None
         ports = self._global.allgather((self.cross_rank, mine))
         if self.local_size == 1:

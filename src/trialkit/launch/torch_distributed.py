@@ -50,7 +50,9 @@ def _parser() -> argparse.ArgumentParser:
         help="workers on this node (default: the trial's slots on this node, else 1)",
     )
     p.add_argument("--nnodes", type=int, help="number of nodes (default: from the cluster info)")
-    p.add_argument("--node-rank", type=int, help="this node's index (default: from the cluster info)")
+    p.add_argument(
+        "--node-rank", type=int, help="this node's index (default: from the cluster info)"
+    )
     p.add_argument(
         "--rdzv-endpoint",
         metavar="HOST:PORT",
@@ -122,7 +124,9 @@ def main(argv: list[str]) -> int:
     info = cluster_info()
     addrs = info.container_addrs if info is not None else ["127.0.0.1"]
     nnodes = args.nnodes or len(addrs)
-    node_rank = args.node_rank if args.node_rank is not None else (info.container_rank if info else 0)
+    node_rank = (
+        args.node_rank if args.node_rank is not None else (info.container_rank if info else 0)
+    )
     nproc = args.nproc_per_node or slots_here(info)
     if nproc < 1 or nnodes < 1 or not 0 <= node_rank < nnodes:
         raise LaunchError(

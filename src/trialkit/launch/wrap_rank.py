@@ -73,7 +73,9 @@ class _Report:
             s.sendall(f"hello {rank} {os.getpid()}\n".encode())
             self._sock = s
         except OSError as e:
-            print(f"[trialkit.launch.wrap_rank] cannot reach the worker watch: {e}", file=sys.stderr)
+            print(
+                f"[trialkit.launch.wrap_rank] cannot reach the worker watch: {e}", file=sys.stderr
+            )
 
     def exited(self, code: int) -> None:
         if self._sock is not None:
