@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import sys
 
+from ..core._distributed import TOKEN_ENV
 from ._common import (
     WATCH_ENV,
     LaunchError,
@@ -148,6 +150,9 @@ def main(argv: list[str]) -> int:
     env[WATCH_ENV] = str(watch.path)
     if args.rdzv_endpoint:
         env["DET_CHIEF_IP"] = master_addr
+        if not os.environ.get(TOKEN_ENV):
+            # Every node must present the same token: derive it from what they share.
+            env[TOKEN_ENV] = f"rdzv-{args.rdzv_endpoint}-{nnodes}"
     cmd = build_command(
         nnodes=nnodes,
         nproc_per_node=nproc,
