@@ -133,6 +133,15 @@ def _distributed_for(
     return DummyDistributedContext()
 
 
+def _open_local(storage_cfg: dict[str, Any], dist: DistributedContext) -> LocalBackend:
+    """Open the local store; with several ranks the chief first (it may create the tables)."""
+    if dist.size == 1:
+        return LocalBackend.open(storage_cfg)
+    backend = LocalBackend.open(storage_cfg) if dist.rank == 0 else None
+    dist.allgather(None)
+    return backend or LocalBackend.open(storage_cfg)
+
+
 def init(
     *,
     distributed: DistributedContext | None = None,
@@ -150,7 +159,7 @@ def init(
             checkpoint_storage, on_master=False
         ) or default_checkpoint_storage(home)
         storage = storage_lib.build(storage_cfg)
-        backend = LocalBackend.open(storage_cfg)
+        backend = _open_local(storage_cfg, dist)
         searcher_cfg = None
         tb_root = home / "tensorboard"
     else:
