@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shlex
 import sys
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .._info import INFO_ENV, ClusterInfo, TrialInfo
+from ..core._transport import free_port
 from ..store import Experiment, Trial
 
 STARTUP_HOOK = "startup-hook.sh"
@@ -122,6 +124,14 @@ def build_launch(
         env.pop("DET_LATEST_CHECKPOINT", None)
     if gpus:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, slot_ids))
+    if len(slot_ids) > 1:
+        # Multi-slot: a port for rank 0's DistributedContext, picked free per run, and a token
+        # so a rank of another trial can never join this one (Determined uses fixed ports).
+        env["TRIALKIT_CHIEF_PORT"] = str(free_port())
+        env["TRIALKIT_DIST_TOKEN"] = secrets.token_hex(8)
+    else:
+        env.pop("TRIALKIT_CHIEF_PORT", None)
+        env.pop("TRIALKIT_DIST_TOKEN", None)
     env.update(_user_env(config, gpus))
     return LaunchSpec(entrypoint_argv(config["entrypoint"], workdir), env, info)
 
