@@ -23,6 +23,7 @@ from ._searcher_driver import SearcherDriver
 
 logger = logging.getLogger("trialkit.master")
 
+_SEARCHING = (ExperimentState.ACTIVE, ExperimentState.PAUSED)
 _LIVE_EXPERIMENT_STATES = (
     ExperimentState.ACTIVE,
     ExperimentState.PAUSED,
@@ -198,8 +199,8 @@ class Engine:
         """0.38: every validation report goes to the searcher."""
         exp = self.store.get_experiment(trial.experiment_id)
         drv = self._drivers.get(exp.id)
-        if drv is None or drv.generation != "0.38" or exp.state.terminal:
-            return
+        if drv is None or drv.generation != "0.38" or exp.state not in _SEARCHING:
+            return  # after a searcher error (STOPPING_ERROR) later reports change nothing
         self._searcher_guard(exp, lambda: drv.validation_completed(trial, metrics, None), trial)
 
     def operation_completed(self, trial: Trial, length: int, metric: Any) -> None:
@@ -234,7 +235,9 @@ class Engine:
             action()
         except SearcherError as e:
             who = f"trial {trial.id}: " if trial is not None else ""
-            message = f"searcher error: {who}{e}"
+            message = (
+                f"searcher error: {e}" if str(e).startswith(who) else f"searcher error: {who}{e}"
+            )
             logger.error("experiment %d: %s", exp.id, message)
             exp = self.store.update_experiment(
                 exp.id, state=ExperimentState.STOPPING_ERROR, error=message

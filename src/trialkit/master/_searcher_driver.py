@@ -96,7 +96,18 @@ class SearcherDriver:
     # Machinery ---------------------------------------------------------------------------------
 
     def _run(self, event: Callable[[], list[Operation]]) -> None:
-        self._apply(event())
+        try:
+            ops = event()
+        except SearcherError as e:
+            raise SearcherError(self._name_trials(str(e))) from e
+        self._apply(ops)
+
+    def _name_trials(self, message: str) -> str:
+        """Errors from the method name request ids; users know trials by their ids."""
+        for t in self.store.list_trials(self.experiment_id):
+            message = message.replace(f"trial {t.request_id}", f"trial {t.id}")
+            message = message.replace(t.request_id, f"trial {t.id}")
+        return message
 
     def _save(self, pending: list[Operation]) -> None:
         state = {
