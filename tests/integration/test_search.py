@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import signal
@@ -209,10 +210,29 @@ def reports_dir(tmp_path: Path) -> Path:
 
 def test_adaptive_asha_16_trials_runs_the_expected_rungs(master: Master, ops_dir: Path) -> None:
     start = time.monotonic()
-    exp = master.create(_asha_config(16, 16), ops_dir)
-    master.wait_state(exp, {"COMPLETED", "ERROR", "CANCELED"}, timeout=120)
-    _check_asha_experiment(master, exp, 16, 16)
+    cfg = ops_dir / "asha.json"
+    cfg.write_text(json.dumps(_asha_config(16, 16)))
+    out = master.cli("experiment", "create", str(cfg), str(ops_dir), "--follow").stdout
     print(f"16-trial adaptive_asha took {time.monotonic() - start:.1f}s")
+    assert "ended COMPLETED" in out
+    _check_asha_experiment(master, 1, 16, 16)
+    desc = master.describe(1)
+    best = desc["best_trial"]
+    line = f"adaptive_asha 100% · 16/16 trials done · best trial {best['trial_id']} loss="
+    assert line in out  # --follow ends with the search line under its progress bar
+    assert "━" in out  # rich's progress bar
+    assert desc["searcher"] == {
+        "name": "adaptive_asha",
+        "metric": "loss",
+        "smaller_is_better": True,
+        "generation": "0.37",
+        "max_trials": 16,
+        "progress": 1.0,
+        "trials": 16,
+        "trial_states": {"COMPLETED": 16},
+    }
+    text = master.cli("experiment", "describe", "1").stdout
+    assert f"search [{'#' * 30}] {line}" in text
 
 
 def test_master_killed_mid_search_continues_the_same_search(master: Master, ops_dir: Path) -> None:

@@ -139,6 +139,7 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
             "best_trial": {"trial_id": best[0]["id"], metric: best[0]["best_validation"]}
             if best
             else None,
+            "searcher": _searcher_summary(exp.config.get("searcher") or {}, exp.progress, trials),
         }
 
     def _command(experiment_id: int, action: str) -> dict[str, Any]:
@@ -335,6 +336,25 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
         return {"status": "ok"}
 
     return app
+
+
+def _searcher_summary(
+    searcher: dict[str, Any], progress: float, trials: list[Trial]
+) -> dict[str, Any]:
+    """What the search is and how far it got, for describe and --follow."""
+    states: dict[str, int] = {}
+    for t in trials:
+        states[t.state.value] = states.get(t.state.value, 0) + 1
+    return {
+        "name": searcher.get("name"),
+        "metric": searcher.get("metric"),
+        "smaller_is_better": searcher.get("smaller_is_better", True),
+        "generation": "0.37" if searcher.get("max_length") is not None else "0.38",
+        "max_trials": searcher.get("max_trials", 1 if searcher.get("name") == "single" else None),
+        "progress": progress,
+        "trials": len(trials),
+        "trial_states": states,
+    }
 
 
 def _trial_summary(store: Store, t: Trial, metric: str | None, smaller: bool) -> dict[str, Any]:
