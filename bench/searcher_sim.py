@@ -1,6 +1,6 @@
 """A simulated cluster for search methods: W workers train trials one unit at a time.
 
-Used by the searcher benchmarks. It plays the master's part for a pure ``SearchMethod``: creates
+Used by the searcher benchmarks. It plays the master's part for a pure ``DrivenMethod``: creates
 trials, trains them (one unit per worker per tick), feeds validations, carries out ValidateAfter /
 Close / Stop, and resumes a waiting (0.37 promotion) trial from where it stopped, as a trial that
 resumes from its checkpoint would. It counts the units trained and the time spent inside the
@@ -19,8 +19,8 @@ from typing import Any
 from trialkit.searcher import (
     Close,
     Create,
+    DrivenMethod,
     Operation,
-    SearchMethod,
     Shutdown,
     Stop,
     ValidateAfter,
@@ -94,7 +94,7 @@ class Simulation:
         report_every: int = 1,
         max_units: int | None = None,
     ) -> None:
-        self.method: SearchMethod = make_search_method(searcher, space, seed)
+        self.method: DrivenMethod = make_search_method(searcher, space, seed)
         self.metric = str(searcher.get("metric") or "validation_loss")
         self.time_metric = searcher.get("time_metric")
         self.generation_037 = searcher.get("max_length") is not None

@@ -104,7 +104,7 @@ class Engine:
         for exp in self.store.list_experiments(states=_LIVE_EXPERIMENT_STATES):
             if exp.unmanaged:
                 continue
-            self._driver(exp)
+            self._searcher_guard(exp, lambda exp=exp: self._driver(exp))
             for trial in self.store.list_trials(exp.id):
                 if trial.pid is None or trial.state.terminal:
                     continue
@@ -225,6 +225,22 @@ class Engine:
                 self._searcher_guard(exp, lambda: drv.progress_reported(trial, value), trial)
         else:
             self.store.update_trial(trial.id, progress=value)
+
+    def remote_searcher_operations(
+        self, exp: Experiment, ops: list[Any], last_event_id: int, progress: float | None
+    ) -> bool:
+        """Operations from a custom searcher run in the user's process (see _searcher_driver)."""
+        drv = self._drivers.get(exp.id)
+        if drv is None:
+            return False
+        applied = [False]
+
+        def apply() -> None:
+            applied[0] = drv.remote_operations(ops, last_event_id, progress)
+
+        self._searcher_guard(exp, apply)
+        self.wake()
+        return applied[0]
 
     def ack(self, trial: Trial, run_id: int) -> None:
         self.store.update_trial(trial.id, acked_run_id=run_id)
