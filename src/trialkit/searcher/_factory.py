@@ -29,7 +29,16 @@ def make_search_method(
     """The search method for an experiment: 0.37 operations if ``max_length`` is set, else 0.38.
 
     Raises ValueError (listing every problem) for an unusable searcher section or grid space.
+    ``optuna`` imports optuna here (a SearcherError naming ``pip install optuna`` if missing).
     """
+    if searcher.get("name") == "optuna":
+        from trialkit.searcher._optuna import OptunaStrategy
+
+        generation = (
+            Generation.OPS if searcher.get("max_length") is not None else Generation.REPORTS
+        )
+        strategy: Strategy = OptunaStrategy(searcher, hyperparameters, int(experiment_seed))
+        return Searcher("optuna", strategy, hyperparameters, int(experiment_seed), generation)
     settings = parse_settings(searcher)
     strategy = build_strategy(settings, hyperparameters)
     return Searcher(
