@@ -52,6 +52,10 @@ class PyTorchTrial(abc.ABC):
         return data_length(batch)
 
 
+class TrialContractError(ValueError):
+    """A Trial that cannot run; the message is one line naming the fix."""
+
+
 def _overrides(trial: PyTorchTrial, name: str) -> bool:
     return getattr(type(trial), name) is not getattr(PyTorchTrial, name)
 
@@ -60,20 +64,20 @@ def check_trial(trial: PyTorchTrial, context: PyTorchTrialContext) -> None:
     """Refuse a Trial that cannot run, with one line naming the fix."""
     name = type(trial).__name__
     if not isinstance(trial, PyTorchTrial):
-        raise TypeError(f"{name} is not a trialkit.pytorch.PyTorchTrial subclass")
+        raise TrialContractError(f"{name} is not a trialkit.pytorch.PyTorchTrial subclass")
     if not context.models:
-        raise ValueError(f"{name}.__init__ did not call context.wrap_model(...): wrap at least one model")
+        raise TrialContractError(f"{name}.__init__ did not call context.wrap_model(...): wrap at least one model")
     if not context.optimizers:
-        raise ValueError(
+        raise TrialContractError(
             f"{name}.__init__ did not call context.wrap_optimizer(...): wrap at least one optimizer"
         )
     batch, full = _overrides(trial, "evaluate_batch"), _overrides(trial, "evaluate_full_dataset")
     if batch and full:
-        raise ValueError(
+        raise TrialContractError(
             f"{name} defines both evaluate_batch and evaluate_full_dataset: keep exactly one"
         )
     if not batch and not full:
-        raise ValueError(
+        raise TrialContractError(
             f"{name} defines neither evaluate_batch nor evaluate_full_dataset: implement exactly one"
         )
 
