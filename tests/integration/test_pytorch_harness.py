@@ -35,12 +35,16 @@ def _model_dir(tmp_path: Path) -> Path:
     return Path(shutil.copytree(MNIST, tmp_path / "mnist_pytorch"))
 
 
-def _run(master: Master, cfg: dict[str, Any], model_dir: Path, timeout: float = 150) -> dict[str, Any]:
+def _run(
+    master: Master, cfg: dict[str, Any], model_dir: Path, timeout: float = 150
+) -> dict[str, Any]:
     exp = master.create(cfg, model_dir)
     return master.wait_state(exp, {"COMPLETED", "ERROR", "CANCELED"}, timeout=timeout)
 
 
-def test_const_trains_validates_and_checkpoints_in_determined_layout(master: Master, tmp_path: Path) -> None:
+def test_const_trains_validates_and_checkpoints_in_determined_layout(
+    master: Master, tmp_path: Path
+) -> None:
     desc = _run(master, _config("const.yaml", searcher__max_length={"batches": 40},
                                 min_validation_period={"batches": 20}), _model_dir(tmp_path))  # fmt: skip
     assert desc["experiment"]["state"] == "COMPLETED", desc
@@ -52,12 +56,24 @@ def test_const_trains_validates_and_checkpoints_in_determined_layout(master: Mas
     ckpts = sorted(desc["checkpoints"], key=lambda c: c["steps_completed"])
     assert ckpts[-1]["steps_completed"] == 40
     files = set(ckpts[-1]["resources"])
-    for name in ("state_dict.pth", "trial_state.pkl", "load_data.json", "metadata.json", "code/model_def.py"):
+    for name in (
+        "state_dict.pth",
+        "trial_state.pkl",
+        "load_data.json",
+        "metadata.json",
+        "code/model_def.py",
+    ):
         assert name in files, files
     out = tmp_path / "ckpt"
     master.cli("checkpoint", "download", ckpts[-1]["uuid"], "--output-dir", str(out))
     state = torch.load(out / "state_dict.pth", weights_only=False)
-    assert set(state) >= {"models_state_dict", "optimizers_state_dict", "lr_schedulers_state_dict", "callbacks", "rng_state"}
+    assert set(state) >= {
+        "models_state_dict",
+        "optimizers_state_dict",
+        "lr_schedulers_state_dict",
+        "callbacks",
+        "rng_state",
+    }
     assert set(state["rng_state"]) >= {"cpu_rng_state", "np_rng_state", "random_rng_state"}
     load_data = json.loads((out / "load_data.json").read_text())
     assert load_data["trial_cls_spec"] == "model_def:MNistTrial" and "is_trainer" not in load_data
@@ -82,6 +98,7 @@ def test_adaptive_asha_search_runs_to_completion(master: Master, tmp_path: Path)
     lengths = sorted(t["latest_validation"]["steps_completed"] for t in trials)
     assert lengths[-1] == 32 and lengths[0] < 32  # promoted vs. stopped at a lower rung
     for t in trials:
+
         def steps(group: str, t: dict[str, Any] = t) -> list[int]:
             got = master.client.request(
                 "GET", f"/api/v1/trials/{t['id']}/metrics", params={"group": group}
@@ -91,13 +108,18 @@ def test_adaptive_asha_search_runs_to_completion(master: Master, tmp_path: Path)
         val_steps, train_steps = steps("validation"), steps("training")
         # One validation per rung reached; a relaunched trial continues from its checkpoint,
         # so training never goes back to an earlier step.
-        assert val_steps == sorted(set(val_steps)) and val_steps[-1] == t["latest_validation"]["steps_completed"]
+        assert (
+            val_steps == sorted(set(val_steps))
+            and val_steps[-1] == t["latest_validation"]["steps_completed"]
+        )
         assert train_steps == sorted(set(train_steps))
         if val_steps[-1] == 32:
             assert len(val_steps) >= 2  # promoted through a lower rung
 
 
-def test_0_38_time_metric_asha_reads_batches_from_validations(master: Master, tmp_path: Path) -> None:
+def test_0_38_time_metric_asha_reads_batches_from_validations(
+    master: Master, tmp_path: Path
+) -> None:
     searcher = {"name": "adaptive_asha", "metric": "validation_loss", "time_metric": "batches",
                 "max_time": 32, "max_trials": 3, "max_concurrent_trials": 2, "max_rungs": 2}  # fmt: skip
     cfg = _config("adaptive.yaml", searcher=searcher, min_validation_period={"batches": 8})
@@ -110,7 +132,7 @@ def test_0_38_time_metric_asha_reads_batches_from_validations(master: Master, tm
     assert max(t["latest_validation"]["steps_completed"] for t in desc["trials"]) == 32
 
 
-BAD = '''
+BAD = """
 import torch
 from trialkit.pytorch import DataLoader, PyTorchTrial
 
@@ -126,7 +148,7 @@ class BadTrial(PyTorchTrial):
         return {}
     def evaluate_batch(self, batch):
         return {}
-'''
+"""
 
 
 def test_a_trial_without_wrap_model_fails_with_one_line(master: Master, tmp_path: Path) -> None:

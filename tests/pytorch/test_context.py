@@ -51,7 +51,9 @@ def test_aggregation_without_averaging_sums_gradients() -> None:
     with _ctx(aggregation_frequency=2) as ctx:
         model = ctx.wrap_model(nn.Linear(1, 1, bias=False))
         nn.init.zeros_(model.weight)
-        opt = ctx.wrap_optimizer(torch.optim.SGD(model.parameters(), lr=1.0), average_aggregated_gradients=False)
+        opt = ctx.wrap_optimizer(
+            torch.optim.SGD(model.parameters(), lr=1.0), average_aggregated_gradients=False
+        )
         for i in range(2):
             ctx._current_batch_idx = i
             ctx.backward(model(torch.ones(1, 1)).sum() * -1)
@@ -104,7 +106,9 @@ def test_clip_grads_sees_the_flat_parameter_list() -> None:
         ("MANUAL_STEP", 1, 1, 4, 8, 0),
     ],
 )
-def test_lr_step_modes(mode: str, freq: int, agg: int, epoch_len: int, batches: int, expected: int) -> None:
+def test_lr_step_modes(
+    mode: str, freq: int, agg: int, epoch_len: int, batches: int, expected: int
+) -> None:
     sched = LRScheduler(object(), LRScheduler.StepMode[mode], frequency=freq)
     steps = sum(
         sched.steps_after_batch(i, agg, epoch_len) for i in range(batches) if (i + 1) % agg == 0
@@ -122,7 +126,9 @@ def test_reduce_lr_on_plateau_needs_manual_step() -> None:
         assert ctx.wrap_lr_scheduler(plateau, LRScheduler.StepMode.MANUAL_STEP) is plateau
         stray = torch.optim.SGD(nn.Linear(1, 1).parameters(), lr=1.0)
         with pytest.raises(ValueError, match="wrap_optimizer"):
-            ctx.wrap_lr_scheduler(torch.optim.lr_scheduler.StepLR(stray, 1), LRScheduler.StepMode.STEP_EVERY_EPOCH)
+            ctx.wrap_lr_scheduler(
+                torch.optim.lr_scheduler.StepLR(stray, 1), LRScheduler.StepMode.STEP_EVERY_EPOCH
+            )
 
 
 def test_use_amp_on_cpu_autocasts_to_bfloat16_and_returns_fp32() -> None:
@@ -177,7 +183,9 @@ def test_configure_apex_amp_without_apex_or_cuda_says_so() -> None:
 
 
 def test_hparams_batch_sizes_and_config_errors() -> None:
-    with pytorch.init(hparams={"global_batch_size": 10, "lr": 0.1}, exp_conf={"data": {"a": 1}}) as ctx:
+    with pytorch.init(
+        hparams={"global_batch_size": 10, "lr": 0.1}, exp_conf={"data": {"a": 1}}
+    ) as ctx:
         assert ctx.get_hparam("lr") == 0.1
         assert ctx.get_global_batch_size() == 10 and ctx.get_per_slot_batch_size() == 10
         assert ctx.get_data_config() == {"a": 1}

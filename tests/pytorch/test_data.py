@@ -39,13 +39,23 @@ def test_skip_continues_exactly_where_an_uninterrupted_rank_would_be(
 ) -> None:
     dl = pytorch.DataLoader(_ids(n), batch_size=bs, shuffle=shuffle)
     for rank in range(replicas):
-        full = _take(dl.get_data_loader(repeat=True, num_replicas=replicas, rank=rank, seed=seed), skip + 5)
-        resumed = _take(dl.get_data_loader(repeat=True, skip=skip, num_replicas=replicas, rank=rank, seed=seed), 5)
+        full = _take(
+            dl.get_data_loader(repeat=True, num_replicas=replicas, rank=rank, seed=seed), skip + 5
+        )
+        resumed = _take(
+            dl.get_data_loader(repeat=True, skip=skip, num_replicas=replicas, rank=rank, seed=seed),
+            5,
+        )
         assert resumed == full[skip:]
 
 
 @settings(max_examples=30, deadline=None)
-@given(n=st.integers(1, 50), bs=st.integers(1, 6), replicas=st.integers(1, 4), seed=st.integers(0, 1000))
+@given(
+    n=st.integers(1, 50),
+    bs=st.integers(1, 6),
+    replicas=st.integers(1, 4),
+    seed=st.integers(0, 1000),
+)
 def test_shards_partition_one_pass(n: int, bs: int, replicas: int, seed: int) -> None:
     dl = pytorch.DataLoader(_ids(n), batch_size=bs, shuffle=True)
     seen = []
@@ -79,7 +89,9 @@ def test_dataloader_argument_checks_and_len() -> None:
     dl = pytorch.DataLoader(_ids(10), batch_size=3, drop_last=True)
     assert len(dl) == 3 and [b[0].tolist() for b in dl][0] == [0, 1, 2]
     with pytest.raises(ValueError, match="mutually exclusive"):
-        pytorch.DataLoader(_ids(3), sampler=torch.utils.data.SequentialSampler(range(3)), shuffle=True)
+        pytorch.DataLoader(
+            _ids(3), sampler=torch.utils.data.SequentialSampler(range(3)), shuffle=True
+        )
     with pytest.raises(ValueError, match="batch_size=None"):
         pytorch.DataLoader(_ids(3), batch_size=None)
 

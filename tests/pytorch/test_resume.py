@@ -15,7 +15,9 @@ N = 14
 HP = {"global_batch_size": 8, "dropout": 0.3, "lr_mode": "STEP_EVERY_BATCH", "lr_freq": 3}
 
 
-def _fit(seed: int, *, stop_at: int | None = None, latest: str | None = None, agg: int = 2) -> tuple[RegressionTrial, pytorch.Trainer]:
+def _fit(
+    seed: int, *, stop_at: int | None = None, latest: str | None = None, agg: int = 2
+) -> tuple[RegressionTrial, pytorch.Trainer]:
     with pytorch.init(hparams=dict(HP), aggregation_frequency=agg, seed=seed) as ctx:
         trial = RegressionTrial(ctx, stop_at=stop_at)
         trainer = pytorch.Trainer(trial, ctx)

@@ -22,7 +22,9 @@ from .trials import FEATURES, RegressionTrial, dataset  # noqa: E402
 HP = {"global_batch_size": 8, "dropout": 0.0}
 
 
-def _fit(trial_cls: type, hparams: dict[str, Any] | None = None, **fit: Any) -> tuple[Any, pytorch.Trainer]:
+def _fit(
+    trial_cls: type, hparams: dict[str, Any] | None = None, **fit: Any
+) -> tuple[Any, pytorch.Trainer]:
     with pytorch.init(hparams=dict(hparams or HP), seed=0) as ctx:
         trial = trial_cls(ctx)
         trainer = pytorch.Trainer(trial, ctx)
@@ -66,8 +68,14 @@ class NeitherEvaluate(RegressionTrial):
     [
         (NoModel, "NoModel.__init__ did not call context.wrap_model(...): wrap at least one model"),
         (NoOptimizer, "NoOptimizer.__init__ did not call context.wrap_optimizer(...)"),
-        (BothEvaluate, "BothEvaluate defines both evaluate_batch and evaluate_full_dataset: keep exactly one"),
-        (NeitherEvaluate, "NeitherEvaluate defines neither evaluate_batch nor evaluate_full_dataset"),
+        (
+            BothEvaluate,
+            "BothEvaluate defines both evaluate_batch and evaluate_full_dataset: keep exactly one",
+        ),
+        (
+            NeitherEvaluate,
+            "NeitherEvaluate defines neither evaluate_batch nor evaluate_full_dataset",
+        ),
     ],
 )
 def test_bad_trials_fail_with_one_clear_line(cls: type, line: str) -> None:
@@ -125,7 +133,9 @@ def test_evaluate_full_dataset_and_reducers(trialkit_home: Path) -> None:
 
         def __init__(self, context: Any) -> None:
             super().__init__(context)
-            self.seen = context.wrap_reducer(lambda xs: float(sum(xs)), name="x_sum", for_validation=False)
+            self.seen = context.wrap_reducer(
+                lambda xs: float(sum(xs)), name="x_sum", for_validation=False
+            )
 
         def train_batch(self, batch: Any, epoch_idx: int, batch_idx: int) -> dict[str, Any]:
             self.seen.update(len(batch[0]))
@@ -158,10 +168,17 @@ def test_callback_hooks_and_checkpoint_layout(trialkit_home: Path) -> None:
     trial, trainer = _fit(RegressionTrial, max_length=pytorch.Epoch(2), validation_period=pytorch.Epoch(1),
                           checkpoint_policy="all")  # fmt: skip
     calls = trial.callback.calls
-    assert calls["on_trial_startup"] == calls["on_trial_shutdown"] == calls["on_training_start"] == 1
+    assert (
+        calls["on_trial_startup"] == calls["on_trial_shutdown"] == calls["on_training_start"] == 1
+    )
     assert calls["on_training_epoch_start"] == calls["on_training_epoch_end"] == 2
     assert calls["on_validation_end"] == 2 and calls["on_validation_epoch_end"] == 2
-    assert calls["on_checkpoint_save_start"] == calls["on_checkpoint_write_end"] == calls["on_checkpoint_upload_end"] == 2
+    assert (
+        calls["on_checkpoint_save_start"]
+        == calls["on_checkpoint_write_end"]
+        == calls["on_checkpoint_upload_end"]
+        == 2
+    )
     assert trainer.loop is not None
     path = trialkit_home / "checkpoints" / str(trainer.loop.last_checkpoint)
     names = {p.name for p in path.iterdir()}
@@ -197,7 +214,9 @@ class _HpTrial(RegressionTrial):
 def test_local_best_policy_becomes_all_with_a_warning() -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        _, trainer = _fit(RegressionTrial, checkpoint_policy="best", validation_period=pytorch.Batch(3))
+        _, trainer = _fit(
+            RegressionTrial, checkpoint_policy="best", validation_period=pytorch.Batch(3)
+        )
     assert any("means 'all'" in str(w.message) for w in caught)
 
 

@@ -47,7 +47,9 @@ class RecordingCallback(pytorch.PyTorchCallback):
     def on_training_epoch_end(self, epoch_idx: int) -> None:
         self._hit("on_training_epoch_end")
 
-    def on_training_workload_end(self, avg_metrics: dict[str, Any], batch_metrics: list[Any]) -> None:
+    def on_training_workload_end(
+        self, avg_metrics: dict[str, Any], batch_metrics: list[Any]
+    ) -> None:
         self._hit("on_training_workload_end")
 
     def on_validation_start(self) -> None:
@@ -89,20 +91,28 @@ class RegressionTrial(pytorch.PyTorchTrial):
         self.context = context
         hp = context.get_hparams()
         self.stop_at = stop_at
-        model = nn.Sequential(nn.Linear(FEATURES, 16), nn.ReLU(), nn.Dropout(hp.get("dropout", 0.2)), nn.Linear(16, 1))
+        model = nn.Sequential(
+            nn.Linear(FEATURES, 16), nn.ReLU(), nn.Dropout(hp.get("dropout", 0.2)), nn.Linear(16, 1)
+        )
         self.model = context.wrap_model(model)
-        self.opt = context.wrap_optimizer(torch.optim.SGD(self.model.parameters(), lr=hp.get("lr", 0.05), momentum=0.9))
+        self.opt = context.wrap_optimizer(
+            torch.optim.SGD(self.model.parameters(), lr=hp.get("lr", 0.05), momentum=0.9)
+        )
         mode = hp.get("lr_mode")
         if mode is not None:
             sched = torch.optim.lr_scheduler.StepLR(self.opt, step_size=1, gamma=0.9)
-            context.wrap_lr_scheduler(sched, pytorch.LRScheduler.StepMode[mode], frequency=hp.get("lr_freq", 1))
+            context.wrap_lr_scheduler(
+                sched, pytorch.LRScheduler.StepMode[mode], frequency=hp.get("lr_freq", 1)
+            )
         self.callback = RecordingCallback()
 
     def build_callbacks(self) -> dict[str, pytorch.PyTorchCallback]:
         return {"recorder": self.callback}
 
     def build_training_data_loader(self) -> pytorch.DataLoader:
-        return pytorch.DataLoader(dataset(0), batch_size=self.context.get_per_slot_batch_size(), shuffle=True)
+        return pytorch.DataLoader(
+            dataset(0), batch_size=self.context.get_per_slot_batch_size(), shuffle=True
+        )
 
     def build_validation_data_loader(self) -> pytorch.DataLoader:
         return pytorch.DataLoader(dataset(1, 20), batch_size=8)

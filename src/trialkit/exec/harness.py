@@ -23,7 +23,9 @@ class HarnessError(Exception):
 def load_trial_class(spec: str) -> type[Any]:
     module_name, sep, qualname = spec.partition(":")
     if not sep or not module_name or not qualname:
-        raise HarnessError(f"entrypoint {spec!r}: expected 'module:TrialClass', e.g. model_def:MyTrial")
+        raise HarnessError(
+            f"entrypoint {spec!r}: expected 'module:TrialClass', e.g. model_def:MyTrial"
+        )
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as e:

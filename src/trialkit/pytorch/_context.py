@@ -274,7 +274,9 @@ class PyTorchTrialContext:
         if self._apex_used:
             raise RuntimeError("wrap_optimizer() must be called before configure_apex_amp()")
         if backward_passes_per_step < 1:
-            raise ValueError(f"backward_passes_per_step must be >= 1, got {backward_passes_per_step}")
+            raise ValueError(
+                f"backward_passes_per_step must be >= 1, got {backward_passes_per_step}"
+            )
         if any(o is optimizer for o in self.optimizers):
             raise ValueError("wrap_optimizer(): this optimizer is already wrapped")
         self._average_aggregated[id(optimizer)] = (
@@ -345,7 +347,9 @@ class PyTorchTrialContext:
                 + "; use context.experimental.use_amp() (torch.amp) instead"
             )
         if self._scaler is not None:
-            raise RuntimeError("configure_apex_amp() cannot be combined with wrap_scaler()/use_amp()")
+            raise RuntimeError(
+                "configure_apex_amp() cannot be combined with wrap_scaler()/use_amp()"
+            )
         self._apex_used = True
         return amp.initialize(models, optimizers, enabled=True, opt_level=opt_level, **kwargs)  # type: ignore[no-any-return]
 

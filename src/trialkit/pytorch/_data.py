@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 import torch
@@ -15,7 +15,7 @@ from ._samplers import SeededShuffleSampler, adapt_batch_sampler
 
 logger = logging.getLogger("trialkit.pytorch")
 
-TorchData = Union[dict[str, torch.Tensor], list[torch.Tensor], tuple[torch.Tensor, ...], torch.Tensor]
+TorchData = dict[str, torch.Tensor] | list[torch.Tensor] | tuple[torch.Tensor, ...] | torch.Tensor
 
 
 class DataLoader:
@@ -108,12 +108,18 @@ class DataLoader:
     ) -> torch.utils.data.DataLoader[Any]:
         """The real loader: repeat -> shard -> skip; ``seed`` fixes shuffling and worker seeds."""
         chain = adapt_batch_sampler(
-            self._base_batch_sampler(seed), repeat=repeat, skip=skip, num_replicas=num_replicas, rank=rank
+            self._base_batch_sampler(seed),
+            repeat=repeat,
+            skip=skip,
+            num_replicas=num_replicas,
+            rank=rank,
         )
         # A private generator keeps iterator creation from drawing on the global torch RNG.
         gen = torch.Generator().manual_seed((int(seed) * 7919 + int(skip)) % 2**63)
         kwargs = {k: v for k, v in self._loader_kwargs.items() if v is not None}
-        return torch.utils.data.DataLoader(self.dataset, batch_sampler=chain, generator=gen, **kwargs)
+        return torch.utils.data.DataLoader(
+            self.dataset, batch_sampler=chain, generator=gen, **kwargs
+        )
 
 
 def data_length(data: Any) -> int:
@@ -128,7 +134,9 @@ def data_length(data: Any) -> int:
         if not data:
             raise ValueError("data_length: empty sequence")
         return data_length(data[0])
-    raise TypeError(f"data_length: cannot measure a {type(data).__name__}; override get_batch_length()")
+    raise TypeError(
+        f"data_length: cannot measure a {type(data).__name__}; override get_batch_length()"
+    )
 
 
 _warned_types: set[type] = set()

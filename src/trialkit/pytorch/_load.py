@@ -50,7 +50,9 @@ def _import_trial(code_dir: Path, spec: str) -> type[PyTorchTrial]:
     try:
         cached = sys.modules.get(module_name)
         cached_file = getattr(cached, "__file__", None) or ""
-        if cached is not None and not Path(cached_file).resolve().is_relative_to(code_dir.resolve()):
+        if cached is not None and not Path(cached_file).resolve().is_relative_to(
+            code_dir.resolve()
+        ):
             # Same module name imported from elsewhere: load the checkpoint's copy instead.
             del sys.modules[module_name]
         module = importlib.import_module(module_name)
@@ -78,7 +80,9 @@ def load_trial_from_checkpoint_path(
         )
     load_data = json.loads(load_data_file.read_text())
     if load_data.get("trial_type") != "PyTorchTrial":
-        raise RuntimeError(f"{root}: trial_type {load_data.get('trial_type')!r} is not PyTorchTrial")
+        raise RuntimeError(
+            f"{root}: trial_type {load_data.get('trial_type')!r} is not PyTorchTrial"
+        )
     cls = trial_class or _import_trial(root / "code", load_data["trial_cls_spec"])
     context = CheckpointLoadContext(load_data.get("hparams"), load_data.get("experiment_config"))
     trial = cls(context, **(trial_kwargs or {}))  # type: ignore[call-arg]

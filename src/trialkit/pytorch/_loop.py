@@ -55,7 +55,9 @@ class Strategy(Protocol):
 
     def callbacks(self) -> dict[str, Any]: ...
     def build_train_iterator(self, skip: int, seed: int) -> tuple[Iterator[Any], int]: ...
-    def train_batch(self, batch: Any, epoch_idx: int, batch_idx: int, epoch_len: int) -> dict[str, Any]: ...
+    def train_batch(
+        self, batch: Any, epoch_idx: int, batch_idx: int, epoch_len: int
+    ) -> dict[str, Any]: ...
     def batch_length(self, batch: Any) -> int: ...
     def reset_reducers(self) -> None: ...
     def training_reducer_metrics(self) -> dict[str, Any]: ...
@@ -108,7 +110,7 @@ def average_batches(batch_metrics: list[dict[str, Any]]) -> dict[str, Any]:
     """Mean over batches of each scalar metric (None where a metric is not a number)."""
     out: dict[str, Any] = {}
     for key in batch_metrics[0] if batch_metrics else []:
-        values = [m.get(key) for m in batch_metrics if m.get(key) is not None]
+        values: list[Any] = [m[key] for m in batch_metrics if m.get(key) is not None]
         if values and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
             out[key] = sum(values) / len(values)
         else:
@@ -125,7 +127,9 @@ def _better(new: float, best: float | None, smaller_is_better: bool) -> bool:
 class TrainLoop:
     """Runs targets to completion, or until a stop request, on every worker in lockstep."""
 
-    def __init__(self, core_context: core.Context, strategy: Strategy, settings: LoopSettings) -> None:
+    def __init__(
+        self, core_context: core.Context, strategy: Strategy, settings: LoopSettings
+    ) -> None:
         self.core = core_context
         self.dist = core_context.distributed
         self.strategy = strategy
@@ -205,7 +209,9 @@ class TrainLoop:
     def _master_has_validation(self) -> bool:
         if not self.s.on_cluster:
             return False
-        return bool(self.dist.broadcast(self.core.train._get_last_validation() if self._chief else None))
+        return bool(
+            self.dist.broadcast(self.core.train._get_last_validation() if self._chief else None)
+        )
 
     # Training -----------------------------------------------------------------------------------
 
@@ -272,7 +278,9 @@ class TrainLoop:
         self._batch_metrics = []
         if self.dist.size > 1:
             gathered = self.dist.allgather(batches)
-            batches = [average_batches([w[i] for w in gathered if i < len(w)]) for i in range(len(batches))]
+            batches = [
+                average_batches([w[i] for w in gathered if i < len(w)]) for i in range(len(batches))
+            ]
         avg = average_batches(batches)
         avg.update(self.strategy.training_reducer_metrics())
         if self._chief:
@@ -311,12 +319,16 @@ class TrainLoop:
             metrics.setdefault("epochs", p.epochs_trained)
             metrics.setdefault("records", p.records_trained)
             best = self.core.train.get_experiment_best_validation() if self.s.on_cluster else None
-            self.core.train.report_validation_metrics(steps_completed=p.batches_trained, metrics=metrics)
+            self.core.train.report_validation_metrics(
+                steps_completed=p.batches_trained, metrics=metrics
+            )
             self.last_validation = metrics
             value = self._searcher_value(metrics)
             p.last_searcher_metric = value
             policy = self.s.checkpoint_policy
-            save = policy == "all" or (policy == "best" and _better(value, best, self.s.smaller_is_better))
+            save = policy == "all" or (
+                policy == "best" and _better(value, best, self.s.smaller_is_better)
+            )
         p.last_searcher_metric = self.dist.broadcast(p.last_searcher_metric)
         if self.dist.broadcast(save) and not self._checkpoint_current():
             self._checkpoint()
@@ -378,4 +390,3 @@ class TrainLoop:
         self.progress = state
         self.last_checkpoint = storage_id
         return rng
-

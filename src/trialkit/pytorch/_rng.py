@@ -24,7 +24,9 @@ def restore_rng(state: dict[str, Any], device: torch.device | None = None) -> No
     """Restore every saved generator; a missing or unusable state is an error, not a warning."""
     missing = [k for k in ("cpu_rng_state", "np_rng_state", "random_rng_state") if k not in state]
     if missing:
-        raise RuntimeError(f"checkpoint rng_state lacks {', '.join(missing)}: cannot resume exactly")
+        raise RuntimeError(
+            f"checkpoint rng_state lacks {', '.join(missing)}: cannot resume exactly"
+        )
     torch.random.set_rng_state(state["cpu_rng_state"])
     np.random.set_state(state["np_rng_state"])
     random.setstate(state["random_rng_state"])

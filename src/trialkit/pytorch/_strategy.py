@@ -23,7 +23,12 @@ logger = logging.getLogger("trialkit.pytorch")
 
 STATE_DICT = "state_dict.pth"
 LOAD_DATA = "load_data.json"
-_LEGACY_STATE_FILES = (STATE_DICT, "determined/state_dict.pth", "pedl/state_dict.pth", "checkpoint.pt")
+_LEGACY_STATE_FILES = (
+    STATE_DICT,
+    "determined/state_dict.pth",
+    "pedl/state_dict.pth",
+    "checkpoint.pt",
+)
 
 
 def _plain_module(model: torch.nn.Module) -> torch.nn.Module:
@@ -34,7 +39,7 @@ def load_model_state(model: torch.nn.Module, state: dict[str, Any]) -> None:
     """Load weights saved with or without DDP's ``module.`` prefix."""
     target = _plain_module(model)
     if state and all(k.startswith("module.") for k in state):
-        state = {k[len("module."):]: v for k, v in state.items()}
+        state = {k[len("module.") :]: v for k, v in state.items()}
     target.load_state_dict(state)
 
 
@@ -51,7 +56,9 @@ def model_dir_for(trial: PyTorchTrial, on_cluster: bool) -> Path | None:
 class TorchStrategy:
     """Everything the loop needs from a PyTorchTrial and its context."""
 
-    def __init__(self, trial: PyTorchTrial, context: PyTorchTrialContext, *, is_trainer: bool = True) -> None:
+    def __init__(
+        self, trial: PyTorchTrial, context: PyTorchTrialContext, *, is_trainer: bool = True
+    ) -> None:
         check_trial(trial, context)
         self.trial = trial
         self.context = context
@@ -60,9 +67,13 @@ class TorchStrategy:
         self.is_trainer = is_trainer
         cbs = trial.build_callbacks()
         if not isinstance(cbs, dict):
-            raise TypeError(f"{type(trial).__name__}.build_callbacks() must return a dict of name -> PyTorchCallback")
+            raise TypeError(
+                f"{type(trial).__name__}.build_callbacks() must return a dict of name -> PyTorchCallback"
+            )
         self._callbacks = cbs
-        self._full_dataset = type(trial).evaluate_full_dataset is not PyTorchTrial.evaluate_full_dataset
+        self._full_dataset = (
+            type(trial).evaluate_full_dataset is not PyTorchTrial.evaluate_full_dataset
+        )
         self._eval_with_index = not self._full_dataset and evaluate_batch_takes_index(trial)
         self._val_loader: Any = None
         self._profiler_on = False
@@ -107,7 +118,7 @@ class TorchStrategy:
 
     def _validation_loader(self) -> Any:
         if self._val_loader is None:
-            loader = self.trial.build_validation_data_loader()
+            loader: Any = self.trial.build_validation_data_loader()
             self._check_loader(loader, "validation")
             if isinstance(loader, DataLoader):
                 if self._full_dataset:
@@ -134,7 +145,9 @@ class TorchStrategy:
             self.context._profiler.__exit__(None, None, None)
             self._profiler_on = False
 
-    def train_batch(self, batch: Any, epoch_idx: int, batch_idx: int, epoch_len: int) -> dict[str, Any]:
+    def train_batch(
+        self, batch: Any, epoch_idx: int, batch_idx: int, epoch_len: int
+    ) -> dict[str, Any]:
         ctx = self.context
         ctx._current_batch_idx = batch_idx
         for m in ctx.models:
@@ -178,7 +191,9 @@ class TorchStrategy:
             value = r.cross_slot_reduce([w[i] for w in gathered])
             if name is None:
                 if not isinstance(value, dict):
-                    raise TypeError("a reducer wrapped with name=None must return a dict of metrics")
+                    raise TypeError(
+                        "a reducer wrapped with name=None must return a dict of metrics"
+                    )
                 out.update(value)
             else:
                 if isinstance(value, dict):
@@ -229,10 +244,16 @@ class TorchStrategy:
         for idx, batch in enumerate(loader):
             if ctx._auto_to_device:
                 batch = ctx.to_device(batch)
-            out = trial.evaluate_batch(batch, idx) if self._eval_with_index else trial.evaluate_batch(batch)  # type: ignore[call-arg]
+            evaluate: Any = trial.evaluate_batch  # batch_idx is optional in user signatures
+            out = evaluate(batch, idx) if self._eval_with_index else evaluate(batch)
             if not isinstance(out, dict):
-                raise TypeError(f"{type(trial).__name__}.evaluate_batch must return a dict of metrics")
-            out = {k: (v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else v) for k, v in out.items()}
+                raise TypeError(
+                    f"{type(trial).__name__}.evaluate_batch must return a dict of metrics"
+                )
+            out = {
+                k: (v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else v)
+                for k, v in out.items()
+            }
             if keys is None:
                 keys = set(out)
             elif set(out) != keys:
@@ -244,7 +265,7 @@ class TorchStrategy:
             if test_mode:
                 break
         if not outputs:
-            raise RuntimeError("the validation data loader is empty on rank %d" % self.dist.rank)
+            raise RuntimeError(f"the validation data loader is empty on rank {self.dist.rank}")
         for cb in self._callbacks.values():
             cb.on_validation_epoch_end(outputs)
         reducers = trial.evaluation_reducer()

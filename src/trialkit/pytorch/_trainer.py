@@ -77,7 +77,9 @@ def init(
 
 def _check_length(max_length: Any) -> TrainUnit:
     if not isinstance(max_length, (Batch, Epoch)) or not isinstance(max_length.value, int):
-        raise TypeError(f"fit(max_length=...): expected Batch(int) or Epoch(int), got {max_length!r}")
+        raise TypeError(
+            f"fit(max_length=...): expected Batch(int) or Epoch(int), got {max_length!r}"
+        )
     return max_length
 
 
@@ -89,9 +91,7 @@ class _Units:
         self.gbs = gbs
         self.records_per_epoch = records_per_epoch
         if unit == "records" and not gbs:
-            raise ValueError(
-                "a searcher length in records needs hyperparameters.global_batch_size"
-            )
+            raise ValueError("a searcher length in records needs hyperparameters.global_batch_size")
         if unit not in ("batches", "records", "epochs"):
             raise ValueError(
                 f"searcher unit {unit!r}: the PyTorchTrial harness trains in batches, records or epochs"
@@ -123,7 +123,9 @@ class _Units:
 class Trainer:
     """Trains a PyTorchTrial: ``Trainer(trial, context).fit(max_length=Epoch(1))``."""
 
-    def __init__(self, trial: PyTorchTrial, context: PyTorchTrialContext, *, _is_trainer: bool = True) -> None:
+    def __init__(
+        self, trial: PyTorchTrial, context: PyTorchTrialContext, *, _is_trainer: bool = True
+    ) -> None:
         self._trial = trial
         self._context = context
         self._core = context._core
@@ -131,7 +133,9 @@ class Trainer:
         self.loop: TrainLoop | None = None
 
     def configure_profiler(self, *args: Any, **kwargs: Any) -> None:
-        logger.error("Trainer.configure_profiler() is deprecated and does nothing; use context.set_profiler()")
+        logger.error(
+            "Trainer.configure_profiler() is deprecated and does nothing; use context.set_profiler()"
+        )
 
     def fit(
         self,
@@ -148,7 +152,9 @@ class Trainer:
         """Train to ``max_length`` (or the searcher's lengths under the master), validating and
         checkpointing at the given periods; returns after a stop request or preemption too."""
         if checkpoint_policy not in _POLICIES:
-            raise ValueError(f"fit(checkpoint_policy={checkpoint_policy!r}): expected one of {_POLICIES}")
+            raise ValueError(
+                f"fit(checkpoint_policy={checkpoint_policy!r}): expected one of {_POLICIES}"
+            )
         info = self._core.info
         on_cluster = info is not None
         metric: str | None = None
@@ -161,7 +167,9 @@ class Trainer:
                 )
                 checkpoint_policy = "all"
             if max_length is None:
-                raise ValueError("fit(max_length=...) is required when training locally, e.g. Epoch(1)")
+                raise ValueError(
+                    "fit(max_length=...) is required when training locally, e.g. Epoch(1)"
+                )
             targets: Any = [Target(_check_length(max_length))]
             if profiling_enabled:
                 logger.warning("fit(profiling_enabled=True) is ignored without a master")
@@ -220,7 +228,12 @@ class Trainer:
         time_metric, max_time = searcher.get("time_metric"), searcher.get("max_time")
         if time_metric and max_time:
             units = _Units(str(time_metric), gbs, rpe)
-            return [Target(units.length(int(max_time)), report_progress=self._fraction(units, int(max_time)))]
+            return [
+                Target(
+                    units.length(int(max_time)),
+                    report_progress=self._fraction(units, int(max_time)),
+                )
+            ]
         raise ValueError(
             "fit(max_length=...) must be set: the experiment config has neither searcher.max_length "
             "nor searcher.time_metric + max_time"
@@ -229,7 +242,9 @@ class Trainer:
     def _fraction(self, units: _Units, max_time: int) -> Any:
         def report(p: Progress, total: int) -> None:
             assert self.loop is not None
-            self._core.train.report_progress(min(units.done(p, self.loop.epoch_len) / max_time, 1.0))
+            self._core.train.report_progress(
+                min(units.done(p, self.loop.epoch_len) / max_time, 1.0)
+            )
 
         return report
 

@@ -25,7 +25,9 @@ class PyTorchTrial(abc.ABC):
         pass
 
     @abc.abstractmethod
-    def train_batch(self, batch: Any, epoch_idx: int, batch_idx: int) -> torch.Tensor | dict[str, Any]:
+    def train_batch(
+        self, batch: Any, epoch_idx: int, batch_idx: int
+    ) -> torch.Tensor | dict[str, Any]:
         """One training step; return the loss tensor or a dict of metrics."""
 
     @abc.abstractmethod
@@ -42,7 +44,9 @@ class PyTorchTrial(abc.ABC):
     def evaluate_batch(self, batch: Any, batch_idx: int) -> dict[str, Any]:
         raise NotImplementedError
 
-    def evaluate_full_dataset(self, data_loader: torch.utils.data.DataLoader[Any]) -> dict[str, Any]:
+    def evaluate_full_dataset(
+        self, data_loader: torch.utils.data.DataLoader[Any]
+    ) -> dict[str, Any]:
         raise NotImplementedError
 
     def evaluation_reducer(self) -> Reducer | dict[str, Reducer]:
@@ -66,7 +70,9 @@ def check_trial(trial: PyTorchTrial, context: PyTorchTrialContext) -> None:
     if not isinstance(trial, PyTorchTrial):
         raise TrialContractError(f"{name} is not a trialkit.pytorch.PyTorchTrial subclass")
     if not context.models:
-        raise TrialContractError(f"{name}.__init__ did not call context.wrap_model(...): wrap at least one model")
+        raise TrialContractError(
+            f"{name}.__init__ did not call context.wrap_model(...): wrap at least one model"
+        )
     if not context.optimizers:
         raise TrialContractError(
             f"{name}.__init__ did not call context.wrap_optimizer(...): wrap at least one optimizer"

@@ -43,7 +43,11 @@ class TrainUnit:
         global_batch_size: int | None = None,
     ) -> TrainUnit:
         """From a config length such as ``min_validation_period``; values < 1 mean never."""
-        given = [(k, v) for k, v in (("batches", batches), ("records", records), ("epochs", epochs)) if v is not None]
+        given = [
+            (k, v)
+            for k, v in (("batches", batches), ("records", records), ("epochs", epochs))
+            if v is not None
+        ]
         if len(given) != 1:
             raise ValueError(f"expected exactly one of batches, records, epochs; got {dict(given)}")
         unit, value = given[0]
