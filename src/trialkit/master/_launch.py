@@ -136,8 +136,14 @@ def build_launch(
     env.update(_user_env(config, gpus))
     entrypoint = config["entrypoint"]
     if entrypoint_kind(entrypoint) == "trial_class":
-        # Legacy ``model_def:MyTrial``: the Trial harness imports the class from the model dir.
-        entrypoint = [sys.executable, "-m", "trialkit.exec.harness", entrypoint]
+        # Legacy ``model_def:MyTrial``: the Trial harness imports the class from the model dir;
+        # with several slots the torch_distributed launcher starts one harness per slot, as
+        # Determined does for PyTorchTrial.
+        entrypoint = (
+            [sys.executable, "-m", "trialkit.launch.torch_distributed", "--trial", entrypoint]
+            if len(slot_ids) > 1
+            else [sys.executable, "-m", "trialkit.exec.harness", entrypoint]
+        )
     return LaunchSpec(entrypoint_argv(entrypoint, workdir), env, info)
 
 
