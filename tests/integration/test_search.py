@@ -367,3 +367,21 @@ def test_invalid_hp_trial_is_replaced_by_random_search(master: Master, tmp_path:
     assert all(t["hparams"]["x"] > 5 for t in invalid)
     # InvalidHP trials do not use up max_trials: 4 valid ones ran, plus one per invalid one.
     assert len(valid) == 4 and len(trials) == 4 + len(invalid)
+
+
+def test_max_length_search_with_a_trial_that_ignores_operations_fails_clearly(
+    master: Master, reports_dir: Path
+) -> None:
+    """0.37 config, 0.38-style trial code (reports validations, never op.report_completed)."""
+    cfg = _asha_config(8, 2)
+    cfg["environment"] = {"environment_variables": ["MAX=3"]}
+    exp = master.create(cfg, reports_dir)
+    desc = master.wait_state(exp, {"COMPLETED", "ERROR", "CANCELED"}, timeout=60)
+    assert desc["experiment"]["state"] == "ERROR"
+    error = desc["experiment"]["error"]
+    assert any(
+        error.startswith(f"searcher error: trial {t['id']}: exited without completing its searcher")
+        for t in desc["trials"]
+    ), error
+    assert "its last validation report was {'loss': " in error and "'batches': 3}" in error
+    assert "iterate core_context.searcher.operations()" in error

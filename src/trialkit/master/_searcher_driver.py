@@ -41,6 +41,9 @@ from ..store import Experiment, Store, Trial, TrialState
 
 logger = logging.getLogger("trialkit.master")
 
+#: searchers whose 0.37 decisions need every operation's metric
+_RANKS_METRICS = ("async_halving", "adaptive_asha", "optuna")
+
 
 def build_method(store: Store, experiment: Experiment) -> DrivenMethod:
     """The experiment's search method: a built-in, a custom searcher (in the master or polled by
@@ -113,6 +116,7 @@ class SearcherDriver:
         self.store = store
         self.experiment_id = experiment.id
         cfg = experiment.config
+        self.experiment_config = cfg
         custom = cfg["searcher"].get("name") == "custom"
         self.generation = "0.37" if custom or cfg["searcher"].get("max_length") else "0.38"
         self.metric = cfg["searcher"].get("metric") or ("searcher_metric" if custom else None)
@@ -149,7 +153,39 @@ class SearcherDriver:
         self._run(lambda: self.method.on_trial_exited_early(trial.request_id, reason))
 
     def closed(self, trial: Trial) -> None:
+        self._check_operation_completed(trial)
         self._run(lambda: self.method.on_trial_closed(trial.request_id))
+
+    def _check_operation_completed(self, trial: Trial) -> None:
+        """0.37 with a searcher that ranks metrics: a trial that ended by itself (exit 0, no ack,
+        no early exit) while its ValidateAfter was in flight never gave the searcher its metric.
+        Determined took this as a user stop and the search silently ran short (or never ended,
+        reference §7.6.4); trialkit fails the experiment and says what the trial did report."""
+        name = self.experiment_config["searcher"].get("name")
+        if (
+            self.generation != "0.37"
+            or name not in _RANKS_METRICS
+            or trial.op_complete
+            or trial.op_length is None
+            or trial.early_exit is not None
+            or trial.stop_requested
+            or trial.state != TrialState.COMPLETED
+        ):
+            return
+        latest = self.store.latest_metrics(trial.id, "validation")
+        reported = (
+            f"its last validation report was {latest.values} at steps_completed"
+            f" {latest.steps_completed}"
+            if latest is not None
+            else "it reported no validation metrics"
+        )
+        raise SearcherError(
+            f"trial {trial.id}: exited without completing its searcher operation"
+            f" (train to {trial.op_length}, then op.report_completed(metric)); {reported}."
+            f" searcher.max_length (0.37) makes {name} wait for the {self.metric!r} of each"
+            " operation: iterate core_context.searcher.operations(), or configure time_metric +"
+            " max_time (0.38) to have every validation report read instead"
+        )
 
     def remote_operations(
         self, ops: list[Operation], last_event_id: int, progress: float | None
