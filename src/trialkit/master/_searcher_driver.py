@@ -241,6 +241,8 @@ class SearcherDriver:
 
     def _apply_one(self, op: Operation) -> list[Operation]:
         if isinstance(op, Create):
+            if op.trial_seed is None:  # the adapters give every Create a seed
+                raise SearcherError(f"Create for {op.request_id} has no trial_seed")
             if self._trial(op.request_id) is None:
                 self.store.create_trial(
                     experiment_id=self.experiment_id,
