@@ -8,6 +8,7 @@ Before operations are applied they are saved with the method state that produced
 from __future__ import annotations
 
 import collections
+import functools
 import importlib.util
 import logging
 import sys
@@ -37,10 +38,15 @@ from ..searcher._custom import (
     decode_operation,
     encode_operation,
 )
-from ..store import Experiment, Store, Trial, TrialState
+from ..searcher._searcher import Searcher
+from ..store import Experiment, ExperimentState, Store, Trial, TrialState
 
 logger = logging.getLogger("trialkit.master")
 
+_EXIT_REASONS = {
+    TrialState.ERROR: ExitedReason.ERRORED,
+    TrialState.CANCELED: ExitedReason.USER_CANCELED,
+}
 #: searchers whose 0.37 decisions need every operation's metric
 _RANKS_METRICS = ("async_halving", "adaptive_asha", "optuna")
 
@@ -138,6 +144,41 @@ class SearcherDriver:
                     "experiment %d: re-applying %d searcher operations", experiment.id, len(pending)
                 )
                 self._apply(pending)
+            if experiment.state in (ExperimentState.ACTIVE, ExperimentState.PAUSED):
+                self._reconcile()
+
+    def _reconcile(self) -> None:
+        """Repair what a master crash between two store writes can leave behind.
+
+        The engine writes a trial's row, then tells the searcher (whose state is saved next).
+        A crash in between leaves (a) a trial that ended (terminal) but was never closed in the
+        search, which would stall it: the exit is told now; or (b) a 0.37 trial marked done with
+        its operation although the searcher never got the metric: the operation is reopened, so
+        the trial's retried report (or a relaunch, which finds its checkpoint at the target and
+        validates again) delivers it.
+        """
+        method = self.method
+        if not isinstance(method, Searcher):
+            return
+        for t in self.store.list_trials(self.experiment_id):
+            if not method.knows(t.request_id):
+                continue
+            if t.state.terminal and not method.is_closed(t.request_id):
+                logger.info("trial %d: telling the searcher about its exit (%s)", t.id, t.state)
+                reason = _EXIT_REASONS.get(t.state)
+                if t.early_exit == "INVALID_HP":
+                    reason = ExitedReason.INVALID_HP
+                if reason is not None:
+                    self.exited_early(t, reason)
+                self._run(functools.partial(self.method.on_trial_closed, t.request_id))
+            elif (
+                not t.state.terminal
+                and t.op_complete
+                and t.op_length is not None
+                and method.outstanding(t.request_id) == t.op_length
+            ):
+                logger.info("trial %d: reopening op %d (its metric was lost)", t.id, t.op_length)
+                self.store.update_trial(t.id, op_complete=False)
 
     # Events ------------------------------------------------------------------------------------
 
