@@ -293,8 +293,13 @@ def test_stopped_trial_is_preempted_promptly_and_completes(
         last = _validation_steps(master, t["id"])[-1]
         if last == 40:
             continue  # the top rung's Stop: the trial had finished anyway
-        # Rung 0 needs 10 batches; the Stop must reach the trial within a few 0.05 s steps.
-        assert 10 <= last <= 16, f"trial {t['id']} went on to step {last} after its Stop"
+        # Rung 0 needs 10 batches: the Stop is decided when the master stores that report and
+        # reaches the trial at its next should_preempt() (0.05 s steps; timed on the master's
+        # clock from report to report, so a loaded machine does not make this flaky).
+        rows = {m["steps_completed"]: m["reported_at"] for m in _validations(master, t["id"])}
+        assert 10 <= last < 40
+        delay = rows[last] - rows[10]
+        assert delay < 2.0, f"trial {t['id']} trained {delay:.2f}s (to step {last}) after its Stop"
         logs = [
             ln["line"]
             for ln in master.client.request("GET", f"/api/v1/trials/{t['id']}/logs")["logs"]
