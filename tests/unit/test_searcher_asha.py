@@ -638,3 +638,42 @@ def test_ranked_list_matches_a_flat_sorted_list(ops: list[tuple[str, int]]) -> N
     copy = RankedList(load=2)
     copy.reset(ranked.values(), ranked.ids())
     assert list(copy) == flat
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    divisor=st.sampled_from([2, 3, 4]),
+    max_trials=st.integers(1, 30),
+    concurrency=st.integers(0, 6),
+    metrics=st.lists(st.integers(0, 9), min_size=1, max_size=100),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_promotion_keeps_the_best_fraction_of_every_rung_promoted(
+    divisor: int, max_trials: int, concurrency: int, metrics: list[int], seed: int
+) -> None:
+    """Promotion ASHA, any arrival order: a completion promotes at most one trial, and after
+    every completion the best int(n/d) results of each rung (ties: earlier arrival first) have
+    all been promoted; it may promote more (reference §7.6.5), never fewer."""
+    picks = random.Random(seed)
+    targets = rung_targets(100, divisor, 3)
+    d = driver(asha(num_rungs=3, divisor=divisor, max_trials=max_trials,
+                    max_concurrent_trials=concurrency, max_length=100))  # fmt: skip
+    rungs: list[list[tuple[float, int, str]]] = [[], [], []]
+    promoted: list[set[str]] = [set(), set(), set()]
+    arrival = 0
+    while d.inflight and d.shutdown is None:
+        rid = list(d.inflight)[picks.randrange(len(d.inflight))]
+        r = targets.index(d.inflight[rid])
+        value = float(metrics[arrival % len(metrics)])
+        arrival += 1
+        ops = d.complete(rid, value)
+        rungs[r].append((value, arrival, rid))
+        fresh = {op.request_id for op in ops if isinstance(op, Create)}
+        moves = [op for op in ops if isinstance(op, ValidateAfter) and op.request_id not in fresh]
+        assert len(moves) <= 1
+        for op in moves:
+            promoted[targets.index(op.length) - 1].add(op.request_id)
+        for k in range(2):
+            best = sorted(rungs[k])[: int(len(rungs[k]) / divisor)]
+            assert {i for _, _, i in best} <= promoted[k]
+    assert d.shutdown is not None

@@ -209,7 +209,12 @@ def preview(config_file: Path, overrides: tuple[str, ...], seed: int | None, as_
     cfg = load_config(config_file, list(overrides)).as_dict()
     if seed is None:
         seed = cfg["reproducibility"]["experiment_seed"] or 0
-    trials = simulate(cfg["searcher"], cfg["hyperparameters"], seed)
+    from ..searcher import SearcherError
+
+    try:
+        trials = simulate(cfg["searcher"], cfg["hyperparameters"], seed)
+    except (ValueError, SearcherError) as e:
+        raise CLIError(str(e)) from None
     if as_json:
         print_json(trials)
         return

@@ -8,6 +8,7 @@ Before operations are applied they are saved with the method state that produced
 from __future__ import annotations
 
 import collections
+import functools
 import importlib.util
 import logging
 import sys
@@ -37,9 +38,17 @@ from ..searcher._custom import (
     decode_operation,
     encode_operation,
 )
-from ..store import Experiment, Store, Trial, TrialState
+from ..searcher._searcher import Searcher
+from ..store import Experiment, ExperimentState, Store, Trial, TrialState
 
 logger = logging.getLogger("trialkit.master")
+
+_EXIT_REASONS = {
+    TrialState.ERROR: ExitedReason.ERRORED,
+    TrialState.CANCELED: ExitedReason.USER_CANCELED,
+}
+#: searchers whose 0.37 decisions need every operation's metric
+_RANKS_METRICS = ("async_halving", "adaptive_asha", "optuna")
 
 
 def build_method(store: Store, experiment: Experiment) -> DrivenMethod:
@@ -113,6 +122,7 @@ class SearcherDriver:
         self.store = store
         self.experiment_id = experiment.id
         cfg = experiment.config
+        self.experiment_config = cfg
         custom = cfg["searcher"].get("name") == "custom"
         self.generation = "0.37" if custom or cfg["searcher"].get("max_length") else "0.38"
         self.metric = cfg["searcher"].get("metric") or ("searcher_metric" if custom else None)
@@ -134,6 +144,41 @@ class SearcherDriver:
                     "experiment %d: re-applying %d searcher operations", experiment.id, len(pending)
                 )
                 self._apply(pending)
+            if experiment.state in (ExperimentState.ACTIVE, ExperimentState.PAUSED):
+                self._reconcile()
+
+    def _reconcile(self) -> None:
+        """Repair what a master crash between two store writes can leave behind.
+
+        The engine writes a trial's row, then tells the searcher (whose state is saved next).
+        A crash in between leaves (a) a trial that ended (terminal) but was never closed in the
+        search, which would stall it: the exit is told now; or (b) a 0.37 trial marked done with
+        its operation although the searcher never got the metric: the operation is reopened, so
+        the trial's retried report (or a relaunch, which finds its checkpoint at the target and
+        validates again) delivers it.
+        """
+        method = self.method
+        if not isinstance(method, Searcher):
+            return
+        for t in self.store.list_trials(self.experiment_id):
+            if not method.knows(t.request_id):
+                continue
+            if t.state.terminal and not method.is_closed(t.request_id):
+                logger.info("trial %d: telling the searcher about its exit (%s)", t.id, t.state)
+                reason = _EXIT_REASONS.get(t.state)
+                if t.early_exit == "INVALID_HP":
+                    reason = ExitedReason.INVALID_HP
+                if reason is not None:
+                    self.exited_early(t, reason)
+                self._run(functools.partial(self.method.on_trial_closed, t.request_id))
+            elif (
+                not t.state.terminal
+                and t.op_complete
+                and t.op_length is not None
+                and method.outstanding(t.request_id) == t.op_length
+            ):
+                logger.info("trial %d: reopening op %d (its metric was lost)", t.id, t.op_length)
+                self.store.update_trial(t.id, op_complete=False)
 
     # Events ------------------------------------------------------------------------------------
 
@@ -149,7 +194,39 @@ class SearcherDriver:
         self._run(lambda: self.method.on_trial_exited_early(trial.request_id, reason))
 
     def closed(self, trial: Trial) -> None:
+        self._check_operation_completed(trial)
         self._run(lambda: self.method.on_trial_closed(trial.request_id))
+
+    def _check_operation_completed(self, trial: Trial) -> None:
+        """0.37 with a searcher that ranks metrics: a trial that ended by itself (exit 0, no ack,
+        no early exit) while its ValidateAfter was in flight never gave the searcher its metric.
+        Determined took this as a user stop and the search silently ran short (or never ended,
+        reference §7.6.4); trialkit fails the experiment and says what the trial did report."""
+        name = self.experiment_config["searcher"].get("name")
+        if (
+            self.generation != "0.37"
+            or name not in _RANKS_METRICS
+            or trial.op_complete
+            or trial.op_length is None
+            or trial.early_exit is not None
+            or trial.stop_requested
+            or trial.state != TrialState.COMPLETED
+        ):
+            return
+        latest = self.store.latest_metrics(trial.id, "validation")
+        reported = (
+            f"its last validation report was {latest.values} at steps_completed"
+            f" {latest.steps_completed}"
+            if latest is not None
+            else "it reported no validation metrics"
+        )
+        raise SearcherError(
+            f"trial {trial.id}: exited without completing its searcher operation"
+            f" (train to {trial.op_length}, then op.report_completed(metric)); {reported}."
+            f" searcher.max_length (0.37) makes {name} wait for the {self.metric!r} of each"
+            " operation: iterate core_context.searcher.operations(), or configure time_metric +"
+            " max_time (0.38) to have every validation report read instead"
+        )
 
     def remote_operations(
         self, ops: list[Operation], last_event_id: int, progress: float | None
@@ -205,6 +282,8 @@ class SearcherDriver:
 
     def _apply_one(self, op: Operation) -> list[Operation]:
         if isinstance(op, Create):
+            if op.trial_seed is None:  # the adapters give every Create a seed
+                raise SearcherError(f"Create for {op.request_id} has no trial_seed")
             if self._trial(op.request_id) is None:
                 self.store.create_trial(
                     experiment_id=self.experiment_id,

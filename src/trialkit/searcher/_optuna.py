@@ -107,6 +107,7 @@ class OptunaStrategy(Strategy):
             length = next(iter(length.values()), None)
         self.length: int | None = int(length) if length is not None else None
         self.time_metric = searcher.get("time_metric")
+        self.max_time = int(searcher.get("max_time") or 0)
         if self.length is None and not self.time_metric:
             errors.append(
                 "searcher: optuna needs max_length (0.37) or time_metric + max_time (0.38)"
@@ -286,6 +287,10 @@ class OptunaStrategy(Strategy):
         if self.created_count < self.max_trials:
             return self._new_trial(trials)
         return []
+
+    def report_schedule(self, request_id: str) -> list[int]:
+        """0.38 (for previews): report at the same fractions of max_time as 0.37 validates."""
+        return sorted({max(self.max_time // f, 1) for f in OPS_FRACTIONS}) if self.max_time else []
 
     def progress(self, book: ProgressBook) -> float:
         # 0.38: reported fractions; 0.37: units ÷ max_length (as random search)

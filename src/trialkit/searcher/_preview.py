@@ -35,13 +35,23 @@ def preview(
     reports at before it stops or ends (0.38; empty for non-ASHA searchers, whose trials train to
     their own length).
     """
-    settings = parse_settings(searcher)
+    if searcher.get("name") == "custom":
+        raise ValueError(
+            "preview: a custom searcher's decisions are made by your own code; there is nothing"
+            " to simulate"
+        )
+    if searcher.get("name") == "optuna":
+        metric = str(searcher.get("metric") or "validation_loss")
+        time_metric = searcher.get("time_metric")
+    else:
+        settings = parse_settings(searcher)
+        metric, time_metric = settings.metric, settings.time_metric
     method = make_search_method(searcher, hyperparameters, experiment_seed)
     assert isinstance(method, Searcher)
     if metric_fn is None:
         rng = np.random.RandomState((int(experiment_seed) + 1) % 2**32)
         metric_fn = lambda _trial, _length: float(rng.random_sample())  # noqa: E731
-    sim = _Simulation(method, settings.metric, settings.time_metric, metric_fn, max_events)
+    sim = _Simulation(method, metric, time_metric, metric_fn, max_events)
     return sim.run()
 
 

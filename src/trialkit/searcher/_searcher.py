@@ -151,6 +151,18 @@ class Searcher(DrivenMethod):
             return 0.0
         return min(max(value, 0.0), 1.0)
 
+    def knows(self, request_id: str) -> bool:
+        """Whether this search issued the Create for ``request_id``."""
+        return request_id in self._issued
+
+    def is_closed(self, request_id: str) -> bool:
+        """Whether the trial's close was already delivered."""
+        return request_id in self._closed
+
+    def outstanding(self, request_id: str) -> int | None:
+        """0.37: the length of the trial's ValidateAfter awaiting its metric, if any."""
+        return self._inflight.get(request_id)
+
     def report_schedule(self, request_id: str) -> list[int]:
         """0.38 ASHA: the time-metric values at which this trial's reports decide anything."""
         return self._strategy.report_schedule(request_id)
