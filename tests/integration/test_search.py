@@ -189,7 +189,11 @@ def _check_asha_experiment(master: Master, exp: int, length: int, max_trials: in
 
     # describe --json names the best trial and its metric.
     best = min(trials, key=lambda t: t["best_validation"])
-    assert desc["best_trial"] == {"trial_id": best["id"], "loss": best["best_validation"]}
+    assert desc["best_trial"] == {
+        "trial_id": best["id"],
+        "loss": best["best_validation"],
+        "hparams": best["hparams"],
+    }
     assert math.isclose(best["best_validation"], min(t["best_validation"] for t in trials))
     assert desc["experiment"]["progress"] == 1.0
 
@@ -390,3 +394,30 @@ def test_max_length_search_with_a_trial_that_ignores_operations_fails_clearly(
     ), error
     assert "its last validation report was {'loss': " in error and "'batches': 3}" in error
     assert "iterate core_context.searcher.operations()" in error
+
+
+def test_grid_search_runs_every_point_once_through_the_master(
+    master: Master, ops_dir: Path
+) -> None:
+    config = {
+        "name": "grid",
+        "entrypoint": "python3 trial.py",
+        "hyperparameters": {
+            "lr": {"type": "categorical", "vals": [0.1, 0.3, 0.5]},
+            "width": {"type": "int", "minval": 1, "maxval": 2, "count": 2},
+        },
+        "searcher": {
+            "name": "grid",
+            "metric": "loss",
+            "max_length": {"batches": 4},
+            "max_concurrent_trials": 2,
+        },
+        "max_restarts": 0,
+    }
+    exp = master.create(config, ops_dir)
+    desc = master.wait_state(exp, {"COMPLETED", "ERROR"}, timeout=120)
+    assert desc["experiment"]["state"] == "COMPLETED"
+    points = sorted((t["hparams"]["lr"], t["hparams"]["width"]) for t in desc["trials"])
+    assert points == [(lr, w) for lr in (0.1, 0.3, 0.5) for w in (1, 2)]
+    assert all(_validation_steps(master, t["id"]) == [4] for t in desc["trials"])
+    assert desc["best_trial"]["hparams"]["lr"] == 0.3

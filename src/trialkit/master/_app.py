@@ -142,7 +142,11 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
             "checkpoints": [
                 c.to_dict() for c in store.list_checkpoints(experiment_id=experiment_id)
             ],
-            "best_trial": {"trial_id": best[0]["id"], metric: best[0]["best_validation"]}
+            "best_trial": {
+                "trial_id": best[0]["id"],
+                metric: best[0]["best_validation"],
+                "hparams": best[0]["hparams"],
+            }
             if best
             else None,
             "searcher": _searcher_summary(exp.config.get("searcher") or {}, exp.progress, trials),
