@@ -1,0 +1,42 @@
+"""The distributed examples run to completion on 2 CPU workers under a real master."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import EXAMPLES, Master
+
+pytestmark = pytest.mark.integration
+
+
+def _logs(master: Master, trial_id: int) -> list[str]:
+    return [
+        ln["line"] for ln in master.client.request("GET", f"/api/v1/trials/{trial_id}/logs")["logs"]
+    ]
+
+
+def test_core_api_4_distributed(master: Master) -> None:
+    core_dir = EXAMPLES / "core_api"
+    master.cli("experiment", "create", str(core_dir / "4_distributed.yaml"), str(core_dir), "-f")
+    desc = master.describe(1)
+    assert desc["experiment"]["state"] == "COMPLETED"
+    trial = desc["trials"][0]
+    # 100 steps, each adding the allgathered increment_by of both workers (1 + 1)
+    assert trial["latest_validation"]["values"]["x"] == 200
+    logs = _logs(master, trial["id"])
+    assert any(ln.startswith("[rank=0] ") and "x is now 200" in ln for ln in logs)
+    assert not any(ln.startswith("[rank=1] ") for ln in logs)  # only the chief logs progress
+
+
+def test_torch_distributed_ddp_example(master: Master) -> None:
+    pytest.importorskip("torch")
+    d = EXAMPLES / "torch_distributed"
+    master.cli("experiment", "create", str(d / "const.yaml"), str(d), "-f", timeout=240)
+    desc = master.describe(1)
+    assert desc["experiment"]["state"] == "COMPLETED"
+    trial = desc["trials"][0]
+    assert trial["latest_validation"]["values"]["val_loss"] < 0.1  # it learned y = 3x - 2
+    assert len(desc["checkpoints"]) == 5
+    logs = _logs(master, trial["id"])
+    for r in (0, 1):
+        assert any(f"[rank={r}]" in ln and f"Process {r}, total 2." in ln for ln in logs)
