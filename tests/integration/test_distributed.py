@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -50,7 +51,14 @@ with core.init() as ctx:
             state = json.loads((path / mine).read_text())
         assert state["rank"] == d.rank
         step = state["step"]
+        # a selector download per rank: each rank fetches only its own shard
+        dst = os.path.join(os.environ["TMPDIR_BASE"], f"dl-run{run_id}-rank{d.rank}")
+        ctx.checkpoint.download(info.latest_checkpoint, dst, selector=lambda p: p == mine)
+        assert sorted(os.listdir(dst)) == [mine], os.listdir(dst)
     print(f"rank {d.rank} run {run_id} starts at step {step}", flush=True)
+    if os.environ.get("PIDDIR"):
+        with open(os.path.join(os.environ["PIDDIR"], f"rank{d.rank}"), "w") as f:
+            f.write(str(os.getpid()))
     while step < TOTAL:
         time.sleep(STEP_SECONDS)
         step += 1
@@ -77,6 +85,7 @@ LAUNCH = "python3 -m trialkit.launch.torch_distributed -- python3 trial.py"
 
 
 def _config(name: str = "dist", max_restarts: int = 0, **env: object) -> dict:
+    env.setdefault("TMPDIR_BASE", tempfile.mkdtemp(prefix="tk-dist-"))
     return {
         "name": name,
         "entrypoint": LAUNCH,
@@ -206,3 +215,19 @@ def test_pause_reaches_every_worker_and_activate_resumes(master: Master, model_d
     desc = master.wait_state(exp, {"COMPLETED", "ERROR"}, timeout=120)
     assert desc["experiment"]["state"] == "COMPLETED"
     assert _has(_logs(master, 1), f"rank 1 run 2 starts at step {step}")
+
+
+def test_kill_ends_every_worker(master: Master, model_dir: Path, tmp_path: Path) -> None:
+    piddir = tmp_path / "pids"
+    piddir.mkdir()
+    exp = master.create(_config(TOTAL=100000, STEP_SECONDS=0.05, PIDDIR=piddir), model_dir)
+    master.wait_for(
+        lambda: len(list(piddir.iterdir())) == 2, timeout=90, what="both workers running"
+    )
+    pids = [int(p.read_text()) for p in piddir.iterdir()]
+    master.cli("experiment", "kill", str(exp))
+    desc = master.wait_state(exp, {"CANCELED"}, timeout=60)
+    assert desc["trials"][0]["state"] == "CANCELED"
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)

@@ -1,4 +1,5 @@
-"""The distributed examples run to completion on 2 CPU workers under a real master."""
+"""The distributed examples run to completion on 2 CPU workers under a real master; a
+multi-slot trial without a launcher is told what to do."""
 
 from __future__ import annotations
 
@@ -40,3 +41,32 @@ def test_torch_distributed_ddp_example(master: Master) -> None:
     logs = _logs(master, trial["id"])
     for r in (0, 1):
         assert any(f"[rank={r}]" in ln and f"Process {r}, total 2." in ln for ln in logs)
+
+
+def test_multi_slot_without_a_launcher_runs_once_and_says_what_to_do(
+    master: Master, tmp_path
+) -> None:
+    d = tmp_path / "m"
+    d.mkdir()
+    (d / "t.py").write_text(
+        "from trialkit import core\nprint('started', flush=True)\ncore.init()\n"
+    )
+    exp = master.create(
+        {
+            "name": "no-launcher",
+            "entrypoint": "python3 t.py",
+            "resources": {"slots_per_trial": 2},
+            "searcher": {"name": "single", "metric": "x"},
+            "max_restarts": 0,
+        },
+        d,
+    )
+    desc = master.wait_state(exp, {"COMPLETED", "ERROR"})
+    assert desc["experiment"]["state"] == "ERROR"
+    logs = _logs(master, desc["trials"][0]["id"])
+    assert sum("started" in ln for ln in logs) == 1  # one process, not one per slot
+    assert any(
+        "you must provide a valid DistributedContext for a multi-slot task" in ln
+        and "trialkit.launch.torch_distributed" in ln
+        for ln in logs
+    )
