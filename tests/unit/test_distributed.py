@@ -295,3 +295,24 @@ def test_from_deepspeed_and_horovod(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LOCAL_SIZE")
     with pytest.raises(RuntimeError, match="LOCAL_SIZE is not set"):
         DistributedContext.from_deepspeed()
+
+
+def test_a_worker_without_a_chief_gives_up_at_its_connect_timeout() -> None:
+    port = free_port()
+    t0 = time.monotonic()
+    with pytest.raises(
+        DistributedError, match=f"rank 1 could not reach the chief at 127.0.0.1:{port}"
+    ):
+        DistributedContext(
+            rank=1, size=2, local_rank=1, local_size=2, cross_rank=0, cross_size=1,
+            pub_port=port, connect_timeout=0.5,
+        )  # fmt: skip
+    assert time.monotonic() - t0 < 5
+
+
+def test_a_chief_without_workers_names_the_missing_ranks() -> None:
+    with pytest.raises(DistributedError, match=r"waiting for ranks \[1, 2\] to connect"):
+        DistributedContext(
+            rank=0, size=3, local_rank=0, local_size=3, cross_rank=0, cross_size=1,
+            pub_port=free_port(), connect_timeout=0.5,
+        )  # fmt: skip

@@ -10,7 +10,6 @@ wait has a deadline. Standard library only (no framework, no zmq).
 
 from __future__ import annotations
 
-import errno
 import pickle
 import queue
 import socket
@@ -239,12 +238,8 @@ class Star:
                 )
             try:
                 sock = socket.create_connection((host, port), timeout=min(remaining, 5.0))
-            except OSError as e:
+            except OSError as e:  # the chief is not listening yet: retry until the deadline
                 last = e.strerror or str(e)
-                if e.errno not in (errno.ECONNREFUSED, errno.ECONNRESET, None) and not isinstance(
-                    e, TimeoutError
-                ):
-                    time.sleep(0.2)
                 time.sleep(0.05)
                 continue
             try:
@@ -260,6 +255,7 @@ class Star:
                 continue
             if msg is None:
                 conn.close(say_bye=False)
+                last = "connected, but the chief never said ready: are all ranks running?"
                 continue
             if msg[0] == "reject":
                 conn.close(say_bye=False)
