@@ -19,6 +19,20 @@ class CreateError(ValueError):
         self.errors = errors
 
 
+def _trial_class_length(config: dict[str, Any]) -> list[str]:
+    """A Trial class trains for the searcher's length, so that length needs a unit."""
+    searcher = config.get("searcher") or {}
+    length = searcher.get("max_length")
+    if isinstance(length, dict) or (searcher.get("time_metric") and searcher.get("max_time")):
+        return []
+    got = f"max_length {length!r} has no unit" if length else "it has no training length"
+    return [
+        f"entrypoint: {config['entrypoint']!r} is a Trial class, which trains for the searcher's "
+        f"length, but {got}; give searcher.max_length as {{batches|records|epochs: N}} or "
+        "searcher.time_metric + max_time"
+    ]
+
+
 def _check_runnable(config: dict[str, Any], slots: int) -> list[str]:
     errors = []
     kind = entrypoint_kind(config.get("entrypoint"))
@@ -27,11 +41,7 @@ def _check_runnable(config: dict[str, Any], slots: int) -> list[str]:
             "entrypoint: missing; give the command that starts training, e.g. 'python3 train.py'"
         )
     elif kind == "trial_class":
-        errors.append(
-            f"entrypoint: {config['entrypoint']!r} names a Trial class; the Trial harnesses "
-            "(PyTorchTrial) are not in this trialkit version yet: use a command such as "
-            "'python3 train.py' with the Core API"
-        )
+        errors.extend(_trial_class_length(config))
     need = int(config.get("resources", {}).get("slots_per_trial", 1))
     if need > slots:
         errors.append(

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .._info import INFO_ENV, ClusterInfo, TrialInfo
+from ..config import entrypoint_kind
 from ..core._transport import free_port
 from ..store import Experiment, Trial
 
@@ -133,7 +134,17 @@ def build_launch(
         env.pop("TRIALKIT_CHIEF_PORT", None)
         env.pop("TRIALKIT_DIST_TOKEN", None)
     env.update(_user_env(config, gpus))
-    return LaunchSpec(entrypoint_argv(config["entrypoint"], workdir), env, info)
+    entrypoint = config["entrypoint"]
+    if entrypoint_kind(entrypoint) == "trial_class":
+        # Legacy ``model_def:MyTrial``: the Trial harness imports the class from the model dir;
+        # with several slots the torch_distributed launcher starts one harness per slot, as
+        # Determined does for PyTorchTrial.
+        entrypoint = (
+            [sys.executable, "-m", "trialkit.launch.torch_distributed", "--trial", entrypoint]
+            if len(slot_ids) > 1
+            else [sys.executable, "-m", "trialkit.exec.harness", entrypoint]
+        )
+    return LaunchSpec(entrypoint_argv(entrypoint, workdir), env, info)
 
 
 def describe_argv(argv: list[str]) -> str:

@@ -1,0 +1,1 @@
+"""Entrypoints the master runs inside trial processes (``python -m trialkit.exec.harness``)."""

@@ -1,0 +1,115 @@
+"""Run a legacy ``entrypoint: model_def:MyTrial`` experiment: import the Trial class from the
+model directory and drive it with the harness Trainer under the master's searcher.
+
+Usage (the master does this): ``python -m trialkit.exec.harness model_def:MyTrial``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+from typing import Any
+
+import trialkit
+
+logger = logging.getLogger("trialkit.exec")
+
+
+class HarnessError(Exception):
+    """The entrypoint cannot be run; the message is the one line to show."""
+
+
+def load_trial_class(spec: str) -> type[Any]:
+    module_name, sep, qualname = spec.partition(":")
+    if not sep or not module_name or not qualname:
+        raise HarnessError(
+            f"entrypoint {spec!r}: expected 'module:TrialClass', e.g. model_def:MyTrial"
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name == module_name:
+            raise HarnessError(
+                f"entrypoint {spec!r}: no module {module_name!r} in the model directory"
+            ) from None
+        raise
+    obj: Any = module
+    for part in qualname.split("."):
+        if not hasattr(obj, part):
+            raise HarnessError(f"entrypoint {spec!r}: {module_name} has no attribute {qualname!r}")
+        obj = getattr(obj, part)
+    if not isinstance(obj, type):
+        raise HarnessError(f"entrypoint {spec!r}: {qualname} is not a class")
+    return obj
+
+
+def _period(length: Any, gbs: int | None) -> Any:
+    from trialkit.pytorch import TrainUnit
+
+    return TrainUnit._from_config(length, gbs)
+
+
+def run(spec: str) -> None:
+    info = trialkit.get_cluster_info()
+    if info is None:
+        raise HarnessError(
+            "trialkit.exec.harness runs under the master; locally, use "
+            "trialkit.pytorch.init() and Trainer(trial, context).fit(max_length=...)"
+        )
+    trial_class = load_trial_class(spec)
+    from trialkit import pytorch
+
+    if not issubclass(trial_class, pytorch.PyTorchTrial):
+        raise HarnessError(
+            f"entrypoint {spec!r}: {trial_class.__name__} is not a trialkit.pytorch.PyTorchTrial "
+            "(other Trial types are not supported by this harness)"
+        )
+    config = info.trial.config
+    hparams = dict(info.trial.hparams)
+    gbs = hparams.get("global_batch_size")
+    opts = config.get("optimizations") or {}
+    with pytorch.init(
+        hparams=hparams,
+        exp_conf=config,
+        aggregation_frequency=int(opts.get("aggregation_frequency", 1)),
+    ) as context:
+        if context.distributed.rank != 0:
+            logging.getLogger().setLevel(logging.DEBUG if config.get("debug") else logging.WARNING)
+        trial = trial_class(context)
+        pytorch.Trainer(trial, context, _is_trainer=False).fit(
+            checkpoint_period=_period(config.get("min_checkpoint_period") or {"batches": 0}, gbs),
+            validation_period=_period(config.get("min_validation_period") or {"batches": 0}, gbs),
+            reporting_period=pytorch.Batch(int(config.get("scheduling_unit") or 100)),
+            checkpoint_policy=str(config.get("checkpoint_policy") or "best"),
+            latest_checkpoint=info.latest_checkpoint,
+            step_zero_validation=bool(config.get("perform_initial_validation")),
+            profiling_enabled=bool((config.get("profiling") or {}).get("enabled")),
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    logging.basicConfig(level=logging.INFO, format=trialkit.LOG_FORMAT)
+    if len(args) != 1:
+        print("usage: python -m trialkit.exec.harness module:TrialClass", file=sys.stderr)
+        return 2
+    try:
+        run(args[0])
+    except HarnessError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:
+        # A Trial that breaks the contract (no model wrapped, both evaluate methods) is one
+        # line; anything else keeps its traceback.
+        from trialkit.pytorch._trial import TrialContractError
+
+        if isinstance(e, TrialContractError):
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

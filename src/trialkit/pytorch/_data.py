@@ -1,0 +1,163 @@
+"""``DataLoader``: a lazy spec of a torch DataLoader that the harness turns into the
+repeat -> shard -> skip chain, plus ``data_length`` and ``to_device``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import BatchSampler, Dataset, IterableDataset, SequentialSampler
+
+from ._samplers import SeededShuffleSampler, adapt_batch_sampler
+
+logger = logging.getLogger("trialkit.pytorch")
+
+TorchData = dict[str, torch.Tensor] | list[torch.Tensor] | tuple[torch.Tensor, ...] | torch.Tensor
+
+
+class DataLoader:
+    """Takes torch.utils.data.DataLoader's arguments; the harness builds the real loader.
+
+    ``shuffle=True`` (without a sampler or generator) draws each pass's permutation from a
+    seed the harness keeps in checkpoints, so resuming reproduces the uninterrupted order.
+    """
+
+    def __init__(
+        self,
+        dataset: Dataset[Any],
+        batch_size: int | None = 1,
+        shuffle: bool = False,
+        sampler: Any = None,
+        batch_sampler: Any = None,
+        num_workers: int = 0,
+        collate_fn: Callable[..., Any] | None = None,
+        pin_memory: bool = False,
+        drop_last: bool = False,
+        timeout: float = 0,
+        worker_init_fn: Callable[[int], None] | None = None,
+        multiprocessing_context: Any = None,
+        generator: torch.Generator | None = None,
+        *,
+        prefetch_factor: int | None = None,
+        persistent_workers: bool = False,
+    ) -> None:
+        if isinstance(dataset, IterableDataset):
+            raise ValueError(
+                "trialkit.pytorch.DataLoader needs a map-style Dataset (IterableDataset cannot "
+                "be sharded or skipped); call context.experimental.disable_dataset_reproducibility_checks() "
+                "and return a torch DataLoader instead"
+            )
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError(
+                    "batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last"
+                )
+        elif batch_size is None:
+            raise ValueError("DataLoader(batch_size=None) needs a batch_sampler")
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        self.dataset = dataset
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
+        self.drop_last = drop_last
+        self.generator = generator
+        self._loader_kwargs: dict[str, Any] = {
+            "num_workers": num_workers,
+            "collate_fn": collate_fn,
+            "pin_memory": pin_memory,
+            "timeout": timeout,
+            "worker_init_fn": worker_init_fn,
+            "multiprocessing_context": multiprocessing_context,
+            "prefetch_factor": prefetch_factor,
+            "persistent_workers": persistent_workers,
+        }
+
+    def _base_batch_sampler(self, seed: int) -> Any:
+        if self.batch_sampler is not None:
+            return self.batch_sampler
+        sampler = self.sampler
+        if sampler is None:
+            if self.shuffle and self.generator is None:
+                sampler = SeededShuffleSampler(self.dataset, seed)  # type: ignore[arg-type]
+            elif self.shuffle:
+                sampler = torch.utils.data.RandomSampler(self.dataset, generator=self.generator)  # type: ignore[arg-type]
+            else:
+                sampler = SequentialSampler(self.dataset)  # type: ignore[arg-type]
+        return BatchSampler(sampler, self.batch_size, self.drop_last)  # type: ignore[arg-type]
+
+    def __len__(self) -> int:
+        """Batches in one unsharded pass."""
+        return len(self._base_batch_sampler(0))
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.get_data_loader())
+
+    def get_data_loader(
+        self,
+        repeat: bool = False,
+        skip: int = 0,
+        num_replicas: int = 1,
+        rank: int = 0,
+        *,
+        seed: int = 0,
+    ) -> torch.utils.data.DataLoader[Any]:
+        """The real loader: repeat -> shard -> skip; ``seed`` fixes shuffling and worker seeds."""
+        chain = adapt_batch_sampler(
+            self._base_batch_sampler(seed),
+            repeat=repeat,
+            skip=skip,
+            num_replicas=num_replicas,
+            rank=rank,
+        )
+        # A private generator keeps iterator creation from drawing on the global torch RNG.
+        gen = torch.Generator().manual_seed((int(seed) * 7919 + int(skip)) % 2**63)
+        kwargs = {k: v for k, v in self._loader_kwargs.items() if v is not None}
+        return torch.utils.data.DataLoader(
+            self.dataset, batch_sampler=chain, generator=gen, **kwargs
+        )
+
+
+def data_length(data: Any) -> int:
+    """Records in a batch: the length of its first tensor/array leaf."""
+    if isinstance(data, (torch.Tensor, np.ndarray)):
+        return len(data)
+    if isinstance(data, dict):
+        if not data:
+            raise ValueError("data_length: empty dict")
+        return data_length(next(iter(data.values())))
+    if isinstance(data, (list, tuple)):
+        if not data:
+            raise ValueError("data_length: empty sequence")
+        return data_length(data[0])
+    raise TypeError(
+        f"data_length: cannot measure a {type(data).__name__}; override get_batch_length()"
+    )
+
+
+_warned_types: set[type] = set()
+
+
+def to_device(data: Any, device: torch.device | str, warned_types: set[type] | None = None) -> Any:
+    """Move tensors (nested in dicts, lists, tuples) to ``device``; numpy arrays become tensors."""
+    warned = _warned_types if warned_types is None else warned_types
+    if isinstance(data, torch.Tensor):
+        return data.to(device)
+    if isinstance(data, dict):
+        return {k: to_device(v, device, warned) for k, v in data.items()}
+    if isinstance(data, tuple) and hasattr(data, "_fields"):
+        return type(data)(*(to_device(v, device, warned) for v in data))
+    if isinstance(data, (list, tuple)):
+        return type(data)(to_device(v, device, warned) for v in data)
+    if isinstance(data, np.ndarray) and data.dtype.kind in "fciub":
+        return torch.from_numpy(data).to(device)
+    if callable(getattr(data, "to", None)):
+        return data.to(device)
+    if type(data) not in warned and not isinstance(data, (str, int, float, bool, type(None))):
+        warned.add(type(data))
+        logger.warning("to_device: left a %s where it was (no .to method)", type(data).__name__)
+    return data

@@ -1,0 +1,392 @@
+"""The one training loop shared by the Trial harnesses (PyTorchTrial, later DeepSpeedTrial).
+
+The loop owns *when* things happen: boundaries for validation, checkpoints, metric reports and
+stop requests, the serializable progress counters, the data position and the RNG state. A
+strategy object owns *how*: stepping a batch, validating, saving and loading framework state.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import pickle
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, Protocol
+
+from .. import core
+from ..errors import InvalidHP
+from ._rng import capture_rng, restore_rng
+from ._units import Epoch, TrainUnit
+
+logger = logging.getLogger("trialkit.pytorch")
+
+TRIAL_STATE = "trial_state.pkl"
+
+
+@dataclasses.dataclass
+class Progress:
+    """Serializable loop state (``trial_state.pkl``; Determined's keys plus trialkit's)."""
+
+    trial_id: int = 0
+    batches_trained: int = 0
+    epochs_trained: int = 0
+    records_trained: int = 0
+    last_val: int = 0
+    last_ckpt: int = 0
+    step_id: int = 0
+    shuffle_seed: int = 0
+    last_searcher_metric: Any = None
+
+    def state_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_state_dict(cls, state: dict[str, Any]) -> Progress:
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in state.items() if k in known})
+
+
+class Strategy(Protocol):
+    """How a framework trains, validates, saves and loads; the loop calls nothing else."""
+
+    device: Any
+
+    def callbacks(self) -> dict[str, Any]: ...
+    def build_train_iterator(self, skip: int, seed: int) -> tuple[Iterator[Any], int]: ...
+    def train_batch(
+        self, batch: Any, epoch_idx: int, batch_idx: int, epoch_len: int
+    ) -> dict[str, Any]: ...
+    def batch_length(self, batch: Any) -> int: ...
+    def reset_reducers(self) -> None: ...
+    def training_reducer_metrics(self) -> dict[str, Any]: ...
+    def validate(self, test_mode: bool) -> dict[str, Any]: ...
+    def stop_requested(self) -> bool: ...
+    def save(self, path: Path, rng_state: dict[str, Any]) -> None: ...
+    def load(self, path: Path) -> dict[str, Any] | None: ...
+    def training_started(self) -> None: ...
+    def training_ended(self) -> None: ...
+
+
+@dataclasses.dataclass
+class Target:
+    """Train until ``length``; then validate and hand the searcher metric to ``reached``."""
+
+    length: TrainUnit
+    reached: Callable[[Any], None] | None = None
+    report_progress: Callable[[Progress, int], None] | None = None
+
+
+@dataclasses.dataclass
+class LoopSettings:
+    validation_period: TrainUnit
+    checkpoint_period: TrainUnit
+    reporting_period: TrainUnit
+    checkpoint_policy: str = "best"
+    searcher_metric: str | None = None
+    smaller_is_better: bool = True
+    step_zero_validation: bool = False
+    test_mode: bool = False
+    trial_id: int = 0
+    global_batch_size: int | None = None
+    on_cluster: bool = False
+
+
+class _Stop(Exception):
+    """Unwinds the loop at a batch boundary after a stop request or preemption."""
+
+
+def _scalar(value: Any) -> Any:
+    if hasattr(value, "detach"):
+        value = value.detach()
+        return value.item() if value.numel() == 1 else value.cpu().tolist()
+    if hasattr(value, "item") and getattr(value, "size", 2) == 1:
+        return value.item()
+    return value
+
+
+def average_batches(batch_metrics: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean over batches of each scalar metric (None where a metric is not a number)."""
+    out: dict[str, Any] = {}
+    for key in batch_metrics[0] if batch_metrics else []:
+        values: list[Any] = [m[key] for m in batch_metrics if m.get(key) is not None]
+        if values and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            out[key] = sum(values) / len(values)
+        else:
+            out[key] = None
+    return out
+
+
+def _better(new: float, best: float | None, smaller_is_better: bool) -> bool:
+    if best is None:
+        return True
+    return new < best if smaller_is_better else new > best
+
+
+class TrainLoop:
+    """Runs targets to completion, or until a stop request, on every worker in lockstep."""
+
+    def __init__(
+        self, core_context: core.Context, strategy: Strategy, settings: LoopSettings
+    ) -> None:
+        self.core = core_context
+        self.dist = core_context.distributed
+        self.strategy = strategy
+        self.s = settings
+        self.progress = Progress(trial_id=settings.trial_id)
+        self._batch_metrics: list[dict[str, Any]] = []
+        self._iter: Iterator[Any] | None = None
+        self.epoch_len = 1
+        self.last_validation: dict[str, Any] = {}
+        self.last_checkpoint: str | None = None
+
+    # Hooks --------------------------------------------------------------------------------------
+
+    def _cb(self, hook: str, *args: Any) -> None:
+        for cb in self.strategy.callbacks().values():
+            getattr(cb, hook)(*args)
+
+    @property
+    def _chief(self) -> bool:
+        return self.dist.rank == 0
+
+    # Entry --------------------------------------------------------------------------------------
+
+    def run(self, targets: Iterable[Target], latest_checkpoint: str | None = None) -> None:
+        self._cb("on_trial_startup", self.progress.batches_trained, latest_checkpoint)
+        try:
+            self._run(targets, latest_checkpoint)
+        finally:
+            self._cb("on_trial_shutdown")
+
+    def _run(self, targets: Iterable[Target], latest_checkpoint: str | None) -> None:
+        rng = self._restore(latest_checkpoint) if latest_checkpoint else None
+        if rng is None:  # a fresh start or a warm start: new data order
+            self.progress.shuffle_seed = self._fresh_seed()
+        self._iter, epoch_len = self.strategy.build_train_iterator(
+            self.progress.batches_trained, self.progress.shuffle_seed
+        )
+        self.epoch_len = max(int(self.dist.broadcast(epoch_len)), 1)
+        if rng is not None:
+            restore_rng(rng, self.strategy.device)
+        self.strategy.training_started()
+        self._cb("on_training_start")
+        try:
+            if (
+                self.s.step_zero_validation
+                and self.progress.batches_trained == 0
+                and not self._master_has_validation()
+            ):
+                self._validate()
+            for target in targets:
+                self._train_to(target)
+                if not self._validation_current():
+                    self._validate()
+                if target.reached is not None:
+                    target.reached(self.progress.last_searcher_metric)
+            if not self._validation_current():
+                self._validate()
+            if not self._checkpoint_current():
+                self._checkpoint()
+        except _Stop:
+            logger.info("stopping at batch %d: checkpointing", self.progress.batches_trained)
+            if not self._checkpoint_current():
+                self._checkpoint()
+        except InvalidHP:
+            if not self._checkpoint_current():
+                self._checkpoint()
+            raise
+        finally:
+            self.strategy.training_ended()
+
+    def _fresh_seed(self) -> int:
+        import torch
+
+        seed = int(torch.initial_seed()) % 2**31
+        return int(self.dist.broadcast(seed))
+
+    def _master_has_validation(self) -> bool:
+        if not self.s.on_cluster:
+            return False
+        return bool(
+            self.dist.broadcast(self.core.train._get_last_validation() if self._chief else None)
+        )
+
+    # Training -----------------------------------------------------------------------------------
+
+    def _target_batches(self, unit: TrainUnit) -> int:
+        if not isinstance(unit.value, int):
+            raise TypeError(f"a training length must be Batch(int) or Epoch(int), got {unit!r}")
+        if isinstance(unit, Epoch):
+            return unit.value * self.epoch_len
+        return unit.value
+
+    def _fires(self, unit: TrainUnit, epoch_end: bool) -> bool:
+        if isinstance(unit, Epoch):
+            return epoch_end and unit.should_stop(self.progress.epochs_trained)
+        return unit.should_stop(self.progress.batches_trained)
+
+    def _train_to(self, target: Target) -> None:
+        total = 1 if self.s.test_mode else self._target_batches(target.length)
+        p = self.progress
+        assert self._iter is not None
+        while p.batches_trained < total:
+            batch_idx = p.batches_trained
+            epoch_idx, in_epoch = divmod(batch_idx, self.epoch_len)
+            if in_epoch == 0:
+                self._cb("on_training_epoch_start", epoch_idx)
+            if not self._batch_metrics:
+                self.strategy.reset_reducers()
+            batch = next(self._iter)
+            metrics = self.strategy.train_batch(batch, epoch_idx, batch_idx, self.epoch_len)
+            self._batch_metrics.append(metrics)
+            p.batches_trained += 1
+            p.records_trained += self.strategy.batch_length(batch) * self.dist.size
+            epoch_end = in_epoch == self.epoch_len - 1
+            if epoch_end:
+                self._cb("on_training_epoch_end", epoch_idx)
+                p.epochs_trained += 1
+            val = self._fires(self.s.validation_period, epoch_end)
+            ckpt = self._fires(self.s.checkpoint_period, epoch_end)
+            report = self._fires(self.s.reporting_period, epoch_end)
+            done = p.batches_trained >= total
+            if val or ckpt or report or done:
+                self._report_training()
+                if self._chief:
+                    if target.report_progress is not None:
+                        target.report_progress(p, total)
+                    else:
+                        self.core.train.report_progress(min(p.batches_trained / max(total, 1), 1.0))
+            if val and not self._validation_current():
+                self._validate()
+            if ckpt and not self._checkpoint_current():
+                self._checkpoint()
+            if self._should_stop():
+                if self._batch_metrics:
+                    self._report_training()
+                raise _Stop()
+
+    def _should_stop(self) -> bool:
+        mine = self.strategy.stop_requested()
+        if self.dist.size > 1:
+            mine = any(self.dist.allgather(mine))
+        return self.core.preempt.should_preempt() or mine
+
+    def _report_training(self) -> None:
+        batches = [{k: _scalar(v) for k, v in m.items()} for m in self._batch_metrics]
+        self._batch_metrics = []
+        if self.dist.size > 1:
+            gathered = self.dist.allgather(batches)
+            batches = [
+                average_batches([w[i] for w in gathered if i < len(w)]) for i in range(len(batches))
+            ]
+        avg = average_batches(batches)
+        avg.update(self.strategy.training_reducer_metrics())
+        if self._chief:
+            report = dict(avg)
+            report.setdefault("batches", self.progress.batches_trained)
+            report.setdefault("epochs", self.progress.epochs_trained)
+            report.setdefault("records", self.progress.records_trained)
+            self.core.train.report_training_metrics(
+                steps_completed=self.progress.batches_trained, metrics=report, batch_metrics=batches
+            )
+        self._cb("on_training_workload_end", avg, batches)
+
+    # Validation ---------------------------------------------------------------------------------
+
+    def _validation_current(self) -> bool:
+        return self.progress.last_val == self.progress.batches_trained
+
+    def _checkpoint_current(self) -> bool:
+        return self.progress.last_ckpt == self.progress.batches_trained
+
+    def _validate(self) -> None:
+        # Validation must not move the training RNG: a run resumed after a checkpoint and one
+        # that validated at other points then draw identical dropout masks and shuffles.
+        rng = capture_rng(self.strategy.device)
+        self.core.train.set_status("validating") if self._chief else None
+        try:
+            metrics = self.strategy.validate(self.s.test_mode)
+        finally:
+            restore_rng(rng, self.strategy.device)
+        p = self.progress
+        p.last_val = p.batches_trained
+        save = False
+        if self._chief:
+            metrics = {k: _scalar(v) for k, v in metrics.items()}
+            metrics.setdefault("batches", p.batches_trained)
+            metrics.setdefault("epochs", p.epochs_trained)
+            metrics.setdefault("records", p.records_trained)
+            best = self.core.train.get_experiment_best_validation() if self.s.on_cluster else None
+            self.core.train.report_validation_metrics(
+                steps_completed=p.batches_trained, metrics=metrics
+            )
+            self.last_validation = metrics
+            value = self._searcher_value(metrics)
+            p.last_searcher_metric = value
+            policy = self.s.checkpoint_policy
+            save = policy == "all" or (
+                policy == "best" and _better(value, best, self.s.smaller_is_better)
+            )
+        p.last_searcher_metric = self.dist.broadcast(p.last_searcher_metric)
+        if self.dist.broadcast(save) and not self._checkpoint_current():
+            self._checkpoint()
+
+    def _searcher_value(self, metrics: dict[str, Any]) -> Any:
+        name = self.s.searcher_metric
+        if name is None:
+            return None
+        if name not in metrics:
+            raise RuntimeError(
+                f"searcher.metric {name!r} is not among the validation metrics "
+                f"({', '.join(sorted(metrics))}); return it from evaluate_batch/evaluate_full_dataset"
+            )
+        value = metrics[name]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+            raise RuntimeError(f"searcher.metric {name!r} must be a number, got {value!r}")
+        return value
+
+    # Checkpoints --------------------------------------------------------------------------------
+
+    def _checkpoint(self) -> None:
+        p = self.progress
+        p.last_ckpt = p.batches_trained
+        storage_id = None
+        if self._chief:
+            self.core.train.set_status("checkpointing")
+            import torch
+
+            metadata = {
+                "steps_completed": p.batches_trained,
+                "framework": f"torch-{torch.__version__}",
+                "format": "pickle",
+            }
+            with self.core.checkpoint.store_path(metadata) as (path, storage_id):
+                self.strategy.save(path, capture_rng(self.strategy.device))
+                with (path / TRIAL_STATE).open("wb") as f:
+                    pickle.dump(p.state_dict(), f)
+                self._cb("on_checkpoint_end", str(path))
+                self._cb("on_checkpoint_write_end", str(path))
+        storage_id = self.dist.broadcast(storage_id)
+        self.last_checkpoint = storage_id
+        self._cb("on_checkpoint_upload_end", storage_id)
+
+    def _restore(self, storage_id: str) -> dict[str, Any] | None:
+        """Load a checkpoint; returns its RNG state when it continues this trial."""
+        with self.core.checkpoint.restore_path(storage_id) as path:
+            rng = self.strategy.load(path)
+            state_file = path / TRIAL_STATE
+            if not state_file.exists():
+                raise RuntimeError(
+                    f"checkpoint {storage_id} has no {TRIAL_STATE}: it was not written by a Trial "
+                    "harness and cannot be resumed (use load_trial_from_checkpoint_path for weights)"
+                )
+            with state_file.open("rb") as f:
+                state = Progress.from_state_dict(pickle.load(f))
+        if state.trial_id != self.s.trial_id:
+            logger.info("warm start from checkpoint %s (trial %d)", storage_id, state.trial_id)
+            return None
+        self.progress = state
+        self.last_checkpoint = storage_id
+        return rng

@@ -1,0 +1,377 @@
+"""The PyTorch strategy for the shared loop: step a batch, validate, save and load state in
+Determined's checkpoint layout (state_dict.pth, load_data.json, code/)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .. import _modeldir
+from ._callback import PyTorchCallback
+from ._context import PyTorchTrialContext
+from ._data import DataLoader
+from ._reducer import reduce_batches, reduce_workers
+from ._trial import PyTorchTrial, check_trial, evaluate_batch_takes_index
+
+logger = logging.getLogger("trialkit.pytorch")
+
+STATE_DICT = "state_dict.pth"
+LOAD_DATA = "load_data.json"
+_LEGACY_STATE_FILES = (
+    STATE_DICT,
+    "determined/state_dict.pth",
+    "pedl/state_dict.pth",
+    "checkpoint.pt",
+)
+
+
+def _plain_module(model: torch.nn.Module) -> torch.nn.Module:
+    return model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
+
+
+def load_model_state(model: torch.nn.Module, state: dict[str, Any]) -> None:
+    """Load weights saved with or without DDP's ``module.`` prefix."""
+    target = _plain_module(model)
+    if state and all(k.startswith("module.") for k in state):
+        state = {k[len("module.") :]: v for k, v in state.items()}
+    target.load_state_dict(state)
+
+
+def model_dir_for(trial: PyTorchTrial, on_cluster: bool) -> Path | None:
+    """Code to copy into checkpoints: the trial's working directory under the master, else the
+    directory of the module defining the Trial class."""
+    if on_cluster:
+        return Path.cwd()
+    module = sys.modules.get(type(trial).__module__)
+    file = getattr(module, "__file__", None)
+    return Path(file).resolve().parent if file else None
+
+
+class TorchStrategy:
+    """Everything the loop needs from a PyTorchTrial and its context."""
+
+    def __init__(
+        self, trial: PyTorchTrial, context: PyTorchTrialContext, *, is_trainer: bool = True
+    ) -> None:
+        check_trial(trial, context)
+        self.trial = trial
+        self.context = context
+        self.device = context.device
+        self.dist = context.distributed
+        self.is_trainer = is_trainer
+        cbs = trial.build_callbacks()
+        if not isinstance(cbs, dict):
+            raise TypeError(
+                f"{type(trial).__name__}.build_callbacks() must return a dict of name -> PyTorchCallback"
+            )
+        self._callbacks = cbs
+        self._full_dataset = (
+            type(trial).evaluate_full_dataset is not PyTorchTrial.evaluate_full_dataset
+        )
+        self._eval_with_index = not self._full_dataset and evaluate_batch_takes_index(trial)
+        self._val_loader: Any = None
+        self._profiler_on = False
+
+    def callbacks(self) -> dict[str, Any]:
+        return self._callbacks
+
+    # Data ---------------------------------------------------------------------------------------
+
+    def _check_loader(self, loader: Any, which: str) -> None:
+        if isinstance(loader, DataLoader):
+            return
+        if isinstance(loader, torch.utils.data.DataLoader) and self.context._allow_torch_loader:
+            return
+        raise TypeError(
+            f"{type(self.trial).__name__}.build_{which}_data_loader() returned a "
+            f"{type(loader).__name__}; return a trialkit.pytorch.DataLoader (or call "
+            "context.experimental.disable_dataset_reproducibility_checks() to use a torch DataLoader)"
+        )
+
+    def build_train_iterator(self, skip: int, seed: int) -> tuple[Iterator[Any], int]:
+        loader = self.trial.build_training_data_loader()
+        self._check_loader(loader, "training")
+        if isinstance(loader, DataLoader):
+            torch_loader = loader.get_data_loader(
+                repeat=True, skip=skip, num_replicas=self.dist.size, rank=self.dist.rank, seed=seed
+            )
+            epoch_len = len(torch_loader)
+            it = iter(torch_loader)
+        else:
+            epoch_len = len(loader) if hasattr(loader, "__len__") else sys.maxsize
+
+            def forever() -> Iterator[Any]:
+                while True:
+                    yield from loader
+
+            it = forever()
+            for _ in range(skip):
+                next(it)
+        self.context._epoch_len = epoch_len
+        return it, epoch_len
+
+    def _validation_loader(self) -> Any:
+        if self._val_loader is None:
+            loader: Any = self.trial.build_validation_data_loader()
+            self._check_loader(loader, "validation")
+            if isinstance(loader, DataLoader):
+                if self._full_dataset:
+                    loader = loader.get_data_loader(repeat=False)
+                else:
+                    loader = loader.get_data_loader(
+                        repeat=False, num_replicas=self.dist.size, rank=self.dist.rank
+                    )
+            self._val_loader = loader
+        return self._val_loader
+
+    def batch_length(self, batch: Any) -> int:
+        return int(self.trial.get_batch_length(batch))
+
+    # Training -----------------------------------------------------------------------------------
+
+    def training_started(self) -> None:
+        if self.context._profiler is not None:
+            self.context._profiler.__enter__()
+            self._profiler_on = True
+
+    def training_ended(self) -> None:
+        if self._profiler_on:
+            self.context._profiler.__exit__(None, None, None)
+            self._profiler_on = False
+
+    def train_batch(
+        self, batch: Any, epoch_idx: int, batch_idx: int, epoch_len: int
+    ) -> dict[str, Any]:
+        ctx = self.context
+        ctx._current_batch_idx = batch_idx
+        for m in ctx.models:
+            m.train()
+        if ctx._auto_to_device:
+            batch = ctx.to_device(batch)
+        out = self.trial.train_batch(batch, epoch_idx, batch_idx)
+        if isinstance(out, torch.Tensor):
+            out = {"loss": out}
+        elif not isinstance(out, dict):
+            raise TypeError(
+                f"{type(self.trial).__name__}.train_batch must return a tensor or a dict, got {type(out).__name__}"
+            )
+        agg = ctx._aggregation_frequency
+        if (batch_idx + 1) % agg == 0:
+            if ctx._auto_amp and ctx._scaler is not None:
+                ctx._scaler.update()
+            for sched in ctx.lr_schedulers:
+                for _ in range(sched.steps_after_batch(batch_idx, agg, epoch_len)):
+                    sched.step()
+        if ctx._profiler is not None:
+            ctx._profiler.step()
+        return {k: (v.detach() if isinstance(v, torch.Tensor) else v) for k, v in out.items()}
+
+    def stop_requested(self) -> bool:
+        return self.context.get_stop_requested()
+
+    # Reducers -----------------------------------------------------------------------------------
+
+    def reset_reducers(self) -> None:
+        for r, *_ in self.context._reducers:
+            r.reset()
+
+    def _custom_metrics(self, training: bool) -> dict[str, Any]:
+        chosen = [(r, name) for r, name, t, v in self.context._reducers if (t if training else v)]
+        if not chosen:
+            return {}
+        gathered = self.dist.allgather([r.per_slot_reduce() for r, _ in chosen])
+        out: dict[str, Any] = {}
+        for i, (r, name) in enumerate(chosen):
+            value = r.cross_slot_reduce([w[i] for w in gathered])
+            if name is None:
+                if not isinstance(value, dict):
+                    raise TypeError(
+                        "a reducer wrapped with name=None must return a dict of metrics"
+                    )
+                out.update(value)
+            else:
+                if isinstance(value, dict):
+                    raise TypeError(f"reducer {name!r} returned a dict; wrap it with name=None")
+                out[name] = value
+        return out
+
+    def training_reducer_metrics(self) -> dict[str, Any]:
+        return self._custom_metrics(training=True)
+
+    # Validation ---------------------------------------------------------------------------------
+
+    def validate(self, test_mode: bool) -> dict[str, Any]:
+        ctx, trial = self.context, self.trial
+        for m in ctx.models:
+            m.eval()
+        self.reset_reducers()
+        for cb in self._callbacks.values():
+            cb.on_validation_start()
+        loader = self._validation_loader()
+        with torch.no_grad():
+            if self._full_dataset:
+                metrics: dict[str, Any] = {}
+                if self.dist.rank == 0:
+                    metrics = trial.evaluate_full_dataset(loader)
+                    if not isinstance(metrics, dict):
+                        raise TypeError("evaluate_full_dataset must return a dict of metrics")
+            else:
+                metrics = self._evaluate_batches(loader, test_mode)
+        metrics.update(self._custom_metrics(training=False))
+        if self.dist.size > 1 and any(
+            type(cb).on_validation_end is not PyTorchCallback.on_validation_end
+            for cb in self._callbacks.values()
+        ):
+            metrics = self.dist.broadcast(metrics)
+        for cb in self._callbacks.values():
+            cb.on_validation_end(metrics)
+        for m in ctx.models:
+            m.train()
+        return metrics
+
+    def _evaluate_batches(self, loader: Any, test_mode: bool) -> dict[str, Any]:
+        ctx, trial = self.context, self.trial
+        for cb in self._callbacks.values():
+            cb.on_validation_epoch_start()
+        outputs: list[dict[str, Any]] = []
+        keys: set[str] | None = None
+        for idx, batch in enumerate(loader):
+            if ctx._auto_to_device:
+                batch = ctx.to_device(batch)
+            evaluate: Any = trial.evaluate_batch  # batch_idx is optional in user signatures
+            out = evaluate(batch, idx) if self._eval_with_index else evaluate(batch)
+            if not isinstance(out, dict):
+                raise TypeError(
+                    f"{type(trial).__name__}.evaluate_batch must return a dict of metrics"
+                )
+            out = {
+                k: (v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else v)
+                for k, v in out.items()
+            }
+            if keys is None:
+                keys = set(out)
+            elif set(out) != keys:
+                raise ValueError(
+                    f"evaluate_batch returned keys {sorted(out)} at batch {idx}, {sorted(keys)} before; "
+                    "every batch must return the same metrics"
+                )
+            outputs.append(out)
+            if test_mode:
+                break
+        if not outputs:
+            raise RuntimeError(f"the validation data loader is empty on rank {self.dist.rank}")
+        for cb in self._callbacks.values():
+            cb.on_validation_epoch_end(outputs)
+        reducers = trial.evaluation_reducer()
+        mine = reduce_batches(outputs, reducers)
+        per_worker = self.dist.allgather((mine, len(outputs)))
+        return reduce_workers(per_worker, reducers) if self.dist.rank == 0 else {}
+
+    # Checkpoints --------------------------------------------------------------------------------
+
+    def state_dict(self, rng_state: dict[str, Any]) -> dict[str, Any]:
+        ctx = self.context
+        state: dict[str, Any] = {
+            "models_state_dict": [_plain_module(m).state_dict() for m in ctx.models],
+            "optimizers_state_dict": [o.state_dict() for o in ctx.optimizers],
+            "lr_schedulers_state_dict": [s.state_dict() for s in ctx.lr_schedulers],
+            "callbacks": {name: cb.state_dict() for name, cb in self._callbacks.items()},
+            "rng_state": rng_state,
+        }
+        if ctx._scaler is not None:
+            state["scaler_state_dict"] = ctx._scaler.state_dict()
+        if ctx._current_batch_idx is not None and not ctx._is_communicating_batch():
+            # Stopped inside a gradient-aggregation window: keep the partial sums so the
+            # resumed run takes the same optimizer step as an uninterrupted one.
+            state["pending_gradients"] = [
+                [None if p.grad is None else p.grad.detach().cpu().clone() for p in m.parameters()]
+                for m in ctx.models
+            ]
+        return state
+
+    def save(self, path: Path, rng_state: dict[str, Any]) -> None:
+        state = self.state_dict(rng_state)
+        for cb in self._callbacks.values():
+            cb.on_checkpoint_save_start(state)
+        torch.save(state, path / STATE_DICT)
+        ctx = self.context
+        try:
+            config, hparams = ctx.get_experiment_config(), ctx.get_hparams()
+        except ValueError:
+            config, hparams = None, None
+        cls = type(self.trial)
+        load_data: dict[str, Any] = {
+            "trial_type": "PyTorchTrial",
+            "experiment_config": config,
+            "hparams": hparams,
+            "trial_cls_spec": f"{cls.__module__}:{cls.__qualname__}",
+        }
+        if self.is_trainer:
+            load_data["is_trainer"] = True
+        (path / LOAD_DATA).write_text(json.dumps(load_data, indent=2, default=str))
+        self._copy_code(path / "code")
+
+    def _copy_code(self, dest: Path) -> None:
+        src = model_dir_for(self.trial, self.context._core.info is not None)
+        if src is None:
+            return
+        try:
+            _modeldir.unpack(_modeldir.pack(src), dest)
+        except _modeldir.ModelDirError as e:
+            logger.warning("checkpoint code/ left out: %s", e)
+            return
+        dest.chmod(0o755)
+
+    def load(self, path: Path) -> dict[str, Any] | None:
+        """Restore models, optimizers, schedulers, scaler, callbacks; return the RNG state."""
+        found = next((path / f for f in _LEGACY_STATE_FILES if (path / f).exists()), None)
+        if found is None:
+            raise RuntimeError(f"checkpoint at {path} has no {STATE_DICT}")
+        state = torch.load(found, map_location="cpu", weights_only=False)
+        for cb in self._callbacks.values():
+            cb.on_checkpoint_load_start(state)
+        ctx = self.context
+        models = state.get("models_state_dict")
+        if models is None and "model_state_dict" in state:
+            models = [state["model_state_dict"]]
+        if models is None or len(models) != len(ctx.models):
+            raise RuntimeError(
+                f"checkpoint has {0 if models is None else len(models)} model state(s); "
+                f"this trial wraps {len(ctx.models)} model(s)"
+            )
+        for m, s in zip(ctx.models, models, strict=True):
+            load_model_state(m, s)
+        opts = state.get("optimizers_state_dict") or (
+            [state["optimizer_state_dict"]] if "optimizer_state_dict" in state else []
+        )
+        if len(opts) != len(ctx.optimizers):
+            raise RuntimeError(
+                f"checkpoint has {len(opts)} optimizer state(s); this trial wraps {len(ctx.optimizers)}"
+            )
+        for o, s in zip(ctx.optimizers, opts, strict=True):
+            o.load_state_dict(s)
+        scheds = state.get("lr_schedulers_state_dict", [])
+        if len(scheds) != len(ctx.lr_schedulers):
+            raise RuntimeError(
+                f"checkpoint has {len(scheds)} LR scheduler state(s); this trial wraps {len(ctx.lr_schedulers)}"
+            )
+        for sch, s in zip(ctx.lr_schedulers, scheds, strict=True):
+            sch.load_state_dict(s)
+        if ctx._scaler is not None and "scaler_state_dict" in state:
+            ctx._scaler.load_state_dict(state["scaler_state_dict"])
+        for m, grads in zip(ctx.models, state.get("pending_gradients") or [], strict=False):
+            for p, g in zip(m.parameters(), grads, strict=True):
+                p.grad = None if g is None else g.to(p.device)
+        saved_cbs = state.get("callbacks", {})
+        for name, cb in self._callbacks.items():
+            if name in saved_cbs:
+                cb.load_state_dict(saved_cbs[name])
+            elif type(cb).load_state_dict is not PyTorchCallback.load_state_dict:
+                logger.warning("callback %r has no state in the checkpoint", name)
+        return state.get("rng_state")  # type: ignore[no-any-return]
