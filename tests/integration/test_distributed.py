@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,6 +44,14 @@ with core.init() as ctx:
     assert d.gather_local("x") == (["x", "x"] if d.rank == 0 else None)
     assert d.broadcast({"run": run_id} if d.rank == 0 else None) == {"run": run_id}
     assert d.broadcast_local("hi" if d.rank == 0 else None) == "hi"
+    if os.environ.get("SYNC_DIR"):  # both trials must be running at once to get past here
+        sync = os.environ["SYNC_DIR"]
+        if d.rank == 0:
+            open(os.path.join(sync, f"trial{info.trial.trial_id}"), "w").close()
+            deadline = time.time() + 60
+            while len(os.listdir(sync)) < int(os.environ["SYNC_N"]) and time.time() < deadline:
+                time.sleep(0.05)
+        assert d.broadcast(len(os.listdir(sync)) if d.rank == 0 else None) == int(os.environ["SYNC_N"])
     step = 0
     if info.latest_checkpoint:
         mine = f"rank{d.rank}.json"
@@ -50,7 +59,14 @@ with core.init() as ctx:
             state = json.loads((path / mine).read_text())
         assert state["rank"] == d.rank
         step = state["step"]
+        # a selector download per rank: each rank fetches only its own shard
+        dst = os.path.join(os.environ["TMPDIR_BASE"], f"dl-run{run_id}-rank{d.rank}")
+        ctx.checkpoint.download(info.latest_checkpoint, dst, selector=lambda p: p == mine)
+        assert sorted(os.listdir(dst)) == [mine], os.listdir(dst)
     print(f"rank {d.rank} run {run_id} starts at step {step}", flush=True)
+    if os.environ.get("PIDDIR"):
+        with open(os.path.join(os.environ["PIDDIR"], f"rank{d.rank}"), "w") as f:
+            f.write(str(os.getpid()))
     while step < TOTAL:
         time.sleep(STEP_SECONDS)
         step += 1
@@ -77,6 +93,7 @@ LAUNCH = "python3 -m trialkit.launch.torch_distributed -- python3 trial.py"
 
 
 def _config(name: str = "dist", max_restarts: int = 0, **env: object) -> dict:
+    env.setdefault("TMPDIR_BASE", tempfile.mkdtemp(prefix="tk-dist-"))
     return {
         "name": name,
         "entrypoint": LAUNCH,
@@ -163,26 +180,23 @@ def test_sigkilled_worker_fails_the_run_fast_and_the_trial_resumes(
     assert desc["trials"][0]["latest_validation"]["steps_completed"] == 20
 
 
-def test_two_distributed_trials_at_once_do_not_clash(master4: Master, model_dir: Path) -> None:
-    exps = [master4.create(_config(name=f"d{i}", TOTAL=10), model_dir) for i in range(2)]
-    master4.wait_for(
-        lambda: (
-            all(
-                master4.describe(e)["trials"] and master4.describe(e)["trials"][0]["pid"]
-                for e in exps
-            )
-            or all(master4.describe(e)["experiment"]["state"] == "COMPLETED" for e in exps)
-        ),
-        timeout=60,
-        what="both trials running",
-    )
+def test_two_distributed_trials_at_once_do_not_clash(
+    master4: Master, model_dir: Path, tmp_path: Path
+) -> None:
+    sync = tmp_path / "sync"
+    sync.mkdir()
+    exps = [
+        master4.create(_config(name=f"d{i}", TOTAL=10, SYNC_DIR=sync, SYNC_N=2), model_dir)
+        for i in range(2)
+    ]
     for e in exps:
-        desc = master4.wait_state(e, {"COMPLETED", "ERROR"}, timeout=120)
+        desc = master4.wait_state(e, {"COMPLETED", "ERROR"}, timeout=150)
         trial = desc["trials"][0]
         logs = _logs(master4, trial["id"])
         assert desc["experiment"]["state"] == "COMPLETED", "\n".join(logs[-40:])
         assert trial["restarts"] == 0
         assert _has(logs, "[rank=1] rank 1 run 1 done")
+    assert len(list(sync.iterdir())) == 2
 
 
 def test_pause_reaches_every_worker_and_activate_resumes(master: Master, model_dir: Path) -> None:
@@ -206,3 +220,19 @@ def test_pause_reaches_every_worker_and_activate_resumes(master: Master, model_d
     desc = master.wait_state(exp, {"COMPLETED", "ERROR"}, timeout=120)
     assert desc["experiment"]["state"] == "COMPLETED"
     assert _has(_logs(master, 1), f"rank 1 run 2 starts at step {step}")
+
+
+def test_kill_ends_every_worker(master: Master, model_dir: Path, tmp_path: Path) -> None:
+    piddir = tmp_path / "pids"
+    piddir.mkdir()
+    exp = master.create(_config(TOTAL=100000, STEP_SECONDS=0.05, PIDDIR=piddir), model_dir)
+    master.wait_for(
+        lambda: len(list(piddir.iterdir())) == 2, timeout=90, what="both workers running"
+    )
+    pids = [int(p.read_text()) for p in piddir.iterdir()]
+    master.cli("experiment", "kill", str(exp))
+    desc = master.wait_state(exp, {"CANCELED"}, timeout=60)
+    assert desc["trials"][0]["state"] == "CANCELED"
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)

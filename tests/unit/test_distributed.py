@@ -295,3 +295,60 @@ def test_from_deepspeed_and_horovod(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LOCAL_SIZE")
     with pytest.raises(RuntimeError, match="LOCAL_SIZE is not set"):
         DistributedContext.from_deepspeed()
+
+
+def test_a_worker_without_a_chief_gives_up_at_its_connect_timeout() -> None:
+    port = free_port()
+    t0 = time.monotonic()
+    with pytest.raises(
+        DistributedError, match=f"rank 1 could not reach the chief at 127.0.0.1:{port}"
+    ):
+        DistributedContext(
+            rank=1, size=2, local_rank=1, local_size=2, cross_rank=0, cross_size=1,
+            pub_port=port, connect_timeout=0.5,
+        )  # fmt: skip
+    assert time.monotonic() - t0 < 5
+
+
+def test_a_chief_without_workers_names_the_missing_ranks() -> None:
+    with pytest.raises(DistributedError, match=r"waiting for ranks \[1, 2\] to connect"):
+        DistributedContext(
+            rank=0, size=3, local_rank=0, local_size=3, cross_rank=0, cross_size=1,
+            pub_port=free_port(), connect_timeout=0.5,
+        )  # fmt: skip
+
+
+def test_a_stranger_on_the_port_is_not_unpickled_and_does_not_block_the_job(
+    tmp_path: Path,
+) -> None:
+    port, marker = free_port(), tmp_path / "pwned"
+    out: dict[int, Any] = {}
+
+    def rank_main(rank: int) -> None:
+        d = DistributedContext(
+            rank=rank, size=2, local_rank=rank, local_size=2, cross_rank=0, cross_size=1,
+            pub_port=port, timeout=10, connect_timeout=10,
+        )  # fmt: skip
+        out[rank] = d.allgather(rank)
+        d.close()
+
+    chief = threading.Thread(target=rank_main, args=(0,), daemon=True)
+    chief.start()
+    deadline = time.monotonic() + 10
+    while True:  # the stranger gets in first, with a pickle that would run a command
+        try:
+            s = socket.create_connection(("127.0.0.1", port))
+            break
+        except ConnectionRefusedError:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+    with s:
+        evil = f"cos\nsystem\n(S'touch {marker}'\ntR.".encode()
+        s.sendall(len(evil).to_bytes(8, "big") + evil)
+        assert s.recv(100) == b""  # dropped without an answer
+    worker = threading.Thread(target=rank_main, args=(1,), daemon=True)
+    worker.start()
+    for t in (chief, worker):
+        t.join(20)
+    assert out == {0: [0, 1], 1: [0, 1]}
+    assert not marker.exists()

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,10 +60,11 @@ def test_wrap_rank_no_redirect_and_missing_program() -> None:
     assert p.returncode == 1 and "error: cannot start '/no/such/program'" in p.stderr
 
 
-@pytest.mark.parametrize("module", ["torch_distributed", "deepspeed", "horovod", "wrap_rank"])
-def test_every_launcher_has_help(module: str) -> None:
-    p = _launch(module, "--help")
-    assert p.returncode == 0 and "usage:" in p.stdout
+@pytest.mark.parametrize("module", [torch_distributed, deepspeed, horovod, wrap_rank])
+def test_every_launcher_has_help(module: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        module.main(["--help"])
+    assert e.value.code == 0 and "usage: python3 -m trialkit.launch." in capsys.readouterr().out
 
 
 def test_resolve_rank(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -127,16 +129,24 @@ def test_torch_distributed_multi_node_command() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ([], "error: no script to run"),
+        ([], "no script to run"),
         (["--trial", "model_def:T", "python3", "x.py"], "takes no script arguments"),
         (["--nnodes", "2", "python3", "x.py"], "give --rdzv-endpoint HOST:PORT"),
         (["--rdzv-endpoint", "nohost", "--", "python3", "x.py"], "expected HOST:PORT"),
     ],
 )
-def test_torch_distributed_bad_input_is_one_line(args: list[str], message: str) -> None:
-    p = _launch("torch_distributed", *args)
+def test_torch_distributed_bad_input_is_a_launch_error(args: list[str], message: str) -> None:
+    with pytest.raises(LaunchError, match=message):
+        torch_distributed.main(args)
+
+
+def test_bad_input_is_one_line_on_stderr() -> None:
+    p = _launch("torch_distributed", "--nnodes", "2", "python3", "x.py")
     assert p.returncode == 1
-    assert message in p.stderr and "Traceback" not in p.stderr
+    assert (
+        p.stderr.startswith("error: --nnodes 2: give --rdzv-endpoint")
+        and "Traceback" not in p.stderr
+    )
 
 
 def test_deepspeed_command_and_hostfile(tmp_path: Path) -> None:
@@ -179,12 +189,14 @@ def test_horovod_command() -> None:
     assert tail == ["trialkit.launch.wrap_rank", horovod.RANK_VARS, "--", "python3", "t.py"]
 
 
-def test_missing_frameworks_say_so_in_one_line(tmp_path: Path) -> None:
-    env = {"PATH": str(tmp_path)}  # no horovodrun / deepspeed on PATH
-    p = _launch("horovod", "--nproc-per-node", "2", "python3", "t.py", env=env)
-    assert p.returncode == 1 and p.stderr.startswith("error: horovod is not installed")
-    assert "Traceback" not in p.stderr
-    p = _launch("horovod", "--dry-run", "--nproc-per-node", "2", "python3", "t.py", env=env)
-    assert p.returncode == 0 and p.stdout.startswith("horovodrun -np 2 -H localhost:2")
-    p = _launch("deepspeed", "python3", "t.py", env=env)
-    assert p.returncode == 1 and p.stderr.startswith("error: deepspeed is not installed")
+def test_missing_frameworks_say_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no horovodrun / deepspeed on PATH
+    monkeypatch.delenv("TRIALKIT_CLUSTER_INFO", raising=False)
+    with pytest.raises(LaunchError, match="^horovod is not installed"):
+        horovod.main(["--nproc-per-node", "2", "python3", "t.py"])
+    assert horovod.main(["--dry-run", "--nproc-per-node", "2", "python3", "t.py"]) == 0
+    assert capsys.readouterr().out.startswith("horovodrun -np 2 -H localhost:2")
+    with pytest.raises(LaunchError, match="^deepspeed is not installed"):
+        deepspeed.main(["python3", "t.py"])

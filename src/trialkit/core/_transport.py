@@ -1,16 +1,16 @@
 """The wire under DistributedContext: a star of TCP connections around one hub rank.
 
 The hub (rank 0 of the group) listens on a port chosen per job (never a constant); every other
-rank connects to it and says hello with the job's token. Messages are pickled Python objects,
-length-prefixed. One reader thread per connection turns the socket into a queue, so a peer that
-goes away is noticed at once: the hub tells every other rank which rank was lost, and each rank
-raises ``PeerLostError`` naming it at its current or next collective instead of hanging. Every
-wait has a deadline. Standard library only (no framework, no zmq).
+rank connects to it and says hello (JSON) with the job's token; after that, messages are pickled
+Python objects, length-prefixed. One reader thread per connection turns the socket into a queue,
+so a peer that goes away is noticed at once: the hub tells every other rank which rank was lost,
+and each rank raises ``PeerLostError`` naming it at its current or next collective instead of
+hanging. Every wait has a deadline. Standard library only (no framework, no zmq).
 """
 
 from __future__ import annotations
 
-import errno
+import json
 import pickle
 import queue
 import socket
@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 _HEADER = struct.Struct("!Q")
+_MAX_HELLO = 4096
 _EOF = ("eof",)
 
 
@@ -35,6 +36,11 @@ class PeerLostError(DistributedError):
         msg = f"worker {who} exited/disconnected"
         super().__init__(f"{msg}: {detail}" if detail else msg)
         self.rank = rank
+
+
+def _hello(token: str, rank: int, size: int) -> bytes:
+    data = json.dumps({"hello": "trialkit", "token": token, "rank": rank, "size": size}).encode()
+    return _HEADER.pack(len(data)) + data
 
 
 def _frame(obj: Any) -> bytes:
@@ -193,16 +199,18 @@ class Star:
             conn.start(self._on_peer_eof)
 
     def _handshake(self, sock: socket.socket, deadline: float, pending: list[_Conn]) -> None:
-        sock.settimeout(max(deadline - time.monotonic(), 0.1))
+        # The hello is JSON, not pickle: nothing from an unauthenticated peer is unpickled.
+        sock.settimeout(min(max(deadline - time.monotonic(), 0.1), 5.0))
         try:
             rfile = sock.makefile("rb")
-            head = rfile.read(_HEADER.size)
-            (n,) = _HEADER.unpack(head)
-            hello = pickle.loads(rfile.read(n))
+            (n,) = _HEADER.unpack(rfile.read(_HEADER.size))
+            hello = json.loads(rfile.read(n)) if n <= _MAX_HELLO else None
             rfile.close()
-        except (OSError, ValueError, struct.error, pickle.UnpicklingError, EOFError):
+        except (OSError, ValueError, struct.error):
             sock.close()
             return
+        if isinstance(hello, dict) and hello.get("hello") == "trialkit":
+            hello = ("hello", hello.get("token"), hello.get("rank"), hello.get("size"))
         reason = None
         if not (isinstance(hello, tuple) and len(hello) == 4 and hello[0] == "hello"):
             reason = "not a trialkit worker"
@@ -239,16 +247,12 @@ class Star:
                 )
             try:
                 sock = socket.create_connection((host, port), timeout=min(remaining, 5.0))
-            except OSError as e:
+            except OSError as e:  # the chief is not listening yet: retry until the deadline
                 last = e.strerror or str(e)
-                if e.errno not in (errno.ECONNREFUSED, errno.ECONNRESET, None) and not isinstance(
-                    e, TimeoutError
-                ):
-                    time.sleep(0.2)
                 time.sleep(0.05)
                 continue
             try:
-                sock.sendall(_frame(("hello", self._token, self.rank, self.size)))
+                sock.sendall(_hello(self._token, self.rank, self.size))
                 sock.settimeout(max(deadline - time.monotonic(), 0.1))
                 conn = _Conn(sock, 0, f"trialkit-dist-hub{self._label.strip(': ')}")
                 conn.start()
@@ -260,6 +264,7 @@ class Star:
                 continue
             if msg is None:
                 conn.close(say_bye=False)
+                last = "connected, but the chief never said ready: are all ranks running?"
                 continue
             if msg[0] == "reject":
                 conn.close(say_bye=False)
