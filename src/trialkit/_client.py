@@ -16,24 +16,12 @@ from typing import Any
 import httpx
 
 from ._json import dumps
+from .errors import APIError, MasterUnavailable
 
 _JSON_HEADERS = {"content-type": "application/json"}
 
 # httpx logs every request at INFO, which would flood trial logs.
 logging.getLogger("httpx").setLevel(logging.WARNING)
-
-
-class MasterUnavailable(ConnectionError):
-    """The master could not be reached (not running, or restarting)."""
-
-
-class APIError(RuntimeError):
-    """The master answered with an error; ``status`` is the HTTP status code."""
-
-    def __init__(self, status: int, message: str, errors: list[str] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.errors = errors or [message]
 
 
 def read_master_file(path: str | os.PathLike[str]) -> tuple[str, str] | None:

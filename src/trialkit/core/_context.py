@@ -8,14 +8,12 @@ from types import TracebackType
 from typing import Any
 
 from .. import storage as storage_lib
-from .._client import MasterClient
 from .._home import default_checkpoint_storage, trialkit_home
 from .._info import ClusterInfo, get_cluster_info
 from ..errors import InvalidHP
-from ._backend import HttpBackend, TrialBackend
+from ._backend import TrialBackend
 from ._checkpoint import CheckpointContext
 from ._distributed import DistributedContext, DummyDistributedContext
-from ._local import LocalBackend
 from ._metrics import MetricsShipper
 from ._preempt import PreemptContext, PreemptMode
 from ._profiler import ProfilerContext
@@ -133,8 +131,10 @@ def _distributed_for(
     return DummyDistributedContext()
 
 
-def _open_local(storage_cfg: dict[str, Any], dist: DistributedContext) -> LocalBackend:
+def _open_local(storage_cfg: dict[str, Any], dist: DistributedContext) -> TrialBackend:
     """Open the local store; with several ranks the chief first (it may create the tables)."""
+    from ._local import LocalBackend
+
     if dist.size == 1:
         return LocalBackend.open(storage_cfg)
     backend = LocalBackend.open(storage_cfg) if dist.rank == 0 else None
@@ -168,6 +168,9 @@ def init(
             trial.config["checkpoint_storage"]
         )
         storage = storage_lib.build(storage_cfg)
+        from .._client import MasterClient
+        from ._http import HttpBackend
+
         client = MasterClient(info.master_url, info.session_token, master_file=info.master_file)
         backend = HttpBackend(client, trial.trial_id, trial.experiment_id, trial.trial_run_id)
         searcher_cfg = dict(trial.config.get("searcher") or {})

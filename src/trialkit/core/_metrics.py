@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .._client import APIError
+from ..errors import APIError
 from ._backend import TrialBackend
 
 logger = logging.getLogger("trialkit.core")
