@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import sys
 import time
@@ -103,7 +104,7 @@ def test_two_nodes_on_loopback(tmp_path: Path) -> None:
     script.write_text(NODE_SCRIPT)
     store = tmp_path / "ckpts"
     rdzv = free_port()
-    env = {**_env(tmp_path), "STORE": str(store)}
+    env = {**_env(tmp_path), "STORE": str(store), "TRIALKIT_DIST_TOKEN": secrets.token_hex(16)}
     nodes = [
         subprocess.Popen(
             [
@@ -157,3 +158,39 @@ def test_two_nodes_on_loopback(tmp_path: Path) -> None:
     assert saved == {"sum": 10.0, "ranks": [0, 1, 2, 3]}
     assert json.loads((ckpt / "metadata.json").read_text())["steps_completed"] == 1
     assert any(line.startswith("[rank=3] RESULT") for line in outs[1].splitlines())
+
+
+PLAIN_INIT_SCRIPT = """
+from trialkit import core
+
+with core.init() as ctx:  # no distributed=...: the launcher's environment says it all
+    d = ctx.distributed
+    print("GATHERED", d.rank, d.size, d.allgather(d.rank), flush=True)
+    ctx.train.report_training_metrics(steps_completed=1, metrics={"rank": d.rank})
+"""
+
+
+def test_plain_core_init_under_the_launcher_without_a_master(tmp_path: Path) -> None:
+    from trialkit.store import Store
+
+    script = tmp_path / "plain.py"
+    script.write_text(PLAIN_INIT_SCRIPT)
+    p = subprocess.run(
+        [*LAUNCH, "--nproc-per-node", "2", "--", sys.executable, str(script)],
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "[rank=0] GATHERED 0 2 [0, 1]" in p.stdout
+    assert "[rank=1] GATHERED 1 2 [0, 1]" in p.stdout
+    store = Store.at(tmp_path / "home")
+    try:
+        [exp] = store.list_experiments()  # one run, tracked once: the workers join the chief's
+        assert exp.state.value == "COMPLETED"
+        [trial] = store.list_trials(exp.id)
+        ranks = sorted(m.values["rank"] for m in store.list_metrics(trial.id, "training"))
+        assert ranks == [0, 1]
+    finally:
+        store.close()

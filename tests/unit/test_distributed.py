@@ -88,8 +88,10 @@ def test_collectives_on_three_ranks() -> None:
         assert getters == [rank, rank, 3, 1]
 
 
-def test_local_variants_stay_within_a_node() -> None:
+def test_local_variants_stay_within_a_node(monkeypatch: pytest.MonkeyPatch) -> None:
     # 4 ranks as 2 "nodes" of 2: the local groups get their own (exchanged) ports.
+    monkeypatch.setenv(TOKEN_ENV, "shared-secret")
+
     def body(d: DistributedContext) -> Any:
         return d.allgather(d.rank), d.allgather_local(d.rank), d.broadcast_local(d.rank)
 
@@ -99,6 +101,14 @@ def test_local_variants_stay_within_a_node() -> None:
         assert ag == [0, 1, 2, 3]
         assert agl == [2 * node, 2 * node + 1]
         assert bl == 2 * node
+
+
+def test_ranks_across_nodes_need_a_shared_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    out = _run_ranks(4, lambda d: d.rank, local_size=2, timeout=2.0)
+    assert all(
+        isinstance(e, RuntimeError) and f"set {TOKEN_ENV} to the same secret" in str(e) for e in out
+    ), out
 
 
 def test_many_rounds_keep_order() -> None:

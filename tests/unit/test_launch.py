@@ -133,9 +133,16 @@ def test_torch_distributed_multi_node_command() -> None:
         (["--trial", "model_def:T", "python3", "x.py"], "takes no script arguments"),
         (["--nnodes", "2", "python3", "x.py"], "give --rdzv-endpoint HOST:PORT"),
         (["--rdzv-endpoint", "nohost", "--", "python3", "x.py"], "expected HOST:PORT"),
+        (
+            ["--nnodes", "2", "--rdzv-endpoint", "10.0.0.1:29400", "--", "python3", "x.py"],
+            "set TRIALKIT_DIST_TOKEN to the same secret on every node",
+        ),
     ],
 )
-def test_torch_distributed_bad_input_is_a_launch_error(args: list[str], message: str) -> None:
+def test_torch_distributed_bad_input_is_a_launch_error(
+    args: list[str], message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TRIALKIT_DIST_TOKEN", raising=False)
     with pytest.raises(LaunchError, match=message):
         torch_distributed.main(args)
 

@@ -116,30 +116,32 @@ def _storage_config(
 def _distributed_for(
     info: ClusterInfo | None, distributed: DistributedContext | None
 ) -> DistributedContext:
-    """The given context; else, for a multi-slot trial, the one its launcher's env describes."""
+    """The given context; else the one a launcher's environment describes (with or without a
+    master: torchrun's or trialkit's launchers); else a single worker."""
     if distributed is not None:
         return distributed
-    if info is not None and len(info.slot_ids) > 1:
-        found = DistributedContext.from_launcher_env()
-        if found is None:
-            raise ValueError(
-                "you must provide a valid DistributedContext for a multi-slot task: start the "
-                "entrypoint with a launcher (python3 -m trialkit.launch.torch_distributed -- "
-                "python3 train.py) or pass core.init(distributed=...)"
-            )
+    found = DistributedContext.from_launcher_env()
+    if found is not None:
         return found
+    if info is not None and len(info.slot_ids) > 1:
+        raise ValueError(
+            "you must provide a valid DistributedContext for a multi-slot task: start the "
+            "entrypoint with a launcher (python3 -m trialkit.launch.torch_distributed -- "
+            "python3 train.py) or pass core.init(distributed=...)"
+        )
     return DummyDistributedContext()
 
 
 def _open_local(storage_cfg: dict[str, Any], dist: DistributedContext) -> TrialBackend:
-    """Open the local store; with several ranks the chief first (it may create the tables)."""
+    """Open the local store. With several ranks the chief opens it first (it may create the
+    tables) and tracks the run; the other ranks join its experiment and trial."""
     from ._local import LocalBackend
 
     if dist.size == 1:
         return LocalBackend.open(storage_cfg)
-    backend = LocalBackend.open(storage_cfg) if dist.rank == 0 else None
-    dist.allgather(None)
-    return backend or LocalBackend.open(storage_cfg)
+    chief = LocalBackend.open(storage_cfg) if dist.rank == 0 else None
+    ids = dist.broadcast((chief.experiment_id, chief.trial_id) if chief else None)
+    return chief or LocalBackend.open(storage_cfg, join=ids)
 
 
 def init(

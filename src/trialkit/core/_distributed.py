@@ -102,6 +102,13 @@ class DistributedContext:
         )
         token = os.environ.get(TOKEN_ENV, "")
         multi_node = self.local_size != self.size
+        if multi_node and not token:
+            # Across hosts the chief listens on every interface and unpickles what peers send:
+            # only peers that know a shared secret may join.
+            raise RuntimeError(
+                f"DistributedContext across {self.cross_size} nodes: set {TOKEN_ENV} to the same "
+                "secret on every node"
+            )
         self._global = Star(
             rank=self.rank,
             size=self.size,

@@ -24,8 +24,20 @@ def _script_name() -> str:
 class LocalBackend(TrialBackend):
     """Writes the local store directly; never preempts (SIGTERM still does, see PreemptContext)."""
 
-    def __init__(self, store: Store, checkpoint_storage: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        checkpoint_storage: dict[str, Any],
+        *,
+        join: tuple[int, int] | None = None,
+    ) -> None:
         self.store = store
+        self.run_id = 0
+        self._op_done = False
+        self._owner = join is None
+        if join is not None:  # a worker rank: the chief's experiment and trial
+            self.experiment_id, self.trial_id = join
+            return
         name = f"local: {_script_name()}"
         config = {
             "name": name,
@@ -38,13 +50,14 @@ class LocalBackend(TrialBackend):
         trial = store.create_trial(experiment_id=exp.id, request_id="local", hparams={}, seed=0)
         self.experiment_id = exp.id
         self.trial_id = trial.id
-        self.run_id = 0
-        self._op_done = False
         logger.info("local mode: tracking this run as experiment %d, trial %d", exp.id, trial.id)
 
     @classmethod
-    def open(cls, checkpoint_storage: dict[str, Any]) -> LocalBackend:
-        return cls(Store.for_home(trialkit_home()), checkpoint_storage)
+    def open(
+        cls, checkpoint_storage: dict[str, Any], join: tuple[int, int] | None = None
+    ) -> LocalBackend:
+        """Track this run as a new unmanaged experiment, or ``join`` (experiment, trial) ids."""
+        return cls(Store.for_home(trialkit_home()), checkpoint_storage, join=join)
 
     def ship_metrics(self, reports: list[dict[str, Any]]) -> None:
         self.store.add_metrics(
@@ -104,6 +117,9 @@ class LocalBackend(TrialBackend):
         return self.store.last_validation_steps(self.trial_id)
 
     def close(self, exc: BaseException | None = None) -> None:
+        if not self._owner:
+            self.store.close()
+            return
         failed = exc is not None
         ended = time.time()
         self.store.update_trial(

@@ -220,7 +220,7 @@ class Star:
                 reason = "wrong job token (a rank of another job reached this port)"
             elif size != self.size:
                 reason = f"it says size={size}, the chief has size={self.size}"
-            elif not 0 < rank < self.size:
+            elif not isinstance(rank, int) or not 0 < rank < self.size:
                 reason = f"rank {rank} is outside [1, {self.size})"
             elif rank in self._peers:
                 reason = f"rank {rank} connected twice"

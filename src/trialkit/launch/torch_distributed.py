@@ -145,14 +145,18 @@ def main(argv: list[str]) -> int:
             f"--nnodes {nnodes}: give --rdzv-endpoint HOST:PORT (node 0's address and a free "
             "port), the same on every node"
         )
+    if nnodes > 1 and not os.environ.get(TOKEN_ENV):
+        # The chief then listens on every interface: only peers that know a secret may join
+        # (anything derived from the command line could be guessed by any host on the network).
+        raise LaunchError(
+            f"--nnodes {nnodes}: set {TOKEN_ENV} to the same secret on every node, e.g. "
+            f"export {TOKEN_ENV}=$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
+        )
     watch = WorkerWatch()
     env = job_env(info, chief_port, USE_TORCH_DISTRIBUTED="True")
     env[WATCH_ENV] = str(watch.path)
     if args.rdzv_endpoint:
         env["DET_CHIEF_IP"] = master_addr
-        if not os.environ.get(TOKEN_ENV):
-            # Every node must present the same token: derive it from what they share.
-            env[TOKEN_ENV] = f"rdzv-{args.rdzv_endpoint}-{nnodes}"
     cmd = build_command(
         nnodes=nnodes,
         nproc_per_node=nproc,
