@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from .. import __version__
 from ..config import ConfigError
+from ..searcher import generation_of
 from ..store import ExperimentState, NewMetric, NotFound, Store, Trial
 from ._create import CreateError, prepare_experiment
 from ._engine import Engine
@@ -211,12 +212,18 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
         experiment_id: int, after: int = 0, timeout_seconds: float = 0.0
     ) -> dict[str, Any]:
         deadline = time.monotonic() + min(timeout_seconds, 60.0)
-        while True:
+
+        def poll() -> tuple[list[Any], dict[str, Any], str]:
             with engine.lock:
                 queue = _event_queue(experiment_id)
                 events = queue.events_after(after) if queue is not None else []
                 progress = dict(queue.trial_progress) if queue is not None else {}
-            state = store.get_experiment(experiment_id).state.value
+            return events, progress, store.get_experiment(experiment_id).state.value
+
+        while True:
+            # The engine lock and the store block: off the event loop, so a long poll never
+            # stalls the other async routes (the trials' preemption long polls among them).
+            events, progress, state = await asyncio.to_thread(poll)
             if (
                 events
                 or time.monotonic() >= deadline
@@ -409,7 +416,7 @@ def _searcher_summary(
         "name": searcher.get("name"),
         "metric": searcher.get("metric"),
         "smaller_is_better": searcher.get("smaller_is_better", True),
-        "generation": "0.37" if searcher.get("max_length") is not None else "0.38",
+        "generation": generation_of(searcher),
         "max_trials": searcher.get("max_trials", 1 if searcher.get("name") == "single" else None),
         "progress": progress,
         "trials": len(trials),

@@ -30,6 +30,7 @@ from ..searcher import (
     Shutdown,
     Stop,
     ValidateAfter,
+    generation_of,
     make_search_method,
 )
 from ..searcher._custom import (
@@ -124,7 +125,7 @@ class SearcherDriver:
         cfg = experiment.config
         self.experiment_config = cfg
         custom = cfg["searcher"].get("name") == "custom"
-        self.generation = "0.37" if custom or cfg["searcher"].get("max_length") else "0.38"
+        self.generation = generation_of(cfg["searcher"])
         self.metric = cfg["searcher"].get("metric") or ("searcher_metric" if custom else None)
         self.method = build_method(store, experiment)
         self._has_process = has_process

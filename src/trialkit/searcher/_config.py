@@ -46,6 +46,12 @@ class SearcherSettings:
         return value
 
 
+def generation_of(searcher: Mapping[str, Any]) -> str:
+    """"0.37" (operations: max_length, and always for custom searchers) or "0.38" (reports)."""
+    custom = searcher.get("name") == "custom"
+    return "0.37" if custom or searcher.get("max_length") is not None else "0.38"
+
+
 def parse_settings(searcher: Mapping[str, Any]) -> SearcherSettings:
     """Read a fully-defaulted searcher section; raise ValueError listing every problem."""
     errors: list[str] = []
