@@ -11,6 +11,7 @@ import collections
 import functools
 import importlib.util
 import logging
+import shutil
 import sys
 import tempfile
 import time
@@ -74,6 +75,15 @@ def build_method(store: Store, experiment: Experiment) -> DrivenMethod:
     return make_search_method(searcher, cfg["hyperparameters"], seed)
 
 
+def _forget_model_dir_modules(before: set[str], root: Path) -> None:
+    """Drop helper modules the searcher imported from its model dir (``import utils``), so
+    another experiment's ``utils`` is not this one's cached copy."""
+    for name in set(sys.modules) - before:
+        file = getattr(sys.modules[name], "__file__", None) or ""
+        if file.startswith(str(root)) and not name.startswith("_trialkit_custom_searcher_"):
+            del sys.modules[name]
+
+
 def _load_custom_class(store: Store, experiment: Experiment, spec: str) -> Any:
     """Import ``module:Class`` from the experiment's model directory (unpacked to a temp dir)."""
     module_name, _, attr = spec.partition(":")
@@ -88,6 +98,7 @@ def _load_custom_class(store: Store, experiment: Experiment, spec: str) -> Any:
             " model directory"
         )
     unique = f"_trialkit_custom_searcher_{experiment.id}_{module_name.replace('.', '_')}"
+    before = set(sys.modules)
     sys.path.insert(0, str(root))
     try:
         module_spec = importlib.util.spec_from_file_location(unique, path)
@@ -101,6 +112,8 @@ def _load_custom_class(store: Store, experiment: Experiment, spec: str) -> Any:
         ) from e
     finally:
         sys.path.remove(str(root))
+        _forget_model_dir_modules(before, root)
+        shutil.rmtree(root, ignore_errors=True)
     try:
         return getattr(module, attr)
     except AttributeError:
