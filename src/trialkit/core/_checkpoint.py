@@ -240,7 +240,13 @@ class CheckpointContext:
         """Yield (directory, storage_id) to save into; on exit the checkpoint is published.
 
         With ``shard=True`` every rank gets its own directory; on exit all ranks' files are
-        gathered into the one checkpoint (see ``upload(shard=True)``)."""
+        gathered into the one checkpoint (see ``upload(shard=True)``).
+
+        QUIRK decision: on shared_fs Determined hands every rank the same final directory. We
+        stage each rank's files in its own temporary directory and merge them, so two ranks
+        writing one path with different contents is an error instead of a silent last writer
+        wins, and the code is the same for every storage type; the price is one copy of the
+        files (staged under ``$TMPDIR``)."""
         self._require_chief("store_path", shard)
         metadata = dict(metadata or {})
         if self._dist.rank == 0:

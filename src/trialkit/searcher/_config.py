@@ -47,7 +47,7 @@ class SearcherSettings:
 
 
 def generation_of(searcher: Mapping[str, Any]) -> str:
-    """"0.37" (operations: max_length, and always for custom searchers) or "0.38" (reports)."""
+    """ "0.37" (operations: max_length, and always for custom searchers) or "0.38" (reports)."""
     custom = searcher.get("name") == "custom"
     return "0.37" if custom or searcher.get("max_length") is not None else "0.38"
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import abc
 import base64
 import dataclasses
+import logging
 import math
 import pathlib
 import tempfile
@@ -39,6 +40,8 @@ from trialkit.searcher._ops import (
 from trialkit.searcher._rng import draw_trial_seed, new_rng, restore_rng, rng_state
 
 _OPS = (Create, ValidateAfter, Close, Shutdown, Stop)
+
+logger = logging.getLogger("trialkit.searcher")
 
 
 @dataclasses.dataclass
@@ -185,6 +188,7 @@ class CustomMethod(DrivenMethod):
         self.state = SearcherState()
         self._rng = new_rng(experiment_seed)
         self._inflight: dict[str, int] = {}
+        self._progress_warned = False
 
     def _call(self, name: str, *args: Any) -> list[Operation]:
         where = f"{type(self.method).__name__}.{name}"
@@ -248,7 +252,15 @@ class CustomMethod(DrivenMethod):
     def progress(self) -> float:
         try:
             value = float(self.method.progress(self.state))
-        except Exception:
+        except Exception as e:  # progress is for display: say so once, never fail the search
+            if not self._progress_warned:
+                self._progress_warned = True
+                logger.warning(
+                    "%s.progress() raised %s: %s; showing 0%% progress",
+                    type(self.method).__name__,
+                    type(e).__name__,
+                    e,
+                )
             return 0.0
         return min(max(value, 0.0), 1.0) if math.isfinite(value) else 0.0
 
