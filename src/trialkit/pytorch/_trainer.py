@@ -32,7 +32,13 @@ def _torch_distributed(given: core.DistributedContext | None) -> core.Distribute
     if not torch.distributed.is_initialized():
         backend = "nccl" if torch.cuda.is_available() else "gloo"
         torch.distributed.init_process_group(backend)
-    return core.DistributedContext.from_torch_distributed()
+    try:
+        return core.DistributedContext.from_torch_distributed()
+    except NotImplementedError:
+        # This core has no multi-worker transport: coordinate over the torch process group.
+        from ._distributed import ProcessGroupDistributedContext
+
+        return ProcessGroupDistributedContext()
 
 
 @contextlib.contextmanager
@@ -62,7 +68,12 @@ def init(
         steps_completed = info.trial.steps_completed
     if trial_seed is not None:
         seed_all(trial_seed)
-    with core.init(distributed=dist) as core_context:
+    if dist is not None and dist.size > 1 and dist.rank != 0:
+        dist.broadcast(None)  # the chief opens (and, locally, creates) the store first
+    core_context = core.init(distributed=dist)
+    if dist is not None and dist.size > 1 and dist.rank == 0:
+        dist.broadcast(True)
+    with core_context:
         yield PyTorchTrialContext(
             core_context,
             hparams=hparams,
