@@ -266,3 +266,42 @@ def test_warm_start_from_another_trial_keeps_weights_not_progress() -> None:
         finally:
             loop_cls.__init__ = orig
     assert trainer.loop is not None and trainer.loop.progress.batches_trained == 2
+
+
+def test_set_profiler_wraps_training_and_writes_traces(trialkit_home: Path) -> None:
+    class Profiled(RegressionTrial):
+        def __init__(self, context: Any) -> None:
+            super().__init__(context)
+            context.set_profiler(
+                activities=[torch.profiler.ProfilerActivity.CPU],
+                schedule=torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=1),
+            )
+
+    with pytorch.init(hparams=dict(HP), seed=0) as ctx:
+        trial = Profiled(ctx)
+        pytorch.Trainer(trial, ctx).fit(max_length=pytorch.Batch(6), checkpoint_policy="none")
+        traces = list(Path(ctx.get_tensorboard_path()).rglob("*.pt.trace.json*"))
+    assert traces, "no profiler trace written"
+
+
+def test_on_training_epoch_callbacks_see_epoch_indices() -> None:
+    seen: list[tuple[str, int]] = []
+
+    class Epochs(pytorch.PyTorchCallback):
+        def on_training_epoch_start(self, epoch_idx: int) -> None:
+            seen.append(("start", epoch_idx))
+
+        def on_training_epoch_end(self, epoch_idx: int) -> None:
+            seen.append(("end", epoch_idx))
+
+    class WithEpochs(RegressionTrial):
+        def build_callbacks(self) -> dict[str, pytorch.PyTorchCallback]:
+            return {"epochs": Epochs()}
+
+        def train_batch(self, batch: Any, epoch_idx: int, batch_idx: int) -> dict[str, Any]:
+            assert self.context.current_train_epoch() == epoch_idx == batch_idx // 6
+            assert self.context.is_epoch_start() == (batch_idx % 6 == 0)
+            return super().train_batch(batch, epoch_idx, batch_idx)
+
+    _fit(WithEpochs, max_length=pytorch.Epoch(2))
+    assert seen == [("start", 0), ("end", 0), ("start", 1), ("end", 1)]
