@@ -89,7 +89,7 @@ class LoopSettings:
     step_zero_validation: bool = False
     test_mode: bool = False
     trial_id: int = 0
-    global_batch_size: int | None = None
+    initial_batch: int = 0
     on_cluster: bool = False
 
 
@@ -154,7 +154,7 @@ class TrainLoop:
     # Entry --------------------------------------------------------------------------------------
 
     def run(self, targets: Iterable[Target], latest_checkpoint: str | None = None) -> None:
-        self._cb("on_trial_startup", self.progress.batches_trained, latest_checkpoint)
+        self._cb("on_trial_startup", self.s.initial_batch, latest_checkpoint)
         try:
             self._run(targets, latest_checkpoint)
         finally:
@@ -305,7 +305,8 @@ class TrainLoop:
         # Validation must not move the training RNG: a run resumed after a checkpoint and one
         # that validated at other points then draw identical dropout masks and shuffles.
         rng = capture_rng(self.strategy.device)
-        self.core.train.set_status("validating") if self._chief else None
+        if self._chief:
+            self.core.train.set_status("validating")
         try:
             metrics = self.strategy.validate(self.s.test_mode)
         finally:

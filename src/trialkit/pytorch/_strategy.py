@@ -151,7 +151,8 @@ class TorchStrategy:
         ctx = self.context
         ctx._current_batch_idx = batch_idx
         for m in ctx.models:
-            m.train()
+            if not m.training:  # validation leaves them in eval mode
+                m.train()
         if ctx._auto_to_device:
             batch = ctx.to_device(batch)
         out = self.trial.train_batch(batch, epoch_idx, batch_idx)

@@ -213,7 +213,7 @@ class Trainer:
             step_zero_validation=step_zero_validation,
             test_mode=test_mode,
             trial_id=trial_id,
-            global_batch_size=self._context._global_batch_size,
+            initial_batch=self._context.get_initial_batch(),
             on_cluster=on_cluster,
         )
         strategy = TorchStrategy(self._trial, self._context, is_trainer=self._is_trainer)
