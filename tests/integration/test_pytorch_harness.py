@@ -236,3 +236,39 @@ def test_pause_stops_at_a_batch_boundary_and_resumes_on_the_next_batch(
     assert second and min(second) > paused_at and max(second) == 150
     logs = master.cli("trial", "logs", "1").stdout
     assert f"stopping at batch {paused_at}" in logs
+
+
+TRAINER_SCRIPT = """
+import logging
+import trialkit
+from trialkit import pytorch
+from model_def import SlowTrial
+
+logging.basicConfig(level=logging.INFO, format=trialkit.LOG_FORMAT)
+info = trialkit.get_cluster_info()
+with pytorch.init() as context:
+    trial = SlowTrial(context)
+    pytorch.Trainer(trial, context).fit(
+        validation_period=pytorch.Batch(5), latest_checkpoint=info.latest_checkpoint
+    )
+"""
+
+
+def test_trainer_api_script_under_the_master_follows_the_searcher(
+    master: Master, tmp_path: Path
+) -> None:
+    model_dir = tmp_path / "trainer"
+    write_script(model_dir, "model_def.py", SLOW.replace("time.sleep(0.02)", "pass"))
+    write_script(model_dir, "train.py", TRAINER_SCRIPT)
+    cfg = {"entrypoint": "python3 train.py", "hyperparameters": {"global_batch_size": 4},
+           "searcher": {"name": "single", "metric": "val_loss", "max_length": {"records": 40}},
+           "max_restarts": 0}  # fmt: skip
+    desc = _run(master, cfg, model_dir)
+    assert desc["experiment"]["state"] == "COMPLETED", desc
+    [trial] = desc["trials"]
+    assert trial["latest_validation"]["steps_completed"] == 10  # 40 records / 4 per batch
+    assert trial["latest_validation"]["values"]["records"] == 40
+    last = max(desc["checkpoints"], key=lambda c: c["steps_completed"])
+    out = tmp_path / "ckpt"
+    master.cli("checkpoint", "download", last["uuid"], "--output-dir", str(out))
+    assert json.loads((out / "load_data.json").read_text())["is_trainer"] is True

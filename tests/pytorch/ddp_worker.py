@@ -11,14 +11,31 @@ from tests.pytorch.trials import RegressionTrial
 from trialkit import pytorch
 
 
+class Averages(pytorch.PyTorchCallback):
+    """Keeps the training averages each worker sees after every reporting period."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict] = []
+
+    def on_training_workload_end(self, avg_metrics: dict, batch_metrics: list) -> None:
+        self.seen.append(dict(avg_metrics))
+
+
+class Trial(RegressionTrial):
+    def build_callbacks(self) -> dict[str, pytorch.PyTorchCallback]:
+        self.averages = Averages()
+        return {"recorder": self.callback, "averages": self.averages}
+
+
 def main(out: str) -> None:
     with pytorch.init(hparams={"global_batch_size": 16, "dropout": 0.0}, seed=0) as ctx:
         assert ctx.distributed.size == 2
-        trial = RegressionTrial(ctx)
+        trial = Trial(ctx)
         trainer = pytorch.Trainer(trial, ctx)
         trainer.fit(
             max_length=pytorch.Batch(6),
             validation_period=pytorch.Batch(3),
+            reporting_period=pytorch.Batch(2),
             checkpoint_policy="none",
         )
         assert trainer.loop is not None
@@ -28,6 +45,7 @@ def main(out: str) -> None:
                     "weights": [p.detach() for p in trial.model.parameters()],
                     "validation": trainer.loop.last_validation,
                     "batches": trainer.loop.progress.batches_trained,
+                    "averages": trial.averages.seen,
                 },
                 out,
             )

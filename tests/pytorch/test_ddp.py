@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 
 from trialkit import pytorch  # noqa: E402
 
-from .trials import RegressionTrial  # noqa: E402
+from .ddp_worker import Trial  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -62,11 +62,12 @@ def test_two_workers_match_one_worker_with_the_same_global_batch(
     assert ddp["batches"] == 6
 
     with pytorch.init(hparams={"global_batch_size": 16, "dropout": 0.0}, seed=0) as ctx:
-        trial = RegressionTrial(ctx)
+        trial = Trial(ctx)
         trainer = pytorch.Trainer(trial, ctx)
         trainer.fit(
             max_length=pytorch.Batch(6),
             validation_period=pytorch.Batch(3),
+            reporting_period=pytorch.Batch(2),
             checkpoint_policy="none",
         )
     for a, b in zip(ddp["weights"], trial.model.parameters(), strict=True):
@@ -75,3 +76,9 @@ def test_two_workers_match_one_worker_with_the_same_global_batch(
     assert ddp["validation"]["val_loss"] == pytest.approx(
         trainer.loop.last_validation["val_loss"], rel=1e-5
     )
+    # Training metrics are averaged across workers per batch: the mean of two half-batch MSE
+    # losses is the full-batch loss one worker sees.
+    single = trial.averages.seen
+    assert len(ddp["averages"]) == len(single) == 4  # at batches 2, 3 (validation), 4, 6
+    for a, b in zip(ddp["averages"], single, strict=True):
+        assert a["loss"] == pytest.approx(b["loss"], rel=1e-5)

@@ -305,3 +305,22 @@ def test_on_training_epoch_callbacks_see_epoch_indices() -> None:
 
     _fit(WithEpochs, max_length=pytorch.Epoch(2))
     assert seen == [("start", 0), ("end", 0), ("start", 1), ("end", 1)]
+
+
+@pytest.mark.parametrize(
+    ("unit", "n", "expected"),
+    [
+        ("batches", 7, pytorch.Batch(7)),
+        ("records", 100, pytorch.Batch(3)),  # 100 // 32
+        ("epochs", 2, pytorch.Batch(2 * 320 // 32)),  # with records_per_epoch
+    ],
+)
+def test_searcher_lengths_convert_to_batches(unit: str, n: int, expected: Any) -> None:
+    from trialkit.pytorch._trainer import _Units
+
+    assert _Units(unit, 32, 320).length(n) == expected
+    assert _Units("epochs", 32, 0).length(2) == pytorch.Epoch(2)  # no records_per_epoch: passes
+    with pytest.raises(ValueError, match="global_batch_size"):
+        _Units("records", None, 0)
+    with pytest.raises(ValueError, match="batches, records or epochs"):
+        _Units("seconds", 32, 0)
