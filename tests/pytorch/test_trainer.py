@@ -194,21 +194,13 @@ def test_callback_hooks_and_checkpoint_layout(trialkit_home: Path) -> None:
     assert load_data["trial_cls_spec"] == "tests.pytorch.trials:RegressionTrial" or load_data[
         "trial_cls_spec"
     ].endswith("trials:RegressionTrial")
-    assert load_data["is_trainer"] is True and load_data["hparams"] is None  # no exp_conf given
+    assert load_data["is_trainer"] is True
+    assert load_data["hparams"] == HP and load_data["experiment_config"] is None  # no exp_conf
     assert json.loads((path / "metadata.json").read_text())["steps_completed"] == 12
     assert (path / "code" / "trials.py").is_file()
-    restored = pytorch.load_trial_from_checkpoint_path(path, trial_class=_HpTrial)
+    restored = pytorch.load_trial_from_checkpoint_path(path)
     for a, b in zip(restored.model.parameters(), trial.model.parameters(), strict=True):
         assert torch.equal(a, b)
-
-
-class _HpTrial(RegressionTrial):
-    """load_data.json has no hparams when init() got no exp_conf; supply them."""
-
-    def __init__(self, context: Any) -> None:
-        context._hparams = dict(HP)
-        context._global_batch_size, context._per_slot_batch_size = 8, 8
-        super().__init__(context)
 
 
 def test_local_best_policy_becomes_all_with_a_warning() -> None:

@@ -302,10 +302,9 @@ class TorchStrategy:
             cb.on_checkpoint_save_start(state)
         torch.save(state, path / STATE_DICT)
         ctx = self.context
-        try:
-            config, hparams = ctx.get_experiment_config(), ctx.get_hparams()
-        except ValueError:
-            config, hparams = None, None
+        # Determined writes both as null when either is missing; trialkit keeps what it has, so
+        # a local run without exp_conf can still be rebuilt with its hyperparameters.
+        config, hparams = ctx._exp_conf, ctx._hparams
         cls = type(self.trial)
         load_data: dict[str, Any] = {
             "trial_type": "PyTorchTrial",
