@@ -316,3 +316,15 @@ def test_searcher_lengths_convert_to_batches(unit: str, n: int, expected: Any) -
         _Units("records", None, 0)
     with pytest.raises(ValueError, match="batches, records or epochs"):
         _Units("seconds", 32, 0)
+
+
+def test_load_trial_from_code_dir_of_a_dotted_module(tmp_path: Path) -> None:
+    from trialkit.pytorch._load import _import_trial
+
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "zz_model_def_f4.py").write_text("class T:\n    pass\n")
+    cls = _import_trial(code, "some.pkg.zz_model_def_f4:T")
+    assert cls.__name__ == "T"
+    with pytest.raises(ModuleNotFoundError):
+        _import_trial(code, "some.pkg.missing:T")
