@@ -328,3 +328,26 @@ def test_load_trial_from_code_dir_of_a_dotted_module(tmp_path: Path) -> None:
     assert cls.__name__ == "T"
     with pytest.raises(ModuleNotFoundError):
         _import_trial(code, "some.pkg.missing:T")
+
+
+def test_invalid_hp_checkpoints_and_ends_the_run_as_an_early_exit(trialkit_home: Path) -> None:
+    from trialkit import InvalidHP
+
+    class Diverges(RegressionTrial):
+        def train_batch(self, batch: Any, epoch_idx: int, batch_idx: int) -> dict[str, Any]:
+            if batch_idx == 3:
+                raise InvalidHP("loss diverged")
+            return super().train_batch(batch, epoch_idx, batch_idx)
+
+    holder: dict[str, Any] = {}
+    with pytorch.init(hparams=dict(HP), seed=0) as ctx:  # the core context suppresses InvalidHP
+        holder["trainer"] = pytorch.Trainer(Diverges(ctx), ctx)
+        holder["trainer"].fit(max_length=pytorch.Batch(10), checkpoint_policy="none")
+    loop = holder["trainer"].loop
+    assert loop.progress.batches_trained == 3 and loop.last_checkpoint is not None
+    store = Store.at(trialkit_home)
+    try:
+        [trial] = store.list_trials()
+        assert trial.early_exit == "INVALID_HP"
+    finally:
+        store.close()
