@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.postgres_server import PostgresServer, postgres_server_fixture
+
 
 def _trialkit_threads() -> set[threading.Thread]:
     return {t for t in threading.enumerate() if t.name.startswith("trialkit-") and t.is_alive()}
@@ -33,3 +35,9 @@ def trialkit_home(
         time.sleep(0.01)
     assert handler_left == sigterm, f"the test left SIGTERM handled by {handler_left!r}"
     assert not leaked, f"the test leaked threads: {sorted(t.name for t in leaked)}"
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A real PostgreSQL server for the session (skips when the binaries or psycopg are missing)."""
+    yield from postgres_server_fixture()

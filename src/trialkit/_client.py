@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from ._json import dumps
+
+_JSON_HEADERS = {"content-type": "application/json"}
 
 # httpx logs every request at INFO, which would flood trial logs.
 logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -40,29 +43,6 @@ def read_master_file(path: str | os.PathLike[str]) -> tuple[str, str] | None:
         return str(d["url"]), str(d["token"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-
-
-def to_jsonable(value: Any) -> Any:
-    """Plain JSON data: numpy scalars/arrays unwrapped, NaN/Inf as the strings Determined uses."""
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        if math.isinf(value):
-            return "Infinity" if value > 0 else "-Infinity"
-        return value
-    if isinstance(value, (str, int, bool)) or value is None:
-        return value
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
-    item = getattr(value, "item", None)
-    if callable(item) and getattr(value, "shape", None) in ((), None):
-        return to_jsonable(item())
-    tolist = getattr(value, "tolist", None)
-    if callable(tolist):
-        return to_jsonable(tolist())
-    raise TypeError(f"cannot report {type(value).__name__} value {value!r}: not JSON-serializable")
 
 
 class MasterClient:
@@ -121,7 +101,8 @@ class MasterClient:
                 resp = self._http.request(
                     method,
                     path,
-                    json=json_body,
+                    content=None if json_body is None else dumps(json_body).encode(),
+                    headers=_JSON_HEADERS if json_body is not None else None,
                     params=params,
                     timeout=timeout if timeout is not None else self._timeout,
                 )

@@ -79,9 +79,9 @@ def _kill_leftover_trials(home: Path) -> None:
     """Any trial process group still alive after a test is killed (nothing may leak)."""
     from trialkit.store import Store
 
-    if not (home / "trialkit.db").exists():
+    if "TRIALKIT_DB" not in os.environ and not (home / "trialkit.db").exists():
         return
-    store = Store.at(home)
+    store = Store.for_home(home)
     for t in store.list_trials():
         if t.pid:
             try:
@@ -91,9 +91,7 @@ def _kill_leftover_trials(home: Path) -> None:
     store.close()
 
 
-@pytest.fixture
-def master(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Master]:
-    home = tmp_path / "home"
+def _run_master(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Master]:
     monkeypatch.setenv("TRIALKIT_HOME", str(home))
     monkeypatch.delenv("TRIALKIT_CLUSTER_INFO", raising=False)
     env = {**os.environ, "TRIALKIT_HOME": str(home)}
@@ -104,6 +102,19 @@ def master(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Master]:
         client.close()
         stop_master(home)
         _kill_leftover_trials(home)
+
+
+@pytest.fixture
+def master(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Master]:
+    monkeypatch.delenv("TRIALKIT_DB", raising=False)
+    yield from _run_master(tmp_path / "home", monkeypatch)
+
+
+@pytest.fixture
+def pg_master(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, postgres: Any) -> Iterator[Master]:
+    """A master whose store is a fresh database on a real PostgreSQL server ($TRIALKIT_DB)."""
+    monkeypatch.setenv("TRIALKIT_DB", postgres.new_database())
+    yield from _run_master(tmp_path / "home", monkeypatch)
 
 
 def write_script(model_dir: Path, name: str, body: str) -> Path:

@@ -22,8 +22,8 @@ from trialkit._client import (
     MasterClient,
     MasterUnavailable,
     read_master_file,
-    to_jsonable,
 )
+from trialkit._json import dumps, to_jsonable
 
 # to_jsonable -----------------------------------------------------------------------------------
 
@@ -134,7 +134,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802
         length = int(self.headers.get("Content-Length") or 0)
-        self._reply(200, {"got": json.loads(self.rfile.read(length) or b"null")})
+        try:  # strict, as the master's parser is: a bare NaN is not JSON
+            body = json.loads(self.rfile.read(length) or b"null", parse_constant=_not_json)
+        except ValueError as e:
+            self._reply(400, {"detail": str(e)})
+            return
+        self._reply(200, {"got": body})
+
+
+def _not_json(token: str) -> Any:
+    raise ValueError(f"{token} is not JSON")
 
 
 @pytest.fixture
@@ -171,6 +180,17 @@ def test_request_sends_token_params_and_body(server_url: str) -> None:
         client.close()
 
 
+def test_request_body_is_strict_json_with_numpy_and_non_finite_values(server_url: str) -> None:
+    client = MasterClient(server_url, "secret")
+    try:
+        got = client.request(
+            "POST", "/api/v1/x", json_body={"x": float("nan"), "y": np.float32(0.5), "z": [1.0]}
+        )
+        assert got == {"got": {"x": "NaN", "y": 0.5, "z": [1.0]}}
+    finally:
+        client.close()
+
+
 def test_error_status_raises_api_error_with_detail(server_url: str) -> None:
     client = MasterClient(server_url, "wrong")
     try:
@@ -202,3 +222,10 @@ def test_client_finds_a_moved_master_through_the_master_file(
         assert (client.url, client.token) == (server_url, "secret")
     finally:
         client.close()
+
+
+def test_dumps_is_strict_json_with_determined_strings_for_non_finite() -> None:
+    import json
+
+    text = dumps({"loss": float("nan"), "x": [float("inf"), 1.0]})
+    assert json.loads(text) == {"loss": "NaN", "x": ["Infinity", 1.0]}

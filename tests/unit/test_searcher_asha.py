@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from trialkit.searcher import (
     Close,
     Create,
+    DrivenMethod,
     ExitedReason,
     Operation,
     SearcherError,
-    SearchMethod,
     Shutdown,
     Stop,
     ValidateAfter,
@@ -41,7 +41,7 @@ WORST = sys.float_info.max
 class Driver:
     """Plays the master: creates trials, runs their operations, feeds results back."""
 
-    def __init__(self, method: SearchMethod, metric: str = "loss") -> None:
+    def __init__(self, method: DrivenMethod, metric: str = "loss") -> None:
         self.method = method
         self.metric = metric
         self.order: list[str] = []  # request ids in creation order

@@ -9,10 +9,10 @@ import pytest
 from trialkit.searcher import (
     Close,
     Create,
+    DrivenMethod,
     ExitedReason,
     Operation,
     SearcherError,
-    SearchMethod,
     Shutdown,
     ValidateAfter,
     make_search_method,
@@ -21,7 +21,7 @@ from trialkit.searcher import (
 SPACE = {"lr": {"type": "double", "minval": 0.0, "maxval": 1.0}}
 
 
-def method(name: str = "random", **fields: Any) -> SearchMethod:
+def method(name: str = "random", **fields: Any) -> DrivenMethod:
     return make_search_method({"name": name, "metric": "loss", **fields}, SPACE, 0)
 
 
@@ -30,14 +30,14 @@ def creates(ops: list[Operation]) -> list[str]:
     return [op.request_id for op in ops if isinstance(op, Create)]
 
 
-def start(m: SearchMethod) -> list[str]:
+def start(m: DrivenMethod) -> list[str]:
     ids = creates(m.initial_operations())
     for rid in ids:
         m.on_trial_created(rid)
     return ids
 
 
-def close(m: SearchMethod, rid: str) -> list[Operation]:
+def close(m: DrivenMethod, rid: str) -> list[Operation]:
     ops = m.on_trial_closed(rid)
     for new in creates(ops):
         m.on_trial_created(new)

@@ -55,7 +55,11 @@ def expected_first_trial(seed: int) -> Create:
     raw = bytearray(b"".join(w.to_bytes(4, "little") for w in words))
     raw[6] = (raw[6] & 0x0F) | 0x40
     raw[8] = (raw[8] & 0x3F) | 0x80
-    return Create(str(uuid.UUID(bytes=bytes(raw))), int(rs.randint(0, 2**31)), hparams)
+    return Create(
+        request_id=str(uuid.UUID(bytes=bytes(raw))),
+        trial_seed=int(rs.randint(0, 2**31)),
+        hparams=hparams,
+    )
 
 
 @pytest.mark.parametrize("seed", [0, 1, 42, 2**32 - 1])

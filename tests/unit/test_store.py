@@ -26,9 +26,13 @@ from trialkit.store import (
 )
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.at(tmp_path / "home")
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """Every store test runs on SQLite and on a real PostgreSQL server."""
+    if request.param == "sqlite":
+        s = Store.at(tmp_path / "home")
+    else:
+        s = Store(request.getfixturevalue("postgres").new_database())
     yield s
     s.close()
 
@@ -357,3 +361,31 @@ def test_concurrent_writers_lose_nothing(store: Store) -> None:
     assert errors == []
     assert store.count_metrics(trial.id) == 6 * 25
     assert len(store.list_logs(trial.id)) == 6 * 25
+
+
+def test_unreachable_database_is_one_store_error_without_the_password() -> None:
+    pytest.importorskip("psycopg")
+    with pytest.raises(StoreError) as err:
+        Store("postgresql://user:s3cret@127.0.0.1:1/none")
+    assert (
+        "cannot open the store at postgresql://user:***@127.0.0.1:1/none: OperationalError"
+        in str(err.value)
+    )
+    assert "\n" not in str(err.value)
+    assert "s3cret" not in str(err.value)
+
+
+def test_database_without_its_driver_names_the_url(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match=r"cannot open the store at mysql://x/y: No module"):
+        Store("mysql://x/y")
+
+
+def test_trialkit_db_selects_the_store_for_a_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = sqlite_url(tmp_path / "elsewhere.db")
+    monkeypatch.setenv("TRIALKIT_DB", url)
+    s = Store.for_home(tmp_path / "home")
+    s.close()
+    assert s.url == url and (tmp_path / "elsewhere.db").exists()
+    assert not (tmp_path / "home" / "trialkit.db").exists()

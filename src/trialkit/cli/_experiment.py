@@ -18,7 +18,7 @@ from ._common import (
     print_json,
     print_table,
 )
-from ._follow import follow_experiment, follow_logs
+from ._follow import follow_experiment, follow_logs, search_line
 
 
 @click.group("experiment")
@@ -119,13 +119,11 @@ def describe(experiment_id: int, as_json: bool) -> None:
         print_json(desc)
         return
     e = desc["experiment"]
-    click.echo(
-        f"experiment {e['id']} {e['name']!r}: {e['state']}, search {e['progress'] * 100:.0f}% done"
-    )
+    filled = int(round(float(e["progress"] or 0.0) * 30))
+    click.echo(f"experiment {e['id']} {e['name']!r}: {e['state']}")
+    click.echo(f"search [{'#' * filled}{'.' * (30 - filled)}] {search_line(desc)}")
     if e.get("error"):
         click.echo(f"error: {e['error']}")
-    if desc.get("best_trial"):
-        click.echo(f"best trial: {desc['best_trial']}")
     rows = [
         (
             t["id"],

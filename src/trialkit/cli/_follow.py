@@ -14,13 +14,34 @@ from ._common import fmt_metrics
 _TERMINAL = {"COMPLETED", "CANCELED", "ERROR"}
 
 
-def _table(desc: dict[str, Any]) -> Any:
+def search_line(desc: dict[str, Any]) -> str:
+    """``search 45% · 7/16 trials · best trial 3 loss=0.0123`` from a describe response."""
+    exp = desc["experiment"]
+    s = desc.get("searcher") or {}
+    parts = [f"{s.get('name') or 'search'} {exp['progress'] * 100:.0f}%"]
+    if s.get("max_trials"):
+        done = sum(n for k, n in (s.get("trial_states") or {}).items() if k in _TERMINAL)
+        parts.append(f"{done}/{s['max_trials']} trials done")
+    best = desc.get("best_trial")
+    if best:
+        metric = next((k for k in best if k != "trial_id"), "metric")
+        parts.append(f"best trial {best['trial_id']} {metric}={best[metric]:.6g}")
+    return " · ".join(parts)
+
+
+def _view(desc: dict[str, Any]) -> Any:
+    from rich.console import Group
     from rich.progress_bar import ProgressBar
     from rich.table import Table
 
     exp = desc["experiment"]
-    title = f"experiment {exp['id']} {exp['name']!r}: {exp['state']}  search {exp['progress'] * 100:.0f}%"
-    table = Table(title=title, header_style="bold")
+    header = Table.grid(padding=(0, 1))
+    header.add_row(
+        f"experiment {exp['id']} {exp['name']!r}: {exp['state']}",
+        ProgressBar(total=1.0, completed=float(exp["progress"] or 0.0), width=30),
+        search_line(desc),
+    )
+    table = Table(header_style="bold")
     for col in ("trial", "state", "progress", "hparams", "training", "validation", "restarts"):
         table.add_column(col)
     for t in desc["trials"]:
@@ -34,7 +55,7 @@ def _table(desc: dict[str, Any]) -> Any:
             fmt_metrics((t.get("latest_validation") or {}).get("values")),
             str(t["restarts"]),
         )
-    return table
+    return Group(header, table)
 
 
 def follow_experiment(client: MasterClient, experiment_id: int, interval: float = 0.5) -> str:
@@ -44,12 +65,13 @@ def follow_experiment(client: MasterClient, experiment_id: int, interval: float 
 
     console = Console()
     desc = client.request("GET", f"/api/v1/experiments/{experiment_id}", retry_for=30)
-    with Live(_table(desc), console=console, refresh_per_second=4, transient=False) as live:
+    with Live(_view(desc), console=console, refresh_per_second=4, transient=False) as live:
         while desc["experiment"]["state"] not in _TERMINAL:
             time.sleep(interval)
             desc = client.request("GET", f"/api/v1/experiments/{experiment_id}", retry_for=30)
-            live.update(_table(desc))
+            live.update(_view(desc))
     exp = desc["experiment"]
+    console.print(search_line(desc))
     if exp.get("error"):
         click.echo(f"experiment {experiment_id}: {exp['error']}", err=True)
     return str(exp["state"])

@@ -68,7 +68,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "max_concurrent_trials",
         "stop_once",
     ),
-    "custom": (*_COMMON, "unit", "max_length"),
+    "custom": (*_COMMON, "unit", "max_length", "custom_searcher_class", "custom_searcher_kwargs"),
     "optuna": (
         *_COMMON,
         "max_trials",
@@ -118,6 +118,11 @@ class SearcherConfig(ConfigModel):
     sampler_kwargs: JsonDict = {}
     pruner: str | None = None
     pruner_kwargs: JsonDict = {}
+    #: trialkit: run a custom searcher inside the master, "module:Class" in the model directory
+    custom_searcher_class: str | None = Field(
+        default=None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"
+    )
+    custom_searcher_kwargs: JsonDict = {}
 
     @property
     def generation(self) -> Literal["0.37", "0.38"]:

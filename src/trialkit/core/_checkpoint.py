@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import hashlib
 import json
 import logging
 import os
+import shutil
+import socket
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -59,6 +63,14 @@ def merge_metadata(dicts: list[dict[str, Any]]) -> dict[str, Any]:
         detail = "; ".join(f"{p} (ranks {r})" for p, r in sorted(conflicts.items()))
         raise RuntimeError(f"refusing to upload with metadata conflicts: {detail}")
     return out
+
+
+def _md5(path: Path) -> str:
+    h = hashlib.md5()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 class CheckpointContext:
@@ -126,48 +138,128 @@ class CheckpointContext:
         self._require_chief("upload", shard)
         if ckpt_dir is None and not shard:
             raise RuntimeError("upload(): ckpt_dir is required when shard=False")
+        if selector is not None and ckpt_dir is None:
+            raise RuntimeError("upload(): a selector needs a ckpt_dir")
         metadata = dict(metadata or {})
         if self._dist.rank == 0:
             self._steps_completed(metadata)
         storage_id = self._new_storage_id(shard)
-        merged = merge_metadata(self._dist.allgather(metadata)) if shard else metadata
-        if shard and not any(self._dist.allgather(ckpt_dir is not None)):
+        if not shard:
+            assert ckpt_dir is not None
+            src = Path(ckpt_dir)
+            paths = [p for p in list_directory(src) if selector is None or selector(p)]
+            (src / "metadata.json").write_text(json.dumps(metadata, indent=2))
+            self._storage.upload(src, storage_id, sorted({*paths, "metadata.json"}))
+            self._publish(storage_id, metadata)
+            return storage_id
+        merged = merge_metadata(self._dist.allgather(metadata))
+        shard_dir = Path(ckpt_dir) if ckpt_dir is not None else None
+        self._upload_shards(storage_id, shard_dir, selector, merged)
+        self._publish(storage_id, merged)
+        return storage_id
+
+    def _upload_shards(
+        self,
+        storage_id: str,
+        src: Path | None,
+        selector: Callable[[str], bool] | None,
+        merged: dict[str, Any],
+    ) -> None:
+        """Every rank's files into one checkpoint: a directory shared by several ranks (same
+        host, device and inode) is uploaded once, by its lowest rank; a file two ranks both
+        have must be identical, else it is an error. Ranks upload one after another."""
+        ident = None
+        files: dict[str, int] = {}
+        if src is not None:
+            st = src.stat()
+            ident = (socket.gethostname(), st.st_dev, st.st_ino)
+            files = {
+                p: n for p, n in list_directory(src).items() if selector is None or selector(p)
+            }
+        everyone = self._dist.allgather((ident, files, selector is not None))
+        if all(i is None for i, _, _ in everyone):
             raise RuntimeError(
                 "upload(shard=True): every worker passed ckpt_dir=None; nothing to upload"
             )
-        if ckpt_dir is not None:
-            src = Path(ckpt_dir)
-            paths = [p for p in list_directory(src) if selector is None or selector(p)]
-            if self._dist.rank == 0:
-                (src / "metadata.json").write_text(json.dumps(merged, indent=2))
-                paths = sorted({*paths, "metadata.json"})
-            self._storage.upload(src, storage_id, paths)
-        if shard:
+        mine: list[str] = []
+        if src is not None and not any(
+            i == ident and not sel and selector is None for i, _, sel in everyone[: self._dist.rank]
+        ):
+            mine = sorted(files)
+        owners = self._dist.allgather(mine)
+        mine = self._resolve_conflicts(src, owners)
+        if self._dist.rank == 0 and src is not None:
+            (src / "metadata.json").write_text(json.dumps(merged, indent=2))
+            mine = sorted({*mine, "metadata.json"})
+        elif self._dist.rank == 0:
+            tmp = Path(tempfile.mkdtemp(prefix="tk-meta-"))
+            (tmp / "metadata.json").write_text(json.dumps(merged, indent=2))
+            self._storage.upload(tmp, storage_id, ["metadata.json"])
+            shutil.rmtree(tmp, ignore_errors=True)
+        for turn in range(self._dist.size):
+            if turn == self._dist.rank and src is not None and mine:
+                self._storage.upload(src, storage_id, mine)
             self._dist.allgather(None)
+
+    def _resolve_conflicts(self, src: Path | None, owners: list[list[str]]) -> list[str]:
+        """Files several ranks would upload: identical → only the lowest rank; else an error."""
+        first: dict[str, int] = {}
+        shared: set[str] = set()
+        for rank, paths in enumerate(owners):
+            for p in paths:
+                if p in first:
+                    shared.add(p)
+                else:
+                    first[p] = rank
+        mine = list(owners[self._dist.rank])
+        if not shared:
+            return mine
+        digests = {}
+        for p in sorted(shared & set(mine)):
+            assert src is not None
+            digests[p] = "dir" if p.endswith("/") else _md5(src / p)
+        every = self._dist.allgather(digests)
+        clashes = sorted(p for p in shared if len({d[p] for d in every if p in d}) > 1)
+        if clashes:
+            detail = ", ".join(
+                f"{p} (ranks {[r for r, d in enumerate(every) if p in d]})" for p in clashes
+            )
+            raise RuntimeError(f"refusing to upload with files conflicts: {detail}")
+        return [p for p in mine if first[p] == self._dist.rank]
+
+    def _publish(self, storage_id: str, metadata: dict[str, Any]) -> None:
         if self._dist.rank == 0:
             with self._storage.restore_path(storage_id) as stored:
                 resources = list_directory(stored)
-            self._report(storage_id, merged, resources)
-        return storage_id
+            self._report(storage_id, metadata, resources)
 
     @contextlib.contextmanager
     def store_path(
         self, metadata: dict[str, Any] | None = None, *, shard: bool = False
     ) -> Iterator[tuple[Path, str]]:
-        """Yield (directory, storage_id) to save into; on exit the checkpoint is published."""
+        """Yield (directory, storage_id) to save into; on exit the checkpoint is published.
+
+        With ``shard=True`` every rank gets its own directory; on exit all ranks' files are
+        gathered into the one checkpoint (see ``upload(shard=True)``)."""
         self._require_chief("store_path", shard)
         metadata = dict(metadata or {})
         if self._dist.rank == 0:
             self._steps_completed(metadata)
         storage_id = self._new_storage_id(shard)
+        if shard:
+            tmp = Path(tempfile.mkdtemp(prefix=f"tk-shard-{storage_id[:8]}-r{self._dist.rank}-"))
+            try:
+                yield tmp, storage_id
+                merged = merge_metadata(self._dist.allgather(metadata))
+                self._upload_shards(storage_id, tmp, None, merged)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+            self._publish(storage_id, merged)
+            return
         with self._storage.store_path(storage_id) as path:
             yield path, storage_id
-            merged = merge_metadata(self._dist.allgather(metadata)) if shard else metadata
-            if self._dist.rank == 0:
-                (path / "metadata.json").write_text(json.dumps(merged, indent=2))
-                resources = list_directory(path)
-        if self._dist.rank == 0:
-            self._report(storage_id, merged, resources)
+            (path / "metadata.json").write_text(json.dumps(metadata, indent=2))
+        self._publish(storage_id, metadata)
 
     @contextlib.contextmanager
     def restore_path(

@@ -115,9 +115,31 @@ def _storage_config(
     return dict(checkpoint_storage)
 
 
-def _check_distributed(info: ClusterInfo, distributed: DistributedContext | None) -> None:
-    if distributed is None and len(info.slot_ids) > 1:
-        raise ValueError("you must provide a valid DistributedContext for a multi-slot task")
+def _distributed_for(
+    info: ClusterInfo | None, distributed: DistributedContext | None
+) -> DistributedContext:
+    """The given context; else, for a multi-slot trial, the one its launcher's env describes."""
+    if distributed is not None:
+        return distributed
+    if info is not None and len(info.slot_ids) > 1:
+        found = DistributedContext.from_launcher_env()
+        if found is None:
+            raise ValueError(
+                "you must provide a valid DistributedContext for a multi-slot task: start the "
+                "entrypoint with a launcher (python3 -m trialkit.launch.torch_distributed -- "
+                "python3 train.py) or pass core.init(distributed=...)"
+            )
+        return found
+    return DummyDistributedContext()
+
+
+def _open_local(storage_cfg: dict[str, Any], dist: DistributedContext) -> LocalBackend:
+    """Open the local store; with several ranks the chief first (it may create the tables)."""
+    if dist.size == 1:
+        return LocalBackend.open(storage_cfg)
+    backend = LocalBackend.open(storage_cfg) if dist.rank == 0 else None
+    dist.allgather(None)
+    return backend or LocalBackend.open(storage_cfg)
 
 
 def init(
@@ -129,7 +151,7 @@ def init(
 ) -> Context:
     """Build a Core API Context: connected to the master when launched by one, else local mode."""
     info = get_cluster_info()
-    dist = distributed or DummyDistributedContext()
+    dist = _distributed_for(info, distributed)
     home = trialkit_home()
     backend: TrialBackend
     if info is None:
@@ -137,11 +159,10 @@ def init(
             checkpoint_storage, on_master=False
         ) or default_checkpoint_storage(home)
         storage = storage_lib.build(storage_cfg)
-        backend = LocalBackend.open(storage_cfg)
+        backend = _open_local(storage_cfg, dist)
         searcher_cfg = None
         tb_root = home / "tensorboard"
     else:
-        _check_distributed(info, distributed)
         trial = info.trial
         storage_cfg = _storage_config(checkpoint_storage, on_master=True) or dict(
             trial.config["checkpoint_storage"]

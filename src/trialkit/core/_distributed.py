@@ -1,13 +1,53 @@
 """DistributedContext: ranks and small object collectives for coordinating workers.
 
-With one worker every collective returns immediately. Multi-worker transport arrives with the
-launchers (issue F3); until then a context with size > 1 refuses to be built rather than hang.
+With one worker every collective returns immediately. With more, building the context is itself
+a collective: rank 0 (the chief) listens on the job's port and every other rank connects (see
+``_transport``). Where the port comes from, first found wins: the ``pub_port`` argument,
+``TRIALKIT_CHIEF_PORT`` (set per trial by the master and the launchers, picked free, never a
+constant), ``INTER_TRAIN_PROCESS_COMM_PORT_1`` (Determined's name), ``MASTER_PORT + 1`` (plain
+torchrun). Collectives time out after ``TRIALKIT_DIST_TIMEOUT`` seconds (default 3600); a rank
+that exits makes every other rank raise ``PeerLostError`` naming it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
+
+from ._transport import DistributedError, PeerLostError, Star, listen_any
+
+CHIEF_PORT_ENV = "TRIALKIT_CHIEF_PORT"
+TOKEN_ENV = "TRIALKIT_DIST_TOKEN"
+TIMEOUT_ENV = "TRIALKIT_DIST_TIMEOUT"
+CONNECT_TIMEOUT_ENV = "TRIALKIT_DIST_CONNECT_TIMEOUT"
+
+__all__ = ["DistributedContext", "DistributedError", "DummyDistributedContext", "PeerLostError"]
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(f"environment variable {name}={raw!r} is not a number") from None
+
+
+def _chief_port(explicit: int | None) -> int:
+    if explicit is not None:
+        return int(explicit)
+    for name in (CHIEF_PORT_ENV, "INTER_TRAIN_PROCESS_COMM_PORT_1"):
+        if os.environ.get(name):
+            return int(os.environ[name])
+    if os.environ.get("MASTER_PORT"):
+        return int(os.environ["MASTER_PORT"]) + 1
+    raise RuntimeError(
+        "DistributedContext: no port for the chief; launch with python -m "
+        "trialkit.launch.torch_distributed (or set TRIALKIT_CHIEF_PORT to a free port, the same "
+        "on every rank)"
+    )
 
 
 class DistributedContext:
@@ -23,10 +63,12 @@ class DistributedContext:
         cross_rank: int | None = None,
         cross_size: int | None = None,
         chief_ip: str | None = None,
-        pub_port: int = 12360,
-        pull_port: int = 12376,
+        pub_port: int | None = None,
+        pull_port: int | None = None,
         port_offset: int = 0,
         force_tcp: bool = False,
+        timeout: float | None = None,
+        connect_timeout: float | None = None,
     ) -> None:
         given = [rank, size, local_rank, local_size, cross_rank, cross_size]
         if any(v is None for v in given) and not all(v is None for v in given):
@@ -43,12 +85,54 @@ class DistributedContext:
         self._check_ranks()
         if self.local_size != self.size and chief_ip is None:
             raise ValueError("DistributedContext: chief_ip is required when workers span nodes")
-        self._chief_ip = "127.0.0.1" if self.local_size == self.size else chief_ip
+        self._chief_ip = "127.0.0.1" if self.local_size == self.size else str(chief_ip)
+        self._global: Star | None = None
+        self._local: Star | None = None
         if self.size > 1:
-            raise NotImplementedError(
-                f"DistributedContext with size={self.size}: multi-worker coordination is not "
-                "available in this trialkit version yet; run with one worker (slots_per_trial: 1)"
-            )
+            self._connect(pub_port, timeout, connect_timeout)
+
+    def _connect(
+        self, port: int | None, timeout: float | None, connect_timeout: float | None
+    ) -> None:
+        timeout = timeout if timeout is not None else _env_float(TIMEOUT_ENV, 3600.0)
+        connect_timeout = (
+            connect_timeout
+            if connect_timeout is not None
+            else _env_float(CONNECT_TIMEOUT_ENV, 300.0)
+        )
+        token = os.environ.get(TOKEN_ENV, "")
+        multi_node = self.local_size != self.size
+        self._global = Star(
+            rank=self.rank,
+            size=self.size,
+            host=self._chief_ip,
+            port=_chief_port(port),
+            token=token,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            bind_host="0.0.0.0" if multi_node else "127.0.0.1",
+        )
+        if not multi_node:
+            return
+        # Each node's local chief listens on a port the OS picks; the addresses travel by one
+        # global allgather (every rank takes part, as in Determined).
+        listener = listen_any("127.0.0.1") if self.local_rank == 0 and self.local_size > 1 else None
+        mine = listener.getsockname()[1] if listener is not None else None
+        ports = self._global.allgather((self.cross_rank, mine))
+        if self.local_size == 1:
+            return
+        node_port = next(p for c, p in ports if c == self.cross_rank and p is not None)
+        self._local = Star(
+            rank=self.local_rank,
+            size=self.local_size,
+            host="127.0.0.1",
+            port=node_port,
+            token=token,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            label=f"node {self.cross_rank} local group: ",
+            listener=listener,
+        )
 
     def _check_ranks(self) -> None:
         for name, r, n in (
@@ -88,7 +172,7 @@ class DistributedContext:
             local_size=local_size,
             cross_rank=e("GROUP_RANK", 0),
             cross_size=e("GROUP_WORLD_SIZE", max(size // max(local_size, 1), 1)),
-            chief_ip=chief_ip or os.environ.get("DET_CHIEF_IP"),
+            chief_ip=chief_ip or os.environ.get("DET_CHIEF_IP") or os.environ.get("MASTER_ADDR"),
         )
 
     @classmethod
@@ -118,6 +202,63 @@ class DistributedContext:
             chief_ip=chief_ip or os.environ.get("DET_CHIEF_IP"),
         )
 
+    @classmethod
+    def from_tf_config(cls) -> tuple[DistributedContext, Any]:
+        """``(context, tf.distribute.Strategy)`` from ``TF_CONFIG`` (one worker per node)."""
+        raw = os.environ.get("TF_CONFIG")
+        cfg = json.loads(raw) if raw else {}
+        workers = list((cfg.get("cluster") or {}).get("worker") or [])
+        task = cfg.get("task") or {}
+        try:
+            import tensorflow as tf
+        except ImportError:
+            raise RuntimeError(
+                "DistributedContext.from_tf_config() needs tensorflow: pip install tensorflow-cpu"
+            ) from None
+        if len(workers) > 1:
+            if task.get("type") != "worker":
+                raise RuntimeError(
+                    f"TF_CONFIG task type {task.get('type')!r} is not supported; use 'worker'"
+                )
+            index, n = int(task.get("index", 0)), len(workers)
+            host, _, port = str(workers[0]).rpartition(":")
+            os.environ.setdefault(CHIEF_PORT_ENV, str(int(port) + 1))
+            ctx = cls(
+                rank=index,
+                size=n,
+                local_rank=0,
+                local_size=1,
+                cross_rank=index,
+                cross_size=n,
+                chief_ip=host,
+            )
+            return ctx, tf.distribute.MultiWorkerMirroredStrategy()
+        ctx = cls(rank=0, size=1, local_rank=0, local_size=1, cross_rank=0, cross_size=1)
+        if len(tf.config.list_physical_devices("GPU")) > 1:
+            return ctx, tf.distribute.MirroredStrategy()
+        return ctx, tf.distribute.get_strategy()
+
+    @classmethod
+    def from_launcher_env(cls) -> DistributedContext | None:
+        """The context a trialkit/Determined launcher's environment describes, if any."""
+        env = os.environ
+        if "RANK" in env and "LOCAL_WORLD_SIZE" in env:
+            return cls.from_torch_distributed()
+        if "RANK" in env and "LOCAL_SIZE" in env and "CROSS_RANK" in env:
+            return cls.from_deepspeed()
+        if "HOROVOD_RANK" in env:
+            e = cls._env_int
+            return cls(
+                rank=e("HOROVOD_RANK"),
+                size=e("HOROVOD_SIZE"),
+                local_rank=e("HOROVOD_LOCAL_RANK"),
+                local_size=e("HOROVOD_LOCAL_SIZE"),
+                cross_rank=e("HOROVOD_CROSS_RANK"),
+                cross_size=e("HOROVOD_CROSS_SIZE"),
+                chief_ip=env.get("DET_CHIEF_IP"),
+            )
+        return None
+
     # Getters -----------------------------------------------------------------------------------
 
     def get_rank(self) -> int:
@@ -132,31 +273,41 @@ class DistributedContext:
     def get_num_agents(self) -> int:
         return self.cross_size
 
-    # Collectives (single worker: immediate) ----------------------------------------------------
+    # Collectives -------------------------------------------------------------------------------
+
+    def _local_star(self) -> Star | None:
+        return self._global if self.local_size == self.size else self._local
 
     def gather(self, stuff: Any) -> list[Any] | None:
         """The chief gets every rank's ``stuff`` in rank order; workers get None."""
-        return [stuff]
+        return [stuff] if self._global is None else self._global.gather(stuff)
 
     def gather_local(self, stuff: Any) -> list[Any] | None:
-        return [stuff]
+        """Like gather() among the workers of this node; the local chief gets the list."""
+        star = self._local_star()
+        return [stuff] if star is None else star.gather(stuff)
 
     def allgather(self, stuff: Any) -> list[Any]:
         """Every rank gets every rank's ``stuff`` in rank order."""
-        return [stuff]
+        return [stuff] if self._global is None else self._global.allgather(stuff)
 
     def allgather_local(self, stuff: Any) -> list[Any]:
-        return [stuff]
+        star = self._local_star()
+        return [stuff] if star is None else star.allgather(stuff)
 
     def broadcast(self, stuff: Any) -> Any:
         """Every rank gets the chief's ``stuff``."""
-        return stuff
+        return stuff if self._global is None else self._global.broadcast(stuff)
 
     def broadcast_local(self, stuff: Any = None) -> Any:
-        return stuff
+        star = self._local_star()
+        return stuff if star is None else star.broadcast(stuff)
 
     def close(self) -> None:
-        pass
+        """Close the connections (other ranks see a clean goodbye, not a lost peer)."""
+        for star in (self._local, self._global):
+            if star is not None:
+                star.close()
 
 
 class DummyDistributedContext(DistributedContext):

@@ -44,7 +44,7 @@ class LocalBackend(TrialBackend):
 
     @classmethod
     def open(cls, checkpoint_storage: dict[str, Any]) -> LocalBackend:
-        return cls(Store.at(trialkit_home()), checkpoint_storage)
+        return cls(Store.for_home(trialkit_home()), checkpoint_storage)
 
     def ship_metrics(self, reports: list[dict[str, Any]]) -> None:
         self.store.add_metrics(

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .._client import APIError, to_jsonable
+from .._client import APIError
 from ._backend import TrialBackend
 
 logger = logging.getLogger("trialkit.core")
@@ -72,7 +72,7 @@ class MetricsShipper:
 
     def _send(self, batch: list[dict[str, Any]]) -> None:
         """Send one batch, retrying transient failures; a rejected batch is an error."""
-        payload = [to_jsonable(r) for r in batch]
+        payload = batch  # the client encodes it: plain json.dumps, numpy/NaN handled on demand
         delay = 0.05
         deadline = time.monotonic() + self._drain_timeout
         while True:

@@ -81,7 +81,11 @@ class SearcherContext:
         self._config = searcher_config
 
     def _check_available(self) -> None:
-        if self._config is not None and not _length_value(self._config.get("max_length")):
+        if (
+            self._config is not None
+            and self._config.get("name") != "custom"  # custom searchers always send operations
+            and not _length_value(self._config.get("max_length"))
+        ):
             raise ValueError(
                 "core_context.searcher.operations() needs searcher.max_length in the experiment "
                 "config (the 0.37 operations contract); with time_metric/max_time, train for "

@@ -50,6 +50,12 @@ class CompletedOp(BaseModel):
     metric: Any
 
 
+class SearcherOperations(BaseModel):
+    operations: list[dict[str, Any]]
+    last_event_id: int
+    progress: float | None = None
+
+
 class ProgressBody(BaseModel):
     progress: float
     is_raw: bool = False
@@ -139,6 +145,7 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
             "best_trial": {"trial_id": best[0]["id"], metric: best[0]["best_validation"]}
             if best
             else None,
+            "searcher": _searcher_summary(exp.config.get("searcher") or {}, exp.progress, trials),
         }
 
     def _command(experiment_id: int, action: str) -> dict[str, Any]:
@@ -184,6 +191,56 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
             experiment_id=exp.id,
         )
         return {"value": value}
+
+    # Custom searchers run by the user's process (LocalSearchRunner) ---------------------------
+
+    def _event_queue(experiment_id: int) -> Any:
+        store.get_experiment(experiment_id)
+        drv = engine.driver(experiment_id)
+        queue = getattr(drv, "method", None)
+        if queue is None or not hasattr(queue, "events_after"):
+            return None
+        return queue
+
+    @app.get("/api/v1/experiments/{experiment_id}/searcher/events", dependencies=[Auth])
+    async def searcher_events(
+        experiment_id: int, after: int = 0, timeout_seconds: float = 0.0
+    ) -> dict[str, Any]:
+        deadline = time.monotonic() + min(timeout_seconds, 60.0)
+        while True:
+            with engine.lock:
+                queue = _event_queue(experiment_id)
+                events = queue.events_after(after) if queue is not None else []
+                progress = dict(queue.trial_progress) if queue is not None else {}
+            state = store.get_experiment(experiment_id).state.value
+            if (
+                events
+                or time.monotonic() >= deadline
+                or state in ("COMPLETED", "CANCELED", "ERROR")
+            ):
+                return {"events": events, "experiment_state": state, "trial_progress": progress}
+            await asyncio.sleep(0.05)
+
+    @app.post("/api/v1/experiments/{experiment_id}/searcher/operations", dependencies=[Auth])
+    def searcher_operations(experiment_id: int, body: SearcherOperations) -> dict[str, Any]:
+        from ..searcher import SearcherError
+        from ..searcher._custom import decode_operation
+
+        with engine.lock:
+            if _event_queue(experiment_id) is None:
+                raise HTTPException(
+                    400,
+                    f"experiment {experiment_id} has no custom searcher waiting for a runner"
+                    " (searcher.name: custom without custom_searcher_class, still active)",
+                )
+            try:
+                ops = [decode_operation(op) for op in body.operations]
+            except SearcherError as e:
+                raise HTTPException(400, str(e)) from e
+            applied = engine.remote_searcher_operations(
+                store.get_experiment(experiment_id), ops, body.last_event_id, body.progress
+            )
+        return {"applied": applied}
 
     # Trials ------------------------------------------------------------------------------------
 
@@ -335,6 +392,25 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
         return {"status": "ok"}
 
     return app
+
+
+def _searcher_summary(
+    searcher: dict[str, Any], progress: float, trials: list[Trial]
+) -> dict[str, Any]:
+    """What the search is and how far it got, for describe and --follow."""
+    states: dict[str, int] = {}
+    for t in trials:
+        states[t.state.value] = states.get(t.state.value, 0) + 1
+    return {
+        "name": searcher.get("name"),
+        "metric": searcher.get("metric"),
+        "smaller_is_better": searcher.get("smaller_is_better", True),
+        "generation": "0.37" if searcher.get("max_length") is not None else "0.38",
+        "max_trials": searcher.get("max_trials", 1 if searcher.get("name") == "single" else None),
+        "progress": progress,
+        "trials": len(trials),
+        "trial_states": states,
+    }
 
 
 def _trial_summary(store: Store, t: Trial, metric: str | None, smaller: bool) -> dict[str, Any]:

@@ -43,12 +43,7 @@ def _check_runnable(config: dict[str, Any], slots: int) -> list[str]:
     elif kind == "trial_class":
         errors.extend(_trial_class_length(config))
     need = int(config.get("resources", {}).get("slots_per_trial", 1))
-    if need > 1:
-        errors.append(
-            f"resources.slots_per_trial: {need} needs multi-worker launchers, not in this "
-            "trialkit version yet; use 1"
-        )
-    elif need > slots:
+    if need > slots:
         errors.append(
             f"resources.slots_per_trial: {need} is more than this master's {slots} slots; "
             "lower it or start the master with more (trialkit master up --slots N)"

@@ -78,7 +78,7 @@ def serve(
     port = _free_port(previous, host)
     token = secrets.token_urlsafe(32)
     url = f"http://{host}:{port}"
-    store = Store(db_url) if db_url else Store.at(home)
+    store = Store(db_url) if db_url else Store.for_home(home)
     gpus = detect_gpus()
     n_slots = gpus or slots or os.cpu_count() or 1
     engine = Engine(
@@ -139,7 +139,9 @@ def client_for(home: Path, timeout: float = 30.0) -> MasterClient | None:
 def start_background(home: Path, *, slots: int | None = None, wait: float = 30.0) -> MasterClient:
     """Start a master as a detached process and wait until it answers."""
     home.mkdir(parents=True, exist_ok=True)
-    log = open(home / "master.log", "ab")
+    log_path = home / "master.log"
+    log = open(log_path, "ab")
+    log_start = log.tell()
     cmd = [sys.executable, "-m", "trialkit.master", "--home", str(home)]
     if slots:
         cmd += ["--slots", str(slots)]
@@ -154,7 +156,21 @@ def start_background(home: Path, *, slots: int | None = None, wait: float = 30.0
         if proc.poll() is not None:
             break
         time.sleep(0.05)
-    raise MasterUnavailable(f"the master did not start; see {home / 'master.log'}")
+    raise MasterUnavailable(
+        f"the master did not start{_last_error(log_path, log_start)}; see {log_path}"
+    )
+
+
+def _last_error(log_path: Path, offset: int) -> str:
+    """': <the last line the failed master logged>', or '' when it logged nothing."""
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(offset)
+            lines = [ln.strip() for ln in f.read().decode(errors="replace").splitlines()]
+    except OSError:
+        return ""
+    errors = [ln for ln in lines if "Error" in ln.split(":", 1)[0]]
+    return f": {errors[-1]}" if errors else ""
 
 
 def stop_master(home: Path, wait: float = 15.0) -> bool:

@@ -23,6 +23,7 @@ from ._searcher_driver import SearcherDriver
 
 logger = logging.getLogger("trialkit.master")
 
+_SEARCHING = (ExperimentState.ACTIVE, ExperimentState.PAUSED)
 _LIVE_EXPERIMENT_STATES = (
     ExperimentState.ACTIVE,
     ExperimentState.PAUSED,
@@ -103,7 +104,7 @@ class Engine:
         for exp in self.store.list_experiments(states=_LIVE_EXPERIMENT_STATES):
             if exp.unmanaged:
                 continue
-            self._driver(exp)
+            self._searcher_guard(exp, lambda exp=exp: self._driver(exp))
             for trial in self.store.list_trials(exp.id):
                 if trial.pid is None or trial.state.terminal:
                     continue
@@ -198,8 +199,8 @@ class Engine:
         """0.38: every validation report goes to the searcher."""
         exp = self.store.get_experiment(trial.experiment_id)
         drv = self._drivers.get(exp.id)
-        if drv is None or drv.generation != "0.38" or exp.state.terminal:
-            return
+        if drv is None or drv.generation != "0.38" or exp.state not in _SEARCHING:
+            return  # after a searcher error (STOPPING_ERROR) later reports change nothing
         self._searcher_guard(exp, lambda: drv.validation_completed(trial, metrics, None), trial)
 
     def operation_completed(self, trial: Trial, length: int, metric: Any) -> None:
@@ -225,6 +226,22 @@ class Engine:
         else:
             self.store.update_trial(trial.id, progress=value)
 
+    def remote_searcher_operations(
+        self, exp: Experiment, ops: list[Any], last_event_id: int, progress: float | None
+    ) -> bool:
+        """Operations from a custom searcher run in the user's process (see _searcher_driver)."""
+        drv = self._drivers.get(exp.id)
+        if drv is None:
+            return False
+        applied = [False]
+
+        def apply() -> None:
+            applied[0] = drv.remote_operations(ops, last_event_id, progress)
+
+        self._searcher_guard(exp, apply)
+        self.wake()
+        return applied[0]
+
     def ack(self, trial: Trial, run_id: int) -> None:
         self.store.update_trial(trial.id, acked_run_id=run_id)
 
@@ -234,7 +251,9 @@ class Engine:
             action()
         except SearcherError as e:
             who = f"trial {trial.id}: " if trial is not None else ""
-            message = f"searcher error: {who}{e}"
+            message = (
+                f"searcher error: {e}" if str(e).startswith(who) else f"searcher error: {who}{e}"
+            )
             logger.error("experiment %d: %s", exp.id, message)
             exp = self.store.update_experiment(
                 exp.id, state=ExperimentState.STOPPING_ERROR, error=message

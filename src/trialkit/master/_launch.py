@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shlex
 import sys
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from typing import Any
 
 from .._info import INFO_ENV, ClusterInfo, TrialInfo
 from ..config import entrypoint_kind
+from ..core._transport import free_port
 from ..store import Experiment, Trial
 
 STARTUP_HOOK = "startup-hook.sh"
@@ -123,11 +125,25 @@ def build_launch(
         env.pop("DET_LATEST_CHECKPOINT", None)
     if gpus:
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, slot_ids))
+    if len(slot_ids) > 1:
+        # Multi-slot: a port for rank 0's DistributedContext, picked free per run, and a token
+        # so a rank of another trial can never join this one (Determined uses fixed ports).
+        env["TRIALKIT_CHIEF_PORT"] = str(free_port())
+        env["TRIALKIT_DIST_TOKEN"] = secrets.token_hex(8)
+    else:
+        env.pop("TRIALKIT_CHIEF_PORT", None)
+        env.pop("TRIALKIT_DIST_TOKEN", None)
     env.update(_user_env(config, gpus))
     entrypoint = config["entrypoint"]
     if entrypoint_kind(entrypoint) == "trial_class":
-        # Legacy ``model_def:MyTrial``: the Trial harness imports the class from the model dir.
-        entrypoint = [sys.executable, "-m", "trialkit.exec.harness", entrypoint]
+        # Legacy ``model_def:MyTrial``: the Trial harness imports the class from the model dir;
+        # with several slots the torch_distributed launcher starts one harness per slot, as
+        # Determined does for PyTorchTrial.
+        entrypoint = (
+            [sys.executable, "-m", "trialkit.launch.torch_distributed", "--trial", entrypoint]
+            if len(slot_ids) > 1
+            else [sys.executable, "-m", "trialkit.exec.harness", entrypoint]
+        )
     return LaunchSpec(entrypoint_argv(entrypoint, workdir), env, info)
 
 

@@ -8,37 +8,95 @@ Before operations are applied they are saved with the method state that produced
 from __future__ import annotations
 
 import collections
+import importlib.util
 import logging
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
+from .. import _modeldir
 from ..searcher import (
     Close,
     Create,
+    DrivenMethod,
     ExitedReason,
     Operation,
     SearcherError,
+    SearchMethod,
     Shutdown,
     Stop,
     ValidateAfter,
     make_search_method,
+)
+from ..searcher._custom import (
+    CustomMethod,
+    EventQueueMethod,
+    decode_operation,
+    encode_operation,
 )
 from ..store import Experiment, Store, Trial, TrialState
 
 logger = logging.getLogger("trialkit.master")
 
 
-def _encode(op: Operation) -> dict[str, Any]:
-    return {"kind": type(op).__name__, **op.__dict__}
+def build_method(store: Store, experiment: Experiment) -> DrivenMethod:
+    """The experiment's search method: a built-in, a custom searcher (in the master or polled by
+    a runner in the user's process), or Optuna."""
+    cfg = experiment.config
+    searcher = cfg["searcher"]
+    seed = int(cfg["reproducibility"]["experiment_seed"])
+    if searcher.get("name") == "custom":
+        metric = searcher.get("metric") or "searcher_metric"
+        spec = searcher.get("custom_searcher_class")
+        if not spec:
+            return EventQueueMethod(metric, seed)
+        user = _load_custom_class(store, experiment, spec)(
+            **(searcher.get("custom_searcher_kwargs") or {})
+        )
+        if not isinstance(user, SearchMethod):
+            raise SearcherError(
+                f"searcher.custom_searcher_class: {spec} is not a trialkit.searcher.SearchMethod"
+            )
+        return CustomMethod(user, seed, metric)
+    return make_search_method(searcher, cfg["hyperparameters"], seed)
 
 
-def _decode(d: Mapping[str, Any]) -> Operation:
-    kinds: dict[str, type[Any]] = {
-        c.__name__: c for c in (Create, ValidateAfter, Close, Stop, Shutdown)
-    }
-    fields = {k: v for k, v in d.items() if k != "kind"}
-    return kinds[d["kind"]](**fields)  # type: ignore[no-any-return]
+def _load_custom_class(store: Store, experiment: Experiment, spec: str) -> Any:
+    """Import ``module:Class`` from the experiment's model directory (unpacked to a temp dir)."""
+    module_name, _, attr = spec.partition(":")
+    archive = store.get_model_def(experiment.id)
+    root = Path(tempfile.mkdtemp(prefix=f"trialkit-searcher-{experiment.id}-"))
+    if archive:
+        _modeldir.unpack(archive, root)
+    path = root.joinpath(*module_name.split(".")).with_suffix(".py")
+    if not path.exists():
+        raise SearcherError(
+            f"searcher.custom_searcher_class: {spec}: no file {path.relative_to(root)} in the"
+            " model directory"
+        )
+    unique = f"_trialkit_custom_searcher_{experiment.id}_{module_name.replace('.', '_')}"
+    sys.path.insert(0, str(root))
+    try:
+        module_spec = importlib.util.spec_from_file_location(unique, path)
+        assert module_spec is not None and module_spec.loader is not None
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[unique] = module
+        module_spec.loader.exec_module(module)
+    except Exception as e:
+        raise SearcherError(
+            f"searcher.custom_searcher_class: importing {path.name} raised {type(e).__name__}: {e}"
+        ) from e
+    finally:
+        sys.path.remove(str(root))
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise SearcherError(
+            f"searcher.custom_searcher_class: {module_name} has no attribute {attr!r}"
+        ) from None
 
 
 class SearcherDriver:
@@ -55,10 +113,10 @@ class SearcherDriver:
         self.store = store
         self.experiment_id = experiment.id
         cfg = experiment.config
-        self.generation = "0.37" if cfg["searcher"].get("max_length") else "0.38"
-        self.metric = cfg["searcher"].get("metric")
-        seed = int(cfg["reproducibility"]["experiment_seed"])
-        self.method = make_search_method(cfg["searcher"], cfg["hyperparameters"], seed)
+        custom = cfg["searcher"].get("name") == "custom"
+        self.generation = "0.37" if custom or cfg["searcher"].get("max_length") else "0.38"
+        self.metric = cfg["searcher"].get("metric") or ("searcher_metric" if custom else None)
+        self.method = build_method(store, experiment)
         self._has_process = has_process
         self._request_stop = request_stop
         self.shutdown = False
@@ -70,7 +128,7 @@ class SearcherDriver:
             self.method.load(saved["method"])
             self.shutdown = bool(saved.get("shutdown"))
             self.failure = bool(saved.get("failure"))
-            pending = [_decode(d) for d in saved.get("pending", [])]
+            pending = [decode_operation(d) for d in saved.get("pending", [])]
             if pending:
                 logger.info(
                     "experiment %d: re-applying %d searcher operations", experiment.id, len(pending)
@@ -93,15 +151,38 @@ class SearcherDriver:
     def closed(self, trial: Trial) -> None:
         self._run(lambda: self.method.on_trial_closed(trial.request_id))
 
+    def remote_operations(
+        self, ops: list[Operation], last_event_id: int, progress: float | None
+    ) -> bool:
+        """Operations a runner in the user's process decided for events up to ``last_event_id``;
+        False (nothing applied) when those events were already answered."""
+        if not isinstance(self.method, EventQueueMethod):
+            raise SearcherError("this experiment's searcher runs in the master, not in a runner")
+        if not self.method.acknowledge(last_event_id, progress):
+            return False
+        self._apply(self.method.record(ops))
+        return True
+
     # Machinery ---------------------------------------------------------------------------------
 
     def _run(self, event: Callable[[], list[Operation]]) -> None:
-        self._apply(event())
+        try:
+            ops = event()
+        except SearcherError as e:
+            raise SearcherError(self._name_trials(str(e))) from e
+        self._apply(ops)
+
+    def _name_trials(self, message: str) -> str:
+        """Errors from the method name request ids; users know trials by their ids."""
+        for t in self.store.list_trials(self.experiment_id):
+            message = message.replace(f"trial {t.request_id}", f"trial {t.id}")
+            message = message.replace(t.request_id, f"trial {t.id}")
+        return message
 
     def _save(self, pending: list[Operation]) -> None:
         state = {
             "method": self.method.save(),
-            "pending": [_encode(op) for op in pending],
+            "pending": [encode_operation(op) for op in pending],
             "shutdown": self.shutdown,
             "failure": self.failure,
         }

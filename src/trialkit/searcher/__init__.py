@@ -1,4 +1,4 @@
-"""Pure search methods: single, random, grid, async_halving and adaptive_asha.
+"""Search methods: single, random, grid, async_halving, adaptive_asha, custom and optuna.
 
 Both of Determined's search contracts run through the same methods: with ``searcher.max_length``
 set, the 0.37 generation (Create + ValidateAfter(target) + Close operations, promotion-based ASHA
@@ -27,31 +27,36 @@ Other deliberate choices (each a no-op for event streams Determined's tests use)
 * Nested hyperparameter groups are sampled in sorted-key order (Go used map order).
 """
 
+from trialkit.searcher._custom import SearcherState, SearchMethod
 from trialkit.searcher._factory import make_search_method
 from trialkit.searcher._grid import grid_points
 from trialkit.searcher._ops import (
     Close,
     Create,
+    DrivenMethod,
     ExitedReason,
     Operation,
     SearcherError,
-    SearchMethod,
     Shutdown,
     Stop,
     ValidateAfter,
 )
 from trialkit.searcher._preview import preview
+from trialkit.searcher._runner import LocalSearchRunner
 from trialkit.searcher._sampling import sample_hparams
 
 __all__ = [
     "Close",
     "Create",
+    "DrivenMethod",
     "ExitedReason",
     "Operation",
     "SearchMethod",
     "SearcherError",
+    "SearcherState",
     "Shutdown",
     "Stop",
+    "LocalSearchRunner",
     "ValidateAfter",
     "grid_points",
     "make_search_method",

@@ -16,7 +16,7 @@ from trialkit.searcher._asha_promotion import PromotionAsha
 from trialkit.searcher._asha_stopping import StoppingAsha
 from trialkit.searcher._config import SearcherSettings, parse_settings
 from trialkit.searcher._grid import GridSearch
-from trialkit.searcher._ops import SearchMethod
+from trialkit.searcher._ops import DrivenMethod
 from trialkit.searcher._random import RandomSearch
 from trialkit.searcher._rungs import AshaParams
 from trialkit.searcher._searcher import Searcher
@@ -25,11 +25,20 @@ from trialkit.searcher._strategy import Generation, Strategy
 
 def make_search_method(
     searcher: Mapping[str, Any], hyperparameters: Mapping[str, Any], experiment_seed: int
-) -> SearchMethod:
+) -> DrivenMethod:
     """The search method for an experiment: 0.37 operations if ``max_length`` is set, else 0.38.
 
     Raises ValueError (listing every problem) for an unusable searcher section or grid space.
+    ``optuna`` imports optuna here (a SearcherError naming ``pip install optuna`` if missing).
     """
+    if searcher.get("name") == "optuna":
+        from trialkit.searcher._optuna import OptunaStrategy
+
+        generation = (
+            Generation.OPS if searcher.get("max_length") is not None else Generation.REPORTS
+        )
+        strategy: Strategy = OptunaStrategy(searcher, hyperparameters, int(experiment_seed))
+        return Searcher("optuna", strategy, hyperparameters, int(experiment_seed), generation)
     settings = parse_settings(searcher)
     strategy = build_strategy(settings, hyperparameters)
     return Searcher(

@@ -16,11 +16,19 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Create:
-    """Create a trial with these hyperparameters and seed."""
+    """Create a trial with these hyperparameters (and seed; custom searchers may leave it out).
+
+    Fields in Determined 0.37's order, so ``Create(uuid.uuid4(), hparams, None)`` works; a UUID
+    request id is kept as its string. ``checkpoint`` is accepted for compatibility and unused.
+    """
 
     request_id: str
-    trial_seed: int
     hparams: dict[str, Any]
+    checkpoint: Any = None
+    trial_seed: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "request_id", str(self.request_id))
 
 
 @dataclass(frozen=True)
@@ -30,6 +38,10 @@ class ValidateAfter:
     request_id: str
     length: int
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "request_id", str(self.request_id))
+        object.__setattr__(self, "length", int(self.length))
+
 
 @dataclass(frozen=True)
 class Close:
@@ -37,12 +49,18 @@ class Close:
 
     request_id: str
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "request_id", str(self.request_id))
+
 
 @dataclass(frozen=True)
 class Stop:
     """0.38 generation: stop a running trial early (delivered to it as a preemption signal)."""
 
     request_id: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "request_id", str(self.request_id))
 
 
 @dataclass(frozen=True)
@@ -69,8 +87,12 @@ class SearcherError(Exception):
     """The search cannot go on (e.g. a validation lacks the searcher metric); fails the experiment."""
 
 
-class SearchMethod(abc.ABC):
-    """A search algorithm driven by events; every event returns the operations to carry out."""
+class DrivenMethod(abc.ABC):
+    """What the master drives: events in, operations out (built-ins, custom and optuna adapters).
+
+    Users writing their own algorithm subclass ``trialkit.searcher.SearchMethod`` (0.37's API,
+    with a SearcherState argument); an adapter turns it into a DrivenMethod.
+    """
 
     @abc.abstractmethod
     def initial_operations(self) -> list[Operation]:

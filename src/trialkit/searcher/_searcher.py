@@ -13,10 +13,10 @@ from typing import Any
 from trialkit.searcher._ops import (
     Close,
     Create,
+    DrivenMethod,
     ExitedReason,
     Operation,
     SearcherError,
-    SearchMethod,
     Shutdown,
     Stop,
     ValidateAfter,
@@ -49,8 +49,8 @@ class _Source:
         return Create(request_id=request_id, trial_seed=draw_trial_seed(self.rng), hparams=hparams)
 
 
-class Searcher(SearchMethod):
-    """A SearchMethod built from one strategy; see ``make_search_method``."""
+class Searcher(DrivenMethod):
+    """A DrivenMethod built from one strategy; see ``make_search_method``."""
 
     def __init__(
         self,

@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from sqlalchemy import Engine, Table, create_engine, event, func, insert, select, update
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from .._json import dumps
 from ._models import Base, CheckpointRow, ExperimentRow, LogRow, MetricRow, TrialRow
 from ._types import (
     Checkpoint,
@@ -41,6 +43,43 @@ class NotFound(LookupError):
 
 def sqlite_url(path: str | os.PathLike[str]) -> str:
     return f"sqlite:///{Path(path)}"
+
+
+def _normalize_url(url: str) -> str:
+    """``postgresql://`` and ``postgres://`` mean psycopg 3 (SQLAlchemy would pick psycopg2)."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def _shown(url: str) -> str:
+    """The URL as errors may print it: without its password."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except SQLAlchemyError:
+        return url
+
+
+def _reason(e: BaseException) -> str:
+    """One line saying what the database driver said (without SQLAlchemy's SQL echo and links)."""
+    orig = getattr(e, "orig", None) or e
+    return f"{type(orig).__name__}: {' '.join(str(orig).split())}"
+
+
+def _create_engine(url: str) -> Engine:
+    is_sqlite = url.startswith("sqlite")
+    kwargs: dict[str, Any] = {"connect_args": {"check_same_thread": False}} if is_sqlite else {}
+    try:
+        engine = create_engine(url, json_serializer=dumps, **kwargs)
+    except ImportError as e:
+        hint = " (pip install 'trialkit[postgres]')" if url.startswith("postgres") else ""
+        raise StoreError(f"cannot open the store at {_shown(url)}: {e}{hint}") from e
+    except SQLAlchemyError as e:
+        raise StoreError(f"cannot open the store at {_shown(url)}: {_reason(e)}") from e
+    if is_sqlite:
+        _configure_sqlite(engine)
+    return engine
 
 
 def _configure_sqlite(engine: Engine) -> None:
@@ -89,16 +128,12 @@ class Store:
     """Thread-safe access to experiments, trials, metrics, checkpoints and logs."""
 
     def __init__(self, url: str) -> None:
-        self.url = url
-        is_sqlite = url.startswith("sqlite")
-        kwargs: dict[str, Any] = {"connect_args": {"check_same_thread": False}} if is_sqlite else {}
-        self._engine = create_engine(url, **kwargs)
-        if is_sqlite:
-            _configure_sqlite(self._engine)
+        self.url = _normalize_url(url)
+        self._engine = _create_engine(self.url)
         try:
             Base.metadata.create_all(self._engine)
         except SQLAlchemyError as e:
-            raise StoreError(f"cannot open the store at {url}: {e.__class__.__name__}: {e}") from e
+            raise StoreError(f"cannot open the store at {_shown(url)}: {_reason(e)}") from e
         self._sessions = sessionmaker(self._engine, expire_on_commit=False)
 
     @classmethod
@@ -106,6 +141,12 @@ class Store:
         """The default SQLite store under a trialkit home directory."""
         Path(home).mkdir(parents=True, exist_ok=True)
         return cls(sqlite_url(Path(home) / "trialkit.db"))
+
+    @classmethod
+    def for_home(cls, home: str | os.PathLike[str]) -> Store:
+        """The store a home uses: ``$TRIALKIT_DB`` (e.g. a PostgreSQL URL) if set, else SQLite."""
+        url = os.environ.get("TRIALKIT_DB")
+        return cls(url) if url else cls.at(home)
 
     def close(self) -> None:
         self._engine.dispose()

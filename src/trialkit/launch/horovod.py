@@ -1,0 +1,136 @@
+"""Launch one worker per slot with ``horovodrun`` (Horovod over Gloo).
+
+``python3 -m trialkit.launch.horovod [OPTIONS] [HOROVODRUN_ARGS... --] SCRIPT...``
+
+Workers see Horovod's HOROVOD_RANK etc. plus USE_HOROVOD, DET_CHIEF_IP and TRIALKIT_CHIEF_PORT
+and run under ``wrap_rank``. One slot on one node runs the script directly (``--autohorovod``).
+Horovod 0.28.1 (its last release) does not build against torch 2.x as released: when it is
+missing this launcher says so and exits 1; ``--dry-run`` prints the command it would run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+
+from .._info import ClusterInfo
+from ._common import (
+    WATCH_ENV,
+    LaunchError,
+    WorkerWatch,
+    cluster_info,
+    job_env,
+    run_main,
+    script_or_trial,
+    slots_here,
+    split_overrides,
+    supervise,
+)
+
+PROG = "python3 -m trialkit.launch.horovod"
+RANK_VARS = "HOROVOD_RANK,OMPI_COMM_WORLD_RANK,PMI_RANK"
+MISSING = (
+    "horovod is not installed (no 'horovodrun' command). Horovod 0.28.1 does not build against "
+    "torch 2.x as released; build it from the sdist with CMAKE_CXX_STANDARD 17 and "
+    "HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITHOUT_MPI=1 pip install "
+    "--no-build-isolation, or use python3 -m trialkit.launch.torch_distributed"
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        usage=f"{PROG} [OPTIONS] [HOROVODRUN_ARGS... --] SCRIPT... | {PROG} --trial module:Class",
+        description="Start one worker per slot with horovodrun; one failed worker ends them all.",
+    )
+    p.add_argument("--trial", metavar="MODULE:CLASS", help="run a Trial class with the harness")
+    p.add_argument("--autohorovod", action="store_true", help="1 slot on 1 node: run directly")
+    p.add_argument("--nproc-per-node", type=int, help="workers per host (default: slots)")
+    p.add_argument("--network-interface", help="passed to horovodrun --network-interface")
+    p.add_argument("--kill-grace", type=float, default=2.0, help="SIGTERM→SIGKILL seconds")
+    p.add_argument("--dry-run", action="store_true", help="print the command and exit")
+    return p
+
+
+def build_command(
+    *,
+    addrs: list[str],
+    nproc_per_node: int,
+    network_interface: str | None,
+    hvd_args: list[str],
+    worker: list[str],
+) -> list[str]:
+    hosts = ",".join(
+        f"{'localhost' if i == 0 else a}:{nproc_per_node}" for i, a in enumerate(addrs)
+    )
+    cmd = [
+        "horovodrun",
+        "-np",
+        str(nproc_per_node * len(addrs)),
+        "-H",
+        hosts,
+        "--start-timeout",
+        "1200",
+        "--gloo-timeout-seconds",
+        "240",
+        "--gloo",
+    ]
+    if network_interface:
+        cmd += ["--network-interface", network_interface]
+    cmd += [
+        "--cache-capacity",
+        "1024",
+        "--no-hierarchical-allreduce",
+        "--no-hierarchical-allgather",
+        *hvd_args,
+        sys.executable,
+        "-m",
+        "trialkit.launch.wrap_rank",
+        RANK_VARS,
+        "--",
+        *worker,
+    ]
+    return cmd
+
+
+def main(argv: list[str]) -> int:
+    parser = _parser()
+    if "--" in argv:
+        overrides, script = split_overrides(argv)
+        args, hvd_args = parser.parse_known_args(overrides)
+    else:
+        parser.add_argument("script", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+        args = parser.parse_args(argv)
+        hvd_args, script = [], args.script
+    worker = script_or_trial(args.trial, script)
+    info: ClusterInfo | None = cluster_info()
+    addrs = info.container_addrs if info is not None else ["127.0.0.1"]
+    nproc = args.nproc_per_node or slots_here(info)
+    if args.autohorovod and len(addrs) == 1 and nproc <= 1:
+        watch = WorkerWatch()
+        env = job_env(info, None)
+        env[WATCH_ENV] = str(watch.path)
+        cmd = [sys.executable, "-m", "trialkit.launch.wrap_rank", "0", "--", *worker]
+        return supervise(cmd, env, watch, grace=args.kill_grace, expected=1)
+    cmd = build_command(
+        addrs=addrs,
+        nproc_per_node=nproc,
+        network_interface=args.network_interface,
+        hvd_args=hvd_args,
+        worker=worker,
+    )
+    if args.dry_run:
+        print(" ".join(cmd))
+        return 0
+    if shutil.which("horovodrun") is None:
+        raise LaunchError(MISSING)
+    watch = WorkerWatch()
+    env = job_env(info, None, USE_HOROVOD="1")
+    env[WATCH_ENV] = str(watch.path)
+    env.pop("SLURM_JOBID", None)
+    return supervise(cmd, env, watch, grace=args.kill_grace, expected=nproc)
+
+
+if __name__ == "__main__":
+    run_main(main)

@@ -1,0 +1,174 @@
+"""Custom searchers (0.37 SearchMethod API) end to end, with examples/custom_searcher: run inside
+the master, run by a LocalSearchRunner in the user's process, and continued after a master
+SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trialkit.master import start_background
+
+from .conftest import EXAMPLES, Master, write_script
+
+pytestmark = pytest.mark.integration
+CUSTOM = EXAMPLES / "custom_searcher"
+
+
+def _validation_steps(master: Master, trial_id: int) -> list[int]:
+    rows = master.client.request(
+        "GET", f"/api/v1/trials/{trial_id}/metrics", params={"group": "validation"}
+    )["metrics"]
+    return [m["steps_completed"] for m in rows]
+
+
+SEQUENTIAL = "searcher.custom_searcher_kwargs.max_concurrent=1"
+
+
+def _check_halfway_search(master: Master, exp: int) -> dict[str, Any]:
+    """HalfwayRandomSearch(max_trials=6, max_length=20, max_concurrent=1): every trial validates
+    at 10; exactly the trials that were best so far at 10 (trials run one after another, so in
+    trial-id order) go on to 20; then Shutdown."""
+    desc = master.describe(exp)
+    assert desc["experiment"]["state"] == "COMPLETED", desc["experiment"]
+    trials = desc["trials"]
+    assert len(trials) == 6 and all(t["state"] == "COMPLETED" for t in trials)
+    halfway: list[tuple[int, float]] = []  # (trial, loss at 10)
+    for t in trials:
+        steps = _validation_steps(master, t["id"])
+        assert steps in ([10], [10, 20]), f"trial {t['id']}: {steps}"
+        rows = master.client.request(
+            "GET", f"/api/v1/trials/{t['id']}/metrics", params={"group": "validation"}
+        )["metrics"]
+        halfway.append((t["id"], rows[0]["values"]["loss"]))
+    best = None
+    expected_full = set()
+    for tid, loss in sorted(halfway):
+        if best is None or loss < best:
+            best = loss
+            expected_full.add(tid)
+    full = {t["id"] for t in trials if _validation_steps(master, t["id"]) == [10, 20]}
+    assert full == expected_full
+    assert desc["experiment"]["progress"] == 1.0
+    return desc
+
+
+def test_custom_searcher_inside_the_master(master: Master) -> None:
+    out = master.cli(
+        "experiment",
+        "create",
+        str(CUSTOM / "custom_in_master.yaml"),
+        str(CUSTOM),
+        "--follow",
+        "--config",
+        SEQUENTIAL,
+    ).stdout
+    assert "ended COMPLETED" in out
+    desc = _check_halfway_search(master, 1)
+    state = desc["searcher"]
+    assert state["name"] == "custom" and state["progress"] == 1.0
+    # Same seed in the kwargs: the same hyperparameters again.
+    master.cli(
+        "experiment",
+        "create",
+        str(CUSTOM / "custom_in_master.yaml"),
+        str(CUSTOM),
+        "--follow",
+        "--config",
+        SEQUENTIAL,
+    )
+    assert sorted(t["hparams"]["lr"] for t in master.describe(2)["trials"]) == sorted(
+        t["hparams"]["lr"] for t in desc["trials"]
+    )
+
+
+def test_custom_searcher_in_the_users_process(master: Master, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(CUSTOM / "run_search.py"),
+            "--searcher-dir",
+            str(tmp_path / "state"),
+            "--max-concurrent",
+            "1",
+        ],
+        env=master.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=CUSTOM,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "experiment 1 finished" in proc.stdout
+    _check_halfway_search(master, 1)
+    saved = json.loads((tmp_path / "state" / "state").read_text())
+    assert saved["experiment_id"] == 1
+    assert saved["searcher_state"]["experimentCompleted"] is True
+    assert len(saved["searcher_state"]["trialsClosed"]) == 6
+    assert (
+        json.loads((tmp_path / "state" / "method" / "method_state.json").read_text())["created"]
+        == 6
+    )
+
+
+def test_custom_searcher_errors_fail_the_experiment_with_the_method_named(
+    master: Master, tmp_path: Path
+) -> None:
+    d = tmp_path / "m"
+    shutil.copytree(CUSTOM, d)
+    write_script(
+        d,
+        "broken.py",
+        "from searcher import HalfwayRandomSearch\n"
+        "class Broken(HalfwayRandomSearch):\n"
+        "    def on_validation_completed(self, state, request_id, metric, train_length):\n"
+        "        raise KeyError('no such rung')\n",
+    )
+    cfg = (
+        (d / "custom_in_master.yaml")
+        .read_text()
+        .replace("searcher:HalfwayRandomSearch", "broken:Broken")
+    )
+    (d / "broken.yaml").write_text(cfg)
+    master.cli("experiment", "create", str(d / "broken.yaml"), str(d))
+    desc = master.wait_state(1, {"COMPLETED", "ERROR", "CANCELED"}, timeout=60)
+    assert desc["experiment"]["state"] == "ERROR"
+    assert (
+        "custom searcher Broken.on_validation_completed raised KeyError: 'no such rung'"
+        in desc["experiment"]["error"]
+    )
+
+
+def test_custom_searcher_in_the_master_survives_a_master_sigkill(
+    master: Master, tmp_path: Path
+) -> None:
+    master.cli(
+        "experiment",
+        "create",
+        str(CUSTOM / "custom_in_master.yaml"),
+        str(CUSTOM),
+        "--config",
+        SEQUENTIAL,
+    )
+    master.wait_for(
+        lambda: sum(t["state"] == "COMPLETED" for t in master.describe(1)["trials"]) >= 2,
+        timeout=60,
+        what="two finished trials",
+    )
+    before = {t["request_id"]: t["hparams"] for t in master.describe(1)["trials"]}
+    os.kill(master.pid(), signal.SIGKILL)
+    time.sleep(0.5)
+    master.client = start_background(master.home, slots=2)
+    master.wait_state(1, {"COMPLETED", "ERROR", "CANCELED"}, timeout=90)
+    desc = _check_halfway_search(master, 1)
+    after = {t["request_id"]: t["hparams"] for t in desc["trials"]}
+    assert {k: after[k] for k in before} == before
