@@ -272,3 +272,14 @@ def test_trainer_api_script_under_the_master_follows_the_searcher(
     out = tmp_path / "ckpt"
     master.cli("checkpoint", "download", last["uuid"], "--output-dir", str(out))
     assert json.loads((out / "load_data.json").read_text())["is_trainer"] is True
+
+
+def test_distributed_yaml_trains_with_two_ddp_workers(master: Master, tmp_path: Path) -> None:
+    cfg = _config("distributed.yaml", searcher__max_length={"batches": 20})
+    desc = _run(master, cfg, _model_dir(tmp_path))
+    assert desc["experiment"]["state"] == "COMPLETED", desc
+    [trial] = desc["trials"]
+    values = trial["latest_validation"]["values"]
+    assert values["batches"] == 20 and values["records"] == 20 * 64  # 2 workers x 32
+    logs = master.cli("trial", "logs", str(trial["id"])).stdout
+    assert "torch_distributed --trial model_def:MNistTrial" in logs

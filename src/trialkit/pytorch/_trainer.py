@@ -26,19 +26,14 @@ _POLICIES = ("best", "all", "none")
 
 
 def _torch_distributed(given: core.DistributedContext | None) -> core.DistributedContext | None:
-    """With a launcher's WORLD_SIZE > 1: join torch.distributed (gloo on CPU, nccl on GPUs)."""
+    """With a launcher's WORLD_SIZE > 1: join torch.distributed (gloo on CPU, nccl on GPUs) for
+    DDP, and coordinate the harness over the core DistributedContext of the same ranks."""
     if given is not None or int(os.environ.get("WORLD_SIZE", "1")) <= 1:
         return given
     if not torch.distributed.is_initialized():
         backend = "nccl" if torch.cuda.is_available() else "gloo"
         torch.distributed.init_process_group(backend)
-    try:
-        return core.DistributedContext.from_torch_distributed()
-    except NotImplementedError:
-        # This core has no multi-worker transport: coordinate over the torch process group.
-        from ._distributed import ProcessGroupDistributedContext
-
-        return ProcessGroupDistributedContext()
+    return core.DistributedContext.from_torch_distributed()
 
 
 @contextlib.contextmanager
@@ -68,12 +63,7 @@ def init(
         steps_completed = info.trial.steps_completed
     if trial_seed is not None:
         seed_all(trial_seed)
-    if dist is not None and dist.size > 1 and dist.rank != 0:
-        dist.broadcast(None)  # the chief opens (and, locally, creates) the store first
-    core_context = core.init(distributed=dist)
-    if dist is not None and dist.size > 1 and dist.rank == 0:
-        dist.broadcast(True)
-    with core_context:
+    with core.init(distributed=dist) as core_context:
         yield PyTorchTrialContext(
             core_context,
             hparams=hparams,
