@@ -351,3 +351,24 @@ def test_invalid_hp_checkpoints_and_ends_the_run_as_an_early_exit(trialkit_home:
         assert trial.early_exit == "INVALID_HP"
     finally:
         store.close()
+
+
+def test_legacy_zero_argument_epoch_hooks_still_run_with_a_warning() -> None:
+    hits: list[str] = []
+
+    class Legacy(pytorch.PyTorchCallback):
+        def on_training_epoch_start(self) -> None:  # type: ignore[override]
+            hits.append("start")
+
+        def on_checkpoint_end(self, checkpoint_dir: str) -> None:
+            hits.append("ckpt_end")
+
+    class WithLegacy(RegressionTrial):
+        def build_callbacks(self) -> dict[str, pytorch.PyTorchCallback]:
+            return {"legacy": Legacy()}
+
+    with pytest.warns(FutureWarning) as record:
+        _fit(WithLegacy, max_length=pytorch.Epoch(2))
+    messages = " ".join(str(w.message) for w in record)
+    assert "takes no epoch_idx" in messages and "on_checkpoint_end" in messages
+    assert hits == ["start", "start", "ckpt_end"]

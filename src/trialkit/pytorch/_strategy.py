@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,14 @@ class TorchStrategy:
                 f"{type(trial).__name__}.build_callbacks() must return a dict of name -> PyTorchCallback"
             )
         self._callbacks = cbs
+        for name, cb in cbs.items():
+            if type(cb).on_checkpoint_end is not PyTorchCallback.on_checkpoint_end:
+                warnings.warn(
+                    f"callback {name!r} overrides on_checkpoint_end, which is deprecated; "
+                    "use on_checkpoint_write_end",
+                    FutureWarning,
+                    stacklevel=2,
+                )
         self._full_dataset = (
             type(trial).evaluate_full_dataset is not PyTorchTrial.evaluate_full_dataset
         )
