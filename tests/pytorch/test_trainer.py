@@ -372,3 +372,30 @@ def test_legacy_zero_argument_epoch_hooks_still_run_with_a_warning() -> None:
     messages = " ".join(str(w.message) for w in record)
     assert "takes no epoch_idx" in messages and "on_checkpoint_end" in messages
     assert hits == ["start", "start", "ckpt_end"]
+
+
+def test_checkpoint_state_mismatches_are_errors_and_legacy_keys_load(tmp_path: Path) -> None:
+    from trialkit.pytorch._strategy import TorchStrategy
+
+    with pytorch.init(hparams=dict(HP), seed=0) as ctx:
+        trial = RegressionTrial(ctx)
+        strategy = TorchStrategy(trial, ctx)
+        good = {
+            "model_state_dict": {"module." + k: v for k, v in trial.model.state_dict().items()},
+            "optimizer_state_dict": trial.opt.state_dict(),
+            "rng_state": {},
+        }
+        torch.save(good, tmp_path / "state_dict.pth")
+        assert (
+            strategy.load(tmp_path) == {}
+        )  # DDP-prefixed legacy weights load into the plain model
+        torch.save(
+            {**good, "models_state_dict": [good["model_state_dict"]]}, tmp_path / "state_dict.pth"
+        )
+        with pytest.raises(RuntimeError, match="both 'models_state_dict' and the legacy"):
+            strategy.load(tmp_path)
+        torch.save(
+            {"models_state_dict": [], "optimizers_state_dict": []}, tmp_path / "state_dict.pth"
+        )
+        with pytest.raises(RuntimeError, match="0 model state"):
+            strategy.load(tmp_path)

@@ -54,6 +54,28 @@ def model_dir_for(trial: PyTorchTrial, on_cluster: bool) -> Path | None:
     return Path(file).resolve().parent if file else None
 
 
+def _states(state: dict[str, Any], key: str, legacy: str, wanted: int, what: str) -> list[Any]:
+    """The saved states for ``wanted`` objects; Determined's single-object legacy keys are
+    accepted when the trial wraps exactly one object."""
+    if key in state and legacy in state:
+        raise RuntimeError(f"checkpoint has both {key!r} and the legacy {legacy!r}; keep one")
+    if key in state:
+        states = list(state[key])
+    elif legacy in state and wanted == 1:
+        states = [state[legacy]]
+    elif legacy in state:
+        raise RuntimeError(
+            f"checkpoint's legacy {legacy!r} holds one {what}; this trial wraps {wanted}"
+        )
+    else:
+        states = []
+    if len(states) != wanted:
+        raise RuntimeError(
+            f"checkpoint has {len(states)} {what} state(s); this trial wraps {wanted}"
+        )
+    return states
+
+
 class TorchStrategy:
     """Everything the loop needs from a PyTorchTrial and its context."""
 
@@ -346,32 +368,18 @@ class TorchStrategy:
         for cb in self._callbacks.values():
             cb.on_checkpoint_load_start(state)
         ctx = self.context
-        models = state.get("models_state_dict")
-        if models is None and "model_state_dict" in state:
-            models = [state["model_state_dict"]]
-        if models is None or len(models) != len(ctx.models):
-            raise RuntimeError(
-                f"checkpoint has {0 if models is None else len(models)} model state(s); "
-                f"this trial wraps {len(ctx.models)} model(s)"
-            )
-        for m, s in zip(ctx.models, models, strict=True):
-            load_model_state(m, s)
-        opts = state.get("optimizers_state_dict") or (
-            [state["optimizer_state_dict"]] if "optimizer_state_dict" in state else []
+        pairs: tuple[tuple[str, str, list[Any], str], ...] = (
+            ("models_state_dict", "model_state_dict", ctx.models, "model"),
+            ("optimizers_state_dict", "optimizer_state_dict", ctx.optimizers, "optimizer"),
+            ("lr_schedulers_state_dict", "lr_scheduler", ctx.lr_schedulers, "LR scheduler"),
         )
-        if len(opts) != len(ctx.optimizers):
-            raise RuntimeError(
-                f"checkpoint has {len(opts)} optimizer state(s); this trial wraps {len(ctx.optimizers)}"
-            )
-        for o, s in zip(ctx.optimizers, opts, strict=True):
-            o.load_state_dict(s)
-        scheds = state.get("lr_schedulers_state_dict", [])
-        if len(scheds) != len(ctx.lr_schedulers):
-            raise RuntimeError(
-                f"checkpoint has {len(scheds)} LR scheduler state(s); this trial wraps {len(ctx.lr_schedulers)}"
-            )
-        for sch, s in zip(ctx.lr_schedulers, scheds, strict=True):
-            sch.load_state_dict(s)
+        for key, legacy, objects, what in pairs:
+            states = _states(state, key, legacy, len(objects), what)
+            for obj, s in zip(objects, states, strict=True):
+                if what == "model":
+                    load_model_state(obj, s)
+                else:
+                    obj.load_state_dict(s)
         if ctx._scaler is not None and "scaler_state_dict" in state:
             ctx._scaler.load_state_dict(state["scaler_state_dict"])
         for m, grads in zip(ctx.models, state.get("pending_gradients") or [], strict=False):
