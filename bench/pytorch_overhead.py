@@ -186,12 +186,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--batches", type=int, default=300)
     parser.add_argument("--target-ms", type=float, default=5.0)
+    parser.add_argument("--width", type=int, default=0, help="skip calibration; use this MLP width")
     args = parser.parse_args()
     torch.set_num_threads(1)
     logging.disable(logging.WARNING)
     os.environ["TRIALKIT_HOME"] = tempfile.mkdtemp(prefix="trialkit-bench-")
     os.environ.pop("TRIALKIT_CLUSTER_INFO", None)
-    width = calibrate(args.target_ms)
+    width = args.width or calibrate(args.target_ms)
     data = make_data(args.batches + 1)
     contenders = {
         "hand-written": run_raw,

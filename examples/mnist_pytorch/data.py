@@ -10,7 +10,9 @@ from torch.utils.data import TensorDataset
 def _prototypes() -> torch.Tensor:
     g = torch.Generator().manual_seed(2024)
     coarse = (torch.rand(10, 1, 7, 7, generator=g) > 0.6).float()
-    return torch.nn.functional.interpolate(coarse, size=(28, 28), mode="bilinear", align_corners=False)
+    return torch.nn.functional.interpolate(
+        coarse, size=(28, 28), mode="bilinear", align_corners=False
+    )
 
 
 def make_dataset(train: bool, records: int | None = None) -> TensorDataset:
@@ -21,7 +23,9 @@ def make_dataset(train: bool, records: int | None = None) -> TensorDataset:
     images = _prototypes()[labels] * (0.6 + 0.8 * torch.rand(n, 1, 1, 1, generator=g))
     shifts = torch.randint(-2, 3, (n, 2), generator=g)
     for i in range(n):
-        images[i] = torch.roll(images[i], shifts=(int(shifts[i, 0]), int(shifts[i, 1])), dims=(1, 2))
+        images[i] = torch.roll(
+            images[i], shifts=(int(shifts[i, 0]), int(shifts[i, 1])), dims=(1, 2)
+        )
     images = images + 0.9 * torch.randn(images.shape, generator=g)
     images = (images - 0.1307) / 0.3081
     return TensorDataset(images, labels)

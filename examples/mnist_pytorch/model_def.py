@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import data
 import torch
 from torch import nn
 
-import data
 from trialkit.pytorch import DataLoader, LRScheduler, PyTorchTrial, PyTorchTrialContext, TorchData
 
 
@@ -41,16 +41,22 @@ class MNistTrial(PyTorchTrial):
         self.optimizer = self.context.wrap_optimizer(optimizer)
 
         lr_sch = torch.optim.lr_scheduler.StepLR(self.optimizer, gamma=0.7, step_size=1)
-        self.lr_sch = self.context.wrap_lr_scheduler(lr_sch, step_mode=LRScheduler.StepMode.STEP_EVERY_EPOCH)
+        self.lr_sch = self.context.wrap_lr_scheduler(
+            lr_sch, step_mode=LRScheduler.StepMode.STEP_EVERY_EPOCH
+        )
 
         self.criterion = nn.CrossEntropyLoss()
 
     def build_training_data_loader(self) -> DataLoader:
-        dataset = data.make_dataset(train=True, records=self.context.get_data_config().get("train_records"))
+        dataset = data.make_dataset(
+            train=True, records=self.context.get_data_config().get("train_records")
+        )
         return DataLoader(dataset, batch_size=self.context.get_per_slot_batch_size(), shuffle=True)
 
     def build_validation_data_loader(self) -> DataLoader:
-        dataset = data.make_dataset(train=False, records=self.context.get_data_config().get("val_records"))
+        dataset = data.make_dataset(
+            train=False, records=self.context.get_data_config().get("val_records")
+        )
         return DataLoader(dataset, batch_size=self.context.get_per_slot_batch_size())
 
     def train_batch(self, batch: TorchData, epoch_idx: int, batch_idx: int) -> dict[str, Any]:

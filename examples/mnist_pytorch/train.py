@@ -12,10 +12,10 @@ from pathlib import Path
 
 import torch
 import yaml
+from model_def import MNistTrial
 
 import trialkit
 from trialkit import pytorch
-from model_def import MNistTrial
 
 
 def main() -> None:

@@ -194,21 +194,13 @@ def test_callback_hooks_and_checkpoint_layout(trialkit_home: Path) -> None:
     assert load_data["trial_cls_spec"] == "tests.pytorch.trials:RegressionTrial" or load_data[
         "trial_cls_spec"
     ].endswith("trials:RegressionTrial")
-    assert load_data["is_trainer"] is True and load_data["hparams"] is None  # no exp_conf given
+    assert load_data["is_trainer"] is True
+    assert load_data["hparams"] == HP and load_data["experiment_config"] is None  # no exp_conf
     assert json.loads((path / "metadata.json").read_text())["steps_completed"] == 12
     assert (path / "code" / "trials.py").is_file()
-    restored = pytorch.load_trial_from_checkpoint_path(path, trial_class=_HpTrial)
+    restored = pytorch.load_trial_from_checkpoint_path(path)
     for a, b in zip(restored.model.parameters(), trial.model.parameters(), strict=True):
         assert torch.equal(a, b)
-
-
-class _HpTrial(RegressionTrial):
-    """load_data.json has no hparams when init() got no exp_conf; supply them."""
-
-    def __init__(self, context: Any) -> None:
-        context._hparams = dict(HP)
-        context._global_batch_size, context._per_slot_batch_size = 8, 8
-        super().__init__(context)
 
 
 def test_local_best_policy_becomes_all_with_a_warning() -> None:
@@ -266,3 +258,144 @@ def test_warm_start_from_another_trial_keeps_weights_not_progress() -> None:
         finally:
             loop_cls.__init__ = orig
     assert trainer.loop is not None and trainer.loop.progress.batches_trained == 2
+
+
+def test_set_profiler_wraps_training_and_writes_traces(trialkit_home: Path) -> None:
+    class Profiled(RegressionTrial):
+        def __init__(self, context: Any) -> None:
+            super().__init__(context)
+            context.set_profiler(
+                activities=[torch.profiler.ProfilerActivity.CPU],
+                schedule=torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=1),
+            )
+
+    with pytorch.init(hparams=dict(HP), seed=0) as ctx:
+        trial = Profiled(ctx)
+        pytorch.Trainer(trial, ctx).fit(max_length=pytorch.Batch(6), checkpoint_policy="none")
+        traces = list(Path(ctx.get_tensorboard_path()).rglob("*.pt.trace.json*"))
+    assert traces, "no profiler trace written"
+
+
+def test_on_training_epoch_callbacks_see_epoch_indices() -> None:
+    seen: list[tuple[str, int]] = []
+
+    class Epochs(pytorch.PyTorchCallback):
+        def on_training_epoch_start(self, epoch_idx: int) -> None:
+            seen.append(("start", epoch_idx))
+
+        def on_training_epoch_end(self, epoch_idx: int) -> None:
+            seen.append(("end", epoch_idx))
+
+    class WithEpochs(RegressionTrial):
+        def build_callbacks(self) -> dict[str, pytorch.PyTorchCallback]:
+            return {"epochs": Epochs()}
+
+        def train_batch(self, batch: Any, epoch_idx: int, batch_idx: int) -> dict[str, Any]:
+            assert self.context.current_train_epoch() == epoch_idx == batch_idx // 6
+            assert self.context.is_epoch_start() == (batch_idx % 6 == 0)
+            return super().train_batch(batch, epoch_idx, batch_idx)
+
+    _fit(WithEpochs, max_length=pytorch.Epoch(2))
+    assert seen == [("start", 0), ("end", 0), ("start", 1), ("end", 1)]
+
+
+@pytest.mark.parametrize(
+    ("unit", "n", "expected"),
+    [
+        ("batches", 7, pytorch.Batch(7)),
+        ("records", 100, pytorch.Batch(3)),  # 100 // 32
+        ("epochs", 2, pytorch.Batch(2 * 320 // 32)),  # with records_per_epoch
+    ],
+)
+def test_searcher_lengths_convert_to_batches(unit: str, n: int, expected: Any) -> None:
+    from trialkit.pytorch._trainer import _Units
+
+    assert _Units(unit, 32, 320).length(n) == expected
+    assert _Units("epochs", 32, 0).length(2) == pytorch.Epoch(2)  # no records_per_epoch: passes
+    with pytest.raises(ValueError, match="global_batch_size"):
+        _Units("records", None, 0)
+    with pytest.raises(ValueError, match="batches, records or epochs"):
+        _Units("seconds", 32, 0)
+
+
+def test_load_trial_from_code_dir_of_a_dotted_module(tmp_path: Path) -> None:
+    from trialkit.pytorch._load import _import_trial
+
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "zz_model_def_f4.py").write_text("class T:\n    pass\n")
+    cls = _import_trial(code, "some.pkg.zz_model_def_f4:T")
+    assert cls.__name__ == "T"
+    with pytest.raises(ModuleNotFoundError):
+        _import_trial(code, "some.pkg.missing:T")
+
+
+def test_invalid_hp_checkpoints_and_ends_the_run_as_an_early_exit(trialkit_home: Path) -> None:
+    from trialkit import InvalidHP
+
+    class Diverges(RegressionTrial):
+        def train_batch(self, batch: Any, epoch_idx: int, batch_idx: int) -> dict[str, Any]:
+            if batch_idx == 3:
+                raise InvalidHP("loss diverged")
+            return super().train_batch(batch, epoch_idx, batch_idx)
+
+    holder: dict[str, Any] = {}
+    with pytorch.init(hparams=dict(HP), seed=0) as ctx:  # the core context suppresses InvalidHP
+        holder["trainer"] = pytorch.Trainer(Diverges(ctx), ctx)
+        holder["trainer"].fit(max_length=pytorch.Batch(10), checkpoint_policy="none")
+    loop = holder["trainer"].loop
+    assert loop.progress.batches_trained == 3 and loop.last_checkpoint is not None
+    store = Store.at(trialkit_home)
+    try:
+        [trial] = store.list_trials()
+        assert trial.early_exit == "INVALID_HP"
+    finally:
+        store.close()
+
+
+def test_legacy_zero_argument_epoch_hooks_still_run_with_a_warning() -> None:
+    hits: list[str] = []
+
+    class Legacy(pytorch.PyTorchCallback):
+        def on_training_epoch_start(self) -> None:  # type: ignore[override]
+            hits.append("start")
+
+        def on_checkpoint_end(self, checkpoint_dir: str) -> None:
+            hits.append("ckpt_end")
+
+    class WithLegacy(RegressionTrial):
+        def build_callbacks(self) -> dict[str, pytorch.PyTorchCallback]:
+            return {"legacy": Legacy()}
+
+    with pytest.warns(FutureWarning) as record:
+        _fit(WithLegacy, max_length=pytorch.Epoch(2))
+    messages = " ".join(str(w.message) for w in record)
+    assert "takes no epoch_idx" in messages and "on_checkpoint_end" in messages
+    assert hits == ["start", "start", "ckpt_end"]
+
+
+def test_checkpoint_state_mismatches_are_errors_and_legacy_keys_load(tmp_path: Path) -> None:
+    from trialkit.pytorch._strategy import TorchStrategy
+
+    with pytorch.init(hparams=dict(HP), seed=0) as ctx:
+        trial = RegressionTrial(ctx)
+        strategy = TorchStrategy(trial, ctx)
+        good = {
+            "model_state_dict": {"module." + k: v for k, v in trial.model.state_dict().items()},
+            "optimizer_state_dict": trial.opt.state_dict(),
+            "rng_state": {},
+        }
+        torch.save(good, tmp_path / "state_dict.pth")
+        assert (
+            strategy.load(tmp_path) == {}
+        )  # DDP-prefixed legacy weights load into the plain model
+        torch.save(
+            {**good, "models_state_dict": [good["model_state_dict"]]}, tmp_path / "state_dict.pth"
+        )
+        with pytest.raises(RuntimeError, match="both 'models_state_dict' and the legacy"):
+            strategy.load(tmp_path)
+        torch.save(
+            {"models_state_dict": [], "optimizers_state_dict": []}, tmp_path / "state_dict.pth"
+        )
+        with pytest.raises(RuntimeError, match="0 model state"):
+            strategy.load(tmp_path)

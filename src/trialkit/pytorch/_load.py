@@ -55,7 +55,15 @@ def _import_trial(code_dir: Path, spec: str) -> type[PyTorchTrial]:
         ):
             # Same module name imported from elsewhere: load the checkpoint's copy instead.
             del sys.modules[module_name]
-        module = importlib.import_module(module_name)
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError:
+            # code/ holds the directory of the Trial's file, so a dotted module (pkg.model_def)
+            # sits there under its last name.
+            short = module_name.rpartition(".")[2]
+            if short == module_name or not (code_dir / f"{short}.py").exists():
+                raise
+            module = importlib.import_module(short)
     finally:
         sys.path.remove(str(code_dir))
     obj: Any = module

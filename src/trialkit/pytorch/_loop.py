@@ -8,9 +8,12 @@ strategy object owns *how*: stepping a batch, validating, saving and loading fra
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import logging
 import math
 import pickle
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -89,8 +92,36 @@ class LoopSettings:
     step_zero_validation: bool = False
     test_mode: bool = False
     trial_id: int = 0
-    global_batch_size: int | None = None
+    initial_batch: int = 0
     on_cluster: bool = False
+
+
+_EPOCH_HOOKS = ("on_training_epoch_start", "on_training_epoch_end")
+
+
+@functools.lru_cache(maxsize=256)
+def _no_args(func: Any) -> bool:
+    return len(inspect.signature(func).parameters) <= 1  # just self
+
+
+def _takes_no_args(method: Any) -> bool:
+    """A bound method declared without parameters (warned about once per function)."""
+    func = getattr(method, "__func__", None)
+    if func is None:  # a plain function stored on the callback: no self to discount
+        return not inspect.signature(method).parameters
+    if not _no_args(func):
+        return False
+    if func not in _warned_legacy:
+        _warned_legacy.add(func)
+        warnings.warn(
+            f"{func.__qualname__}() takes no epoch_idx; declare it as (self, epoch_idx: int)",
+            FutureWarning,
+            stacklevel=3,
+        )
+    return True
+
+
+_warned_legacy: set[Any] = set()
 
 
 class _Stop(Exception):
@@ -145,7 +176,11 @@ class TrainLoop:
 
     def _cb(self, hook: str, *args: Any) -> None:
         for cb in self.strategy.callbacks().values():
-            getattr(cb, hook)(*args)
+            fn = getattr(cb, hook)
+            if args and hook in _EPOCH_HOOKS and _takes_no_args(fn):
+                fn()  # the pre-0.13 zero-argument epoch hooks, tolerated as Determined does
+            else:
+                fn(*args)
 
     @property
     def _chief(self) -> bool:
@@ -154,7 +189,7 @@ class TrainLoop:
     # Entry --------------------------------------------------------------------------------------
 
     def run(self, targets: Iterable[Target], latest_checkpoint: str | None = None) -> None:
-        self._cb("on_trial_startup", self.progress.batches_trained, latest_checkpoint)
+        self._cb("on_trial_startup", self.s.initial_batch, latest_checkpoint)
         try:
             self._run(targets, latest_checkpoint)
         finally:
@@ -305,7 +340,8 @@ class TrainLoop:
         # Validation must not move the training RNG: a run resumed after a checkpoint and one
         # that validated at other points then draw identical dropout masks and shuffles.
         rng = capture_rng(self.strategy.device)
-        self.core.train.set_status("validating") if self._chief else None
+        if self._chief:
+            self.core.train.set_status("validating")
         try:
             metrics = self.strategy.validate(self.s.test_mode)
         finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,28 @@ def model_dir_for(trial: PyTorchTrial, on_cluster: bool) -> Path | None:
     return Path(file).resolve().parent if file else None
 
 
+def _states(state: dict[str, Any], key: str, legacy: str, wanted: int, what: str) -> list[Any]:
+    """The saved states for ``wanted`` objects; Determined's single-object legacy keys are
+    accepted when the trial wraps exactly one object."""
+    if key in state and legacy in state:
+        raise RuntimeError(f"checkpoint has both {key!r} and the legacy {legacy!r}; keep one")
+    if key in state:
+        states = list(state[key])
+    elif legacy in state and wanted == 1:
+        states = [state[legacy]]
+    elif legacy in state:
+        raise RuntimeError(
+            f"checkpoint's legacy {legacy!r} holds one {what}; this trial wraps {wanted}"
+        )
+    else:
+        states = []
+    if len(states) != wanted:
+        raise RuntimeError(
+            f"checkpoint has {len(states)} {what} state(s); this trial wraps {wanted}"
+        )
+    return states
+
+
 class TorchStrategy:
     """Everything the loop needs from a PyTorchTrial and its context."""
 
@@ -71,6 +94,14 @@ class TorchStrategy:
                 f"{type(trial).__name__}.build_callbacks() must return a dict of name -> PyTorchCallback"
             )
         self._callbacks = cbs
+        for name, cb in cbs.items():
+            if type(cb).on_checkpoint_end is not PyTorchCallback.on_checkpoint_end:
+                warnings.warn(
+                    f"callback {name!r} overrides on_checkpoint_end, which is deprecated; "
+                    "use on_checkpoint_write_end",
+                    FutureWarning,
+                    stacklevel=2,
+                )
         self._full_dataset = (
             type(trial).evaluate_full_dataset is not PyTorchTrial.evaluate_full_dataset
         )
@@ -151,7 +182,8 @@ class TorchStrategy:
         ctx = self.context
         ctx._current_batch_idx = batch_idx
         for m in ctx.models:
-            m.train()
+            if not m.training:  # validation leaves them in eval mode
+                m.train()
         if ctx._auto_to_device:
             batch = ctx.to_device(batch)
         out = self.trial.train_batch(batch, epoch_idx, batch_idx)
@@ -301,10 +333,9 @@ class TorchStrategy:
             cb.on_checkpoint_save_start(state)
         torch.save(state, path / STATE_DICT)
         ctx = self.context
-        try:
-            config, hparams = ctx.get_experiment_config(), ctx.get_hparams()
-        except ValueError:
-            config, hparams = None, None
+        # Determined writes both as null when either is missing; trialkit keeps what it has, so
+        # a local run without exp_conf can still be rebuilt with its hyperparameters.
+        config, hparams = ctx._exp_conf, ctx._hparams
         cls = type(self.trial)
         load_data: dict[str, Any] = {
             "trial_type": "PyTorchTrial",
@@ -337,32 +368,18 @@ class TorchStrategy:
         for cb in self._callbacks.values():
             cb.on_checkpoint_load_start(state)
         ctx = self.context
-        models = state.get("models_state_dict")
-        if models is None and "model_state_dict" in state:
-            models = [state["model_state_dict"]]
-        if models is None or len(models) != len(ctx.models):
-            raise RuntimeError(
-                f"checkpoint has {0 if models is None else len(models)} model state(s); "
-                f"this trial wraps {len(ctx.models)} model(s)"
-            )
-        for m, s in zip(ctx.models, models, strict=True):
-            load_model_state(m, s)
-        opts = state.get("optimizers_state_dict") or (
-            [state["optimizer_state_dict"]] if "optimizer_state_dict" in state else []
+        pairs: tuple[tuple[str, str, list[Any], str], ...] = (
+            ("models_state_dict", "model_state_dict", ctx.models, "model"),
+            ("optimizers_state_dict", "optimizer_state_dict", ctx.optimizers, "optimizer"),
+            ("lr_schedulers_state_dict", "lr_scheduler", ctx.lr_schedulers, "LR scheduler"),
         )
-        if len(opts) != len(ctx.optimizers):
-            raise RuntimeError(
-                f"checkpoint has {len(opts)} optimizer state(s); this trial wraps {len(ctx.optimizers)}"
-            )
-        for o, s in zip(ctx.optimizers, opts, strict=True):
-            o.load_state_dict(s)
-        scheds = state.get("lr_schedulers_state_dict", [])
-        if len(scheds) != len(ctx.lr_schedulers):
-            raise RuntimeError(
-                f"checkpoint has {len(scheds)} LR scheduler state(s); this trial wraps {len(ctx.lr_schedulers)}"
-            )
-        for sch, s in zip(ctx.lr_schedulers, scheds, strict=True):
-            sch.load_state_dict(s)
+        for key, legacy, objects, what in pairs:
+            states = _states(state, key, legacy, len(objects), what)
+            for obj, s in zip(objects, states, strict=True):
+                if what == "model":
+                    load_model_state(obj, s)
+                else:
+                    obj.load_state_dict(s)
         if ctx._scaler is not None and "scaler_state_dict" in state:
             ctx._scaler.load_state_dict(state["scaler_state_dict"])
         for m, grads in zip(ctx.models, state.get("pending_gradients") or [], strict=False):

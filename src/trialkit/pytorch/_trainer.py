@@ -26,7 +26,8 @@ _POLICIES = ("best", "all", "none")
 
 
 def _torch_distributed(given: core.DistributedContext | None) -> core.DistributedContext | None:
-    """With a launcher's WORLD_SIZE > 1: join torch.distributed (gloo on CPU, nccl on GPUs)."""
+    """With a launcher's WORLD_SIZE > 1: join torch.distributed (gloo on CPU, nccl on GPUs) for
+    DDP, and coordinate the harness over the core DistributedContext of the same ranks."""
     if given is not None or int(os.environ.get("WORLD_SIZE", "1")) <= 1:
         return given
     if not torch.distributed.is_initialized():
@@ -202,7 +203,7 @@ class Trainer:
             step_zero_validation=step_zero_validation,
             test_mode=test_mode,
             trial_id=trial_id,
-            global_batch_size=self._context._global_batch_size,
+            initial_batch=self._context.get_initial_batch(),
             on_cluster=on_cluster,
         )
         strategy = TorchStrategy(self._trial, self._context, is_trainer=self._is_trainer)
