@@ -304,18 +304,19 @@ def test_on_training_epoch_callbacks_see_epoch_indices() -> None:
     [
         ("batches", 7, pytorch.Batch(7)),
         ("records", 100, pytorch.Batch(3)),  # 100 // 32
-        ("epochs", 2, pytorch.Batch(2 * 320 // 32)),  # with records_per_epoch
+        ("epochs", 2, pytorch.Epoch(2)),  # passes over the loader; records_per_epoch unused
     ],
 )
-def test_searcher_lengths_convert_to_batches(unit: str, n: int, expected: Any) -> None:
+def test_searcher_lengths_convert_as_determined_pytorchtrial(
+    unit: str, n: int, expected: Any
+) -> None:
     from trialkit.pytorch._trainer import _Units
 
-    assert _Units(unit, 32, 320).length(n) == expected
-    assert _Units("epochs", 32, 0).length(2) == pytorch.Epoch(2)  # no records_per_epoch: passes
+    assert _Units(unit, 32).length(n) == expected
     with pytest.raises(ValueError, match="global_batch_size"):
-        _Units("records", None, 0)
+        _Units("records", None)
     with pytest.raises(ValueError, match="batches, records or epochs"):
-        _Units("seconds", 32, 0)
+        _Units("seconds", 32)
 
 
 def test_load_trial_from_code_dir_of_a_dotted_module(tmp_path: Path) -> None:

@@ -85,12 +85,14 @@ def _check_length(max_length: Any) -> TrainUnit:
 
 
 class _Units:
-    """Converts searcher lengths (batches / records / epochs) to loop lengths and back."""
+    """Converts searcher lengths (batches / records / epochs) to loop lengths and back.
 
-    def __init__(self, unit: str, gbs: int | None, records_per_epoch: int) -> None:
+    As Determined's PyTorchTrial: records divide by the global batch size, and an epoch is one
+    pass over the training loader (``records_per_epoch`` plays no part, reference §7.6.7)."""
+
+    def __init__(self, unit: str, gbs: int | None) -> None:
         self.unit = unit
         self.gbs = gbs
-        self.records_per_epoch = records_per_epoch
         if unit == "records" and not gbs:
             raise ValueError("a searcher length in records needs hyperparameters.global_batch_size")
         if unit not in ("batches", "records", "epochs"):
@@ -98,27 +100,20 @@ class _Units:
                 f"searcher unit {unit!r}: the PyTorchTrial harness trains in batches, records or epochs"
             )
 
-    def _batches_per_epoch(self) -> int | None:
-        if self.records_per_epoch and self.gbs:
-            return max(self.records_per_epoch // self.gbs, 1)
-        return None
-
     def length(self, n: int) -> TrainUnit:
         if self.unit == "batches":
             return Batch(n)
         if self.unit == "records":
             assert self.gbs
             return Batch._from_records(n, self.gbs)
-        per_epoch = self._batches_per_epoch()
-        return Batch(n * per_epoch) if per_epoch else Epoch(n)
+        return Epoch(n)
 
     def done(self, p: Progress, epoch_len: int) -> float:
         if self.unit == "batches":
             return float(p.batches_trained)
         if self.unit == "records":
             return float(p.records_trained)
-        per_epoch = self._batches_per_epoch() or epoch_len
-        return p.batches_trained / per_epoch
+        return p.batches_trained / epoch_len
 
 
 class Trainer:
@@ -214,7 +209,6 @@ class Trainer:
         self, max_length: TrainUnit | None, searcher: dict[str, Any], config: dict[str, Any]
     ) -> Any:
         gbs = self._context._global_batch_size
-        rpe = int(config.get("records_per_epoch") or 0)
         if max_length is not None:
             return [Target(_check_length(max_length))]
         length = searcher.get("max_length")
@@ -225,10 +219,10 @@ class Trainer:
                     "(or records / epochs) for a Trial class entrypoint"
                 )
             [(unit, _)] = length.items()
-            return self._operation_targets(_Units(unit, gbs, rpe))
+            return self._operation_targets(_Units(unit, gbs))
         time_metric, max_time = searcher.get("time_metric"), searcher.get("max_time")
         if time_metric and max_time:
-            units = _Units(str(time_metric), gbs, rpe)
+            units = _Units(str(time_metric), gbs)
             return [
                 Target(
                     units.length(int(max_time)),
