@@ -252,3 +252,17 @@ def test_pause_terminates_a_trial_that_ignores_it(master: Master, tmp_path: Path
     )
     trial = master.describe(exp)["trials"][0]
     assert trial["pid"] is None and trial["restarts"] == 0
+
+
+def test_master_stops_promptly_while_a_trial_long_polls(master: Master, model_dir: Path) -> None:
+    # A running trial keeps a preemption long poll open; shutdown must not wait for it (nor
+    # leave the master to be SIGKILLed after stop_master's 15 s).
+    from trialkit.master import stop_master
+
+    master.create(_config(TOTAL=400, STEP_SECONDS=0.05), model_dir)
+    master.wait_for(lambda: len(_training_steps(master, 1)) >= 3, what="first metrics")
+    t0 = time.monotonic()
+    stop_master(master.home)
+    took = time.monotonic() - t0
+    assert took < 10, f"stop_master took {took:.1f}s"
+    assert "Traceback" not in (master.home / "master.log").read_text()

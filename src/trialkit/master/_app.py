@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import secrets
+import threading
 import time
 from typing import Annotated, Any
 
@@ -65,6 +66,9 @@ class ProgressBody(BaseModel):
 def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None) -> FastAPI:
     """The FastAPI application for one master."""
     app = FastAPI(title="trialkit master", version=__version__)
+    # Set once a shutdown is asked for: long polls then answer at once, so the server is not
+    # left waiting for them (their clients simply ask the next master).
+    stopping = threading.Event()
 
     def auth(authorization: Annotated[str | None, Header()] = None) -> None:
         expected = f"Bearer {token}"
@@ -97,6 +101,7 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
 
     @app.post("/api/v1/master/shutdown", dependencies=[Auth])
     def shutdown() -> dict[str, str]:
+        stopping.set()
         if on_shutdown is not None:
             on_shutdown()
         return {"status": "stopping"}
@@ -228,6 +233,7 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
                 events
                 or time.monotonic() >= deadline
                 or state in ("COMPLETED", "CANCELED", "ERROR")
+                or stopping.is_set()
             ):
                 return {"events": events, "experiment_state": state, "trial_progress": progress}
             await asyncio.sleep(0.05)
@@ -341,7 +347,7 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
         while True:
             if engine.should_preempt(trial_id):
                 return {"preempt": True}
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= deadline or stopping.is_set():
                 return {"preempt": False}
             await asyncio.sleep(0.05)
 

@@ -91,7 +91,16 @@ def serve(
             server.should_exit = True
 
     app = create_app(store, engine, token, on_shutdown=request_stop)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
+    # A bounded graceful shutdown: after SIGTERM, requests still open after a few seconds (long
+    # polls of trials that are gone) are cancelled instead of holding the master up.
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=3,
+    )
     server = uvicorn.Server(config)
     engine.start()
 
