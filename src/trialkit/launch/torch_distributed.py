@@ -118,11 +118,6 @@ def main(argv: list[str]) -> int:
         args = parser.parse_args(argv)
         torchrun_args, script = [], args.script
     worker = script_or_trial(args.trial, script)
-    if importlib.util.find_spec("torch") is None:
-        raise LaunchError(
-            "torch is not installed, and this launcher runs torchrun: pip install torch "
-            "(or use python3 -m trialkit.launch.wrap_rank for a single process)"
-        )
     info = cluster_info()
     addrs = info.container_addrs if info is not None else ["127.0.0.1"]
     nnodes = args.nnodes or len(addrs)
@@ -151,6 +146,11 @@ def main(argv: list[str]) -> int:
         raise LaunchError(
             f"--nnodes {nnodes}: set {TOKEN_ENV} to the same secret on every node, e.g. "
             f"export {TOKEN_ENV}=$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
+        )
+    if importlib.util.find_spec("torch") is None:
+        raise LaunchError(
+            "torch is not installed, and this launcher runs torchrun: pip install torch "
+            "(or use python3 -m trialkit.launch.wrap_rank for a single process)"
         )
     watch = WorkerWatch()
     env = job_env(info, chief_port, USE_TORCH_DISTRIBUTED="True")
