@@ -51,12 +51,13 @@ export HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITHOUT_MPI=1 \
 # CMake 4 refuses the bundled gloo's cmake_minimum_required(2.8.12) unless told a policy floor.
 export CMAKE_POLICY_VERSION_MINIMUM=3.5
 export MAKEFLAGS="${MAKEFLAGS:--j$(nproc)}"
-log="${TMPDIR:-/tmp}/build_horovod.log"
+log="$(mktemp "${TMPDIR:-/tmp}/build_horovod.XXXXXX.log")"  # kept only on failure
 if ! nice -n 10 "$PY" -m pip install --no-build-isolation --no-cache-dir -v "$src" \
   >"$log" 2>&1; then
   grep -E -i -m 20 'error|fatal' "$log" >&2 || tail -n 20 "$log" >&2
   die "building horovod $VERSION failed (first errors above; full log: $log)"
 fi
+rm -f "$log"
 "$PY" -c "import horovod.torch" \
   || die "horovod $VERSION installed but 'import horovod.torch' fails (see the error above)"
 echo "build_horovod.sh: installed horovod $VERSION with PyTorch and Gloo"
