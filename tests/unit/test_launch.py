@@ -196,10 +196,29 @@ def test_horovod_command() -> None:
     assert tail == ["trialkit.launch.wrap_rank", horovod.RANK_VARS, "--", "python3", "t.py"]
 
 
+def test_horovodrun_of_this_python_comes_before_path(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A venv's python run by its path (venv not activated) finds the venv's horovodrun."""
+    venv, other = tmp_path / "venv" / "bin", tmp_path / "other"
+    for d in (venv, other):
+        d.mkdir(parents=True)
+        (d / "horovodrun").write_text("#!/bin/sh\n")
+        (d / "horovodrun").chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(venv / "python"))
+    monkeypatch.setenv("PATH", str(other))
+    assert horovod.find_horovodrun() == str(venv / "horovodrun")
+    (venv / "horovodrun").chmod(0o644)  # not executable: fall back to PATH
+    assert horovod.find_horovodrun() == str(other / "horovodrun")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert horovod.find_horovodrun() is None
+
+
 def test_missing_frameworks_say_so(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no horovodrun / deepspeed on PATH
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))  # nor next to python
     monkeypatch.delenv("TRIALKIT_CLUSTER_INFO", raising=False)
     with pytest.raises(LaunchError, match="^horovod is not installed"):
         horovod.main(["--nproc-per-node", "2", "python3", "t.py"])

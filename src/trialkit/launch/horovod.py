@@ -4,15 +4,19 @@
 
 Workers see Horovod's HOROVOD_RANK etc. plus USE_HOROVOD, DET_CHIEF_IP and TRIALKIT_CHIEF_PORT
 and run under ``wrap_rank``. One slot on one node runs the script directly (``--autohorovod``).
-Horovod 0.28.1 (its last release) does not build against torch 2.x as released: when it is
-missing this launcher says so and exits 1; ``--dry-run`` prints the command it would run.
+Horovod 0.28.1 (its last release) does not build against torch 2.x as released (C++14);
+``bash scripts/build_horovod.sh`` builds it from the sdist with C++17, Gloo and PyTorch (a few
+minutes). When horovodrun is missing this launcher says so and exits 1; ``--dry-run`` prints the
+command it would run.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
+from pathlib import Path
 
 from .._info import ClusterInfo
 from ._common import (
@@ -31,11 +35,19 @@ from ._common import (
 PROG = "python3 -m trialkit.launch.horovod"
 RANK_VARS = "HOROVOD_RANK,OMPI_COMM_WORLD_RANK,PMI_RANK"
 MISSING = (
-    "horovod is not installed (no 'horovodrun' command). Horovod 0.28.1 does not build against "
-    "torch 2.x as released; build it from the sdist with CMAKE_CXX_STANDARD 17 and "
-    "HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITHOUT_MPI=1 pip install "
-    "--no-build-isolation, or use python3 -m trialkit.launch.torch_distributed"
+    "horovod is not installed (no 'horovodrun' command); build it into this environment with "
+    "'bash scripts/build_horovod.sh' from a trialkit checkout (horovod 0.28.1 as released does "
+    "not build against torch 2.x), or use python3 -m trialkit.launch.torch_distributed"
 )
+
+
+def find_horovodrun() -> str | None:
+    """horovodrun from this interpreter's environment (a venv's python run by its path, not
+    activated), else the one on PATH; None when there is neither."""
+    here = Path(sys.executable).parent / "horovodrun"
+    if here.is_file() and os.access(here, os.X_OK):
+        return str(here)
+    return shutil.which("horovodrun")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -123,8 +135,10 @@ def main(argv: list[str]) -> int:
     if args.dry_run:
         print(" ".join(cmd))
         return 0
-    if shutil.which("horovodrun") is None:
+    horovodrun = find_horovodrun()
+    if horovodrun is None:
         raise LaunchError(MISSING)
+    cmd[0] = horovodrun
     watch = WorkerWatch()
     env = job_env(info, None, USE_HOROVOD="1")
     env[WATCH_ENV] = str(watch.path)
