@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import ctypes
 import importlib.util
 import os
@@ -47,6 +48,22 @@ def split_overrides(argv: Sequence[str]) -> tuple[list[str], list[str]]:
         i = argv.index("--")
         return argv[:i], argv[i + 1 :]
     return [], argv
+
+
+def parse_launcher_args(
+    parser: argparse.ArgumentParser, argv: Sequence[str]
+) -> tuple[argparse.Namespace, list[str], list[str]]:
+    """(our options, the runner's own options, the worker program) from
+    ``[OPTIONS] [RUNNER_ARGS... --] SCRIPT...``: before a ``--``, options we do not know go to
+    the wrapped runner (torchrun, deepspeed, horovodrun); without one, everything after our
+    options is the script."""
+    if "--" in argv:
+        overrides, script = split_overrides(argv)
+        args, passthrough = parser.parse_known_args(overrides)
+        return args, passthrough, script
+    parser.add_argument("script", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    args = parser.parse_args(list(argv))
+    return args, [], args.script
 
 
 def script_or_trial(trial: str | None, script: list[str]) -> list[str]:

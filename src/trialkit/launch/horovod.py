@@ -25,10 +25,10 @@ from ._common import (
     WorkerWatch,
     cluster_info,
     job_env,
+    parse_launcher_args,
     run_main,
     script_or_trial,
     slots_here,
-    split_overrides,
     supervise,
 )
 
@@ -108,13 +108,7 @@ def build_command(
 
 def main(argv: list[str]) -> int:
     parser = _parser()
-    if "--" in argv:
-        overrides, script = split_overrides(argv)
-        args, hvd_args = parser.parse_known_args(overrides)
-    else:
-        parser.add_argument("script", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-        args = parser.parse_args(argv)
-        hvd_args, script = [], args.script
+    args, hvd_args, script = parse_launcher_args(parser, argv)
     worker = script_or_trial(args.trial, script)
     info: ClusterInfo | None = cluster_info()
     addrs = info.container_addrs if info is not None else ["127.0.0.1"]

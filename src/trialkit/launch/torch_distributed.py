@@ -26,10 +26,10 @@ from ._common import (
     chief_ip,
     cluster_info,
     job_env,
+    parse_launcher_args,
     run_main,
     script_or_trial,
     slots_here,
-    split_overrides,
     supervise,
 )
 
@@ -110,13 +110,7 @@ def _endpoint(value: str) -> tuple[str, int]:
 
 def main(argv: list[str]) -> int:
     parser = _parser()
-    if "--" in argv:
-        overrides, script = split_overrides(argv)
-        args, torchrun_args = parser.parse_known_args(overrides)
-    else:
-        parser.add_argument("script", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-        args = parser.parse_args(argv)
-        torchrun_args, script = [], args.script
+    args, torchrun_args, script = parse_launcher_args(parser, argv)
     worker = script_or_trial(args.trial, script)
     info = cluster_info()
     addrs = info.container_addrs if info is not None else ["127.0.0.1"]
