@@ -93,3 +93,31 @@ def test_manual_mode_writes_nothing() -> None:
         ctx.train.report_training_metrics(steps_completed=1, metrics={"loss": 1.0})
         tb_dir = ctx.train.get_tensorboard_path()
     assert not list(tb_dir.glob("events.out.tfevents.*"))
+
+
+def test_only_finite_numbers_become_scalars_and_large_steps_encode(tmp_path: Path) -> None:
+    import numpy as np
+
+    from trialkit.core._tensorboard import EventFileWriter
+
+    writer = EventFileWriter(tmp_path)
+    writer.write_reports(
+        [
+            {
+                "group": "training",
+                "steps_completed": 300_000,  # a multi-byte varint
+                "metrics": {
+                    "int": 3,
+                    "np": np.float32(0.5),
+                    "flag": True,
+                    "nan": float("nan"),
+                    "inf": float("inf"),
+                    "text": "x",
+                },
+            },
+            {"group": "training", "steps_completed": 7, "metrics": {"flag": False}},  # no event
+        ]
+    )
+    writer.close()
+    [events] = list(tmp_path.glob("events.out.tfevents.*"))
+    assert sorted(_scalars(events)) == [(300_000, "int", 3.0), (300_000, "np", 0.5)]

@@ -7,6 +7,7 @@ fields, so they are encoded by hand here instead of pulling in tensorboard or pr
 from __future__ import annotations
 
 import enum
+import functools
 import math
 import os
 import socket
@@ -70,12 +71,16 @@ def masked_crcs(records: list[bytes]) -> list[int]:
         crc = np.full(len(idx), 0xFFFFFFFF, dtype=np.uint32)
         for col in range(length):
             crc = table[(crc ^ data[:, col]) & 0xFF] ^ (crc >> 8)
-        for i, c in zip(idx, crc ^ np.uint32(0xFFFFFFFF), strict=True):
-            out[i] = _mask(int(c))
+        crc ^= np.uint32(0xFFFFFFFF)
+        masked = ((crc >> np.uint32(15)) | (crc << np.uint32(17))) + np.uint32(0xA282EAD8)
+        for i, c in zip(idx, masked.tolist(), strict=True):
+            out[i] = c
     return out
 
 
 def _varint(n: int) -> bytes:
+    if 0 <= n < 0x80:
+        return _SMALL[n]
     out = bytearray()
     n &= 0xFFFFFFFFFFFFFFFF
     while True:
@@ -88,21 +93,27 @@ def _varint(n: int) -> bytes:
             return bytes(out)
 
 
+_SMALL = [bytes((i,)) for i in range(0x80)]
+_F32 = struct.Struct("<f").pack
+_F64 = struct.Struct("<d").pack
+
+
 def _field_bytes(number: int, payload: bytes) -> bytes:
     return _varint(number << 3 | 2) + _varint(len(payload)) + payload
 
 
+@functools.lru_cache(maxsize=4096)
+def _value_prefix(tag: str) -> bytes:
+    """Summary.value's bytes up to its float: length-delimited header, tag, simple_value key
+    (the same for every report of a tag, so built once)."""
+    inner = _field_bytes(1, tag.encode()) + _varint(2 << 3 | 5)
+    return _varint(1 << 3 | 2) + _varint(len(inner) + 4) + inner
+
+
 def _scalar_event(wall_time: float, step: int, values: Iterable[tuple[str, float]]) -> bytes:
-    summary = b"".join(
-        _field_bytes(1, _field_bytes(1, tag.encode()) + _varint(2 << 3 | 5) + struct.pack("<f", v))
-        for tag, v in values
-    )
-    return (
-        _varint(1 << 3 | 1)
-        + struct.pack("<d", wall_time)
-        + _varint(2 << 3)
-        + _varint(step)
-        + _field_bytes(5, summary)
+    summary = b"".join(_value_prefix(tag) + _F32(v) for tag, v in values)
+    return b"".join(
+        (b"\x09", _F64(wall_time), b"\x10", _varint(step), b"\x2a", _varint(len(summary)), summary)
     )
 
 
@@ -110,6 +121,7 @@ def _version_event(wall_time: float) -> bytes:
     return _varint(1 << 3 | 1) + struct.pack("<d", wall_time) + _field_bytes(3, b"brain.Event:2")
 
 
+@functools.lru_cache(maxsize=4096)
 def _tag(group: str, name: str) -> str:
     if group == "training":
         return name
@@ -121,9 +133,25 @@ def _tag(group: str, name: str) -> str:
 def _scalars(group: str, metrics: Mapping[str, Any]) -> list[tuple[str, float]]:
     out = []
     for name, value in metrics.items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            out.append((_tag(group, name), float(value)))
+        t = type(value)
+        if t is float or t is int:  # exact types first: this runs for every reported metric
+            if value - value == 0:
+                out.append((_tag(group, name), float(value)))
+        elif (number := _number(value)) is not None:
+            out.append((_tag(group, name), number))
     return out
+
+
+def _number(value: Any) -> float | None:
+    """A finite float from a numpy/torch scalar or number subclass; None for anything else."""
+    if isinstance(value, bool):
+        return None
+    item = getattr(value, "item", None)
+    if callable(item) and getattr(value, "shape", None) in ((), None):
+        value = item()
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
 
 
 class EventFileWriter:
