@@ -105,6 +105,11 @@ def slots_here(info: ClusterInfo | None, default: int = 1) -> int:
     return len(info.slot_ids) if info is not None and info.slot_ids else default
 
 
+def node_addrs(info: ClusterInfo | None) -> list[str]:
+    """Every node's address in the trial (just loopback without a master)."""
+    return list(info.container_addrs) if info is not None else ["127.0.0.1"]
+
+
 def cluster_info() -> ClusterInfo | None:
     try:
         return get_cluster_info()

@@ -29,6 +29,7 @@ from ._common import (
     chief_ip,
     cluster_info,
     job_env,
+    node_addrs,
     parse_launcher_args,
     run_main,
     script_or_trial,
@@ -101,7 +102,7 @@ def main(argv: list[str]) -> int:
     args, ds_args, script = parse_launcher_args(parser, argv)
     worker = script_or_trial(args.trial, script)
     info: ClusterInfo | None = cluster_info()
-    addrs = info.container_addrs if info is not None else ["127.0.0.1"]
+    addrs = node_addrs(info)
     nproc = args.nproc_per_node or slots_here(info)
     hostfile = args.hostfile
     if hostfile is None and len(addrs) > 1:

@@ -25,6 +25,7 @@ from ._common import (
     WorkerWatch,
     cluster_info,
     job_env,
+    node_addrs,
     parse_launcher_args,
     run_main,
     script_or_trial,
@@ -111,7 +112,7 @@ def main(argv: list[str]) -> int:
     args, hvd_args, script = parse_launcher_args(parser, argv)
     worker = script_or_trial(args.trial, script)
     info: ClusterInfo | None = cluster_info()
-    addrs = info.container_addrs if info is not None else ["127.0.0.1"]
+    addrs = node_addrs(info)
     nproc = args.nproc_per_node or slots_here(info)
     if args.autohorovod and len(addrs) == 1 and nproc <= 1:
         watch = WorkerWatch()

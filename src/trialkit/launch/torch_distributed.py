@@ -26,6 +26,7 @@ from ._common import (
     chief_ip,
     cluster_info,
     job_env,
+    node_addrs,
     parse_launcher_args,
     run_main,
     script_or_trial,
@@ -113,7 +114,7 @@ def main(argv: list[str]) -> int:
     args, torchrun_args, script = parse_launcher_args(parser, argv)
     worker = script_or_trial(args.trial, script)
     info = cluster_info()
-    addrs = info.container_addrs if info is not None else ["127.0.0.1"]
+    addrs = node_addrs(info)
     nnodes = args.nnodes or len(addrs)
     node_rank = (
         args.node_rank if args.node_rank is not None else (info.container_rank if info else 0)
