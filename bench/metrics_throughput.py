@@ -12,10 +12,12 @@ Measured twice, each time in a fresh process and a fresh ``TRIALKIT_HOME``:
   ``core.init()`` writes the SQLite store directly.
 
 The worker times N tight report calls, then the close (the drain of the queue), then a loop of
-~1 ms numpy steps with and without a report per step, interleaved over several rounds, and writes
-the timings to a JSON file. The parent then counts the training rows in the store. Baselines come
+~1 ms numpy steps with and without a report per step (and without again, as a control of the
+noise), in rounds of about a second whose order reverses every other round, and writes the
+timings to a JSON file. The parent then counts the training rows in the store. Baselines come
 from the same process: a plain ``list.append`` of the same report dict for calls/s, and the same
-loop without reports for the loop ratio. Exits 0 whether or not the goals are met; exits 1 only
+loop without reports for the loop ratio, taken as the median over rounds of the ratio within
+each round, with a bootstrap interval (bench/_common.py). Exits 0 whether or not the goals are met; exits 1 only
 when the benchmark broke (a trial failed, or rows were lost).
 
 Usage: ``python bench/metrics_throughput.py`` (about a minute on 2 cores).
@@ -35,13 +37,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _common import BenchmarkBroken, clean_env, cli_path
+from _common import BenchmarkBroken, PairedRatio, clean_env, cli_path, paired_ratio
 
 N_CALLS = 200_000
 WARMUP_CALLS = 5_000
-LOOP_STEPS = 2_000
+LOOP_STEPS = 1_000
 WARMUP_STEPS = 200
-ROUNDS = 9
+ROUNDS = 24
 STEP_SECONDS = 0.001
 GOAL_CALLS_PER_S = 50_000
 GOAL_LOOP_RATIO = 1.02
@@ -113,17 +115,16 @@ def time_loop(step: Callable[[], float], steps: int, report: Callable[..., None]
 
 
 def compare_loops(step: Callable[[], float], report: Callable[..., None]) -> dict[str, Any]:
-    """Loop times with and without reports, interleaved A B B A ... after a warm-up of each."""
+    """Loop times without reports, with them, and without again (the control), in rounds whose
+    order reverses every other round, after a warm-up of each."""
     time_loop(step, WARMUP_STEPS, None)
     time_loop(step, WARMUP_STEPS, report)
-    plain: list[float] = []
-    reported: list[float] = []
+    times: dict[str, list[float]] = {"plain_s": [], "reported_s": [], "control_s": []}
+    arms = [("plain_s", None), ("reported_s", report), ("control_s", None)]
     for r in range(ROUNDS):
-        order = (False, True) if r % 2 == 0 else (True, False)
-        for with_report in order:
-            seconds = time_loop(step, LOOP_STEPS, report if with_report else None)
-            (reported if with_report else plain).append(seconds)
-    return {"plain_s": plain, "reported_s": reported, "reports": WARMUP_STEPS + ROUNDS * LOOP_STEPS}
+        for key, reporter in arms if r % 2 == 0 else arms[::-1]:
+            times[key].append(time_loop(step, LOOP_STEPS, reporter))
+    return {**times, "reports": WARMUP_STEPS + ROUNDS * LOOP_STEPS}
 
 
 def run_worker(out: Path) -> None:
@@ -248,8 +249,7 @@ def summarize(mode: str, r: dict[str, Any]) -> dict[str, Any]:
     """The figures of one mode: calls/s, ratios, drain, rows and whether the goals were met."""
     calls_per_s = N_CALLS / r["calls_s"]
     loop = r["loop"]
-    ratio = statistics.median(loop["reported_s"]) / statistics.median(loop["plain_s"])
-    per_round = [b / a for a, b in zip(loop["plain_s"], loop["reported_s"], strict=True)]
+    ratio = paired_ratio(loop["plain_s"], loop["reported_s"])
     return {
         "mode": mode,
         "calls_per_s": calls_per_s,
@@ -259,9 +259,9 @@ def summarize(mode: str, r: dict[str, Any]) -> dict[str, Any]:
         "expected": r["reports"],
         "plain_ms": statistics.median(loop["plain_s"]) / LOOP_STEPS * 1e3,
         "loop_ratio": ratio,
-        "round_ratios": (min(per_round), max(per_round)),
+        "control_ratio": paired_ratio(loop["plain_s"], loop["control_s"]),
         "calls_ok": calls_per_s >= GOAL_CALLS_PER_S and r["stored"] == r["reports"],
-        "loop_ok": ratio <= GOAL_LOOP_RATIO,
+        "loop_ok": ratio.median <= GOAL_LOOP_RATIO,
     }
 
 
@@ -271,32 +271,36 @@ def print_report(rows: list[dict[str, Any]]) -> None:
         f"      loss, and a ~{STEP_SECONDS * 1e3:.0f} ms-step loop with a report per step <= {GOAL_LOOP_RATIO:.2f}x the loop without"
     )
     print(
-        f"N = {N_CALLS:,} calls; loop = {LOOP_STEPS:,} steps, median of {ROUNDS} interleaved rounds each"
+        f"N = {N_CALLS:,} calls; loop = {ROUNDS} rounds of {LOOP_STEPS:,} steps per arm, order reversed every other round"
     )
     print()
     head = (
         f"{'mode':<7} {'calls/s':>10} {'vs append':>10} {'drain s':>8} {'rows stored/expected':>21} "
-        f"{'step ms':>8} {'loop ratio':>11} {'per round':>15}"
+        f"{'step ms':>8} {'loop ratio [95 %]':>26} {'control [95 %]':>26}"
     )
     print(head)
     print("-" * len(head))
     for s in rows:
         rows_txt = f"{s['stored']:,}/{s['expected']:,}"
-        low, high = s["round_ratios"]
-        rounds_txt = f"{low:.3f}-{high:.3f}"
         print(
             f"{s['mode']:<7} {s['calls_per_s']:>10,.0f} {s['vs_append']:>9.2f}x {s['drain_s']:>8.2f} "
-            f"{rows_txt:>21} {s['plain_ms']:>8.3f} {s['loop_ratio']:>10.4f}x {rounds_txt:>15}"
+            f"{rows_txt:>21} {s['plain_ms']:>8.3f} {s['loop_ratio']!s:>26} {s['control_ratio']!s:>26}"
         )
     print()
     print(
         "vs append: report call speed relative to building the same dict and appending it to a list"
     )
+    print(
+        "loop ratio: median over rounds of (loop with reports) / (loop without) in the same round,"
+    )
+    print("            with its 95 % bootstrap interval; control: the loop without, run again")
     for s in rows:
         calls = "met" if s["calls_ok"] else "NOT met"
         loop = "met" if s["loop_ok"] else "NOT met"
+        ratio: PairedRatio = s["loop_ratio"]
         print(
-            f"{s['mode']}: calls/s goal {calls}; loop goal {loop} ({(s['loop_ratio'] - 1) * 100:+.2f} %)"
+            f"{s['mode']}: calls/s goal {calls}; loop goal {loop} ({(ratio.median - 1) * 100:+.2f} %, "
+            f"interval {(ratio.low - 1) * 100:+.2f} % to {(ratio.high - 1) * 100:+.2f} %)"
         )
 
 

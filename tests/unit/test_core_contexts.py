@@ -226,6 +226,59 @@ def test_undeliverable_reports_make_close_raise() -> None:
         shipper.close()
 
 
+class ProgressAwayMaster(MemoryMaster):
+    """Refuses progress ``failures`` times (a master restarting), then accepts it."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    def report_progress(self, value: float, *, raw: bool) -> None:
+        if self.failures > 0:
+            self.failures -= 1
+            raise ConnectionError("master restarting")
+        super().report_progress(value, raw=raw)
+
+
+def test_progress_is_sent_in_the_background_newest_value_only() -> None:
+    master = SlowMaster()  # metrics take 0.2 s: progress set meanwhile waits for the round
+    shipper = MetricsShipper(master, interval=0.01)
+    try:
+        shipper.put({"group": "training", "steps_completed": 1, "metrics": {}})
+        for i in range(1, 101):
+            shipper.set_progress(i / 100, raw=False)
+        assert len(master.progress) < 100  # set_progress returned without sending each value
+        shipper.flush()
+        assert master.progress[-1] == (1.0, False)
+    finally:
+        shipper.close()
+
+
+def test_progress_refused_is_retried_and_flush_does_not_hang() -> None:
+    master = ProgressAwayMaster(failures=2)
+    shipper = MetricsShipper(master, interval=0.01)
+    try:
+        shipper.set_progress(0.5, raw=True)
+        shipper.flush()  # returns after one attempt, although it failed
+        deadline = time.monotonic() + 2
+        while not master.progress and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert master.progress == [(0.5, True)]  # later rounds tried again
+        assert master.failures == 0
+    finally:
+        shipper.close()
+
+
+def test_progress_undelivered_at_close_is_a_warning_not_an_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    master = ProgressAwayMaster(failures=10_000)
+    shipper = MetricsShipper(master, interval=60)
+    shipper.set_progress(0.9, raw=False)
+    shipper.close()
+    assert "last progress (0.9) was not delivered: master restarting" in caplog.text
+
+
 def test_reports_after_close_are_refused_not_dropped() -> None:
     master = MemoryMaster()
     shipper = MetricsShipper(master, interval=0.01)
@@ -321,11 +374,13 @@ def test_progress_status_and_early_exit_go_to_the_master(
 ) -> None:
     train = train_ctx(master, shipper, tmp_path)
     train.report_progress(0)
+    shipper.flush()
     train.report_progress(1)
     with pytest.raises(ValueError):
         train.report_progress(-0.1)
     train.set_status("validating")
     train.report_early_exit(EarlyExitReason.INVALID_HP)
+    shipper.flush()
     assert master.progress == [(0.0, False), (1.0, False)]
     assert master.status == "validating"
     assert master.early_exit == "INVALID_HP"

@@ -190,7 +190,7 @@ def init(
         distributed=dist,
         preempt=PreemptContext(backend, dist, preempt_mode, watch_master=info is not None),
         train=TrainContext(backend, shipper, dist, tensorboard_mode, tb_path, storage),
-        searcher=SearcherContext(backend, dist, searcher_cfg),
+        searcher=SearcherContext(backend, dist, searcher_cfg, shipper),
         profiler=ProfilerContext(shipper, dist, info.agent_id if info else "localhost"),
         info=info,
         _backend=backend,

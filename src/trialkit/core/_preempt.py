@@ -118,7 +118,7 @@ class PreemptContext:
             raise RuntimeError("should_preempt() called before the core context was entered")
         if self.mode == PreemptMode.ChiefOnly and self._dist.rank != 0:
             raise RuntimeError("should_preempt() in ChiefOnly mode may only be called by the chief")
-        if self.mode == PreemptMode.WorkersAskChief:
+        if self.mode == PreemptMode.WorkersAskChief and self._dist.size > 1:
             answer = bool(
                 self._dist.broadcast(self._local_answer() if self._dist.rank == 0 else None)
             )

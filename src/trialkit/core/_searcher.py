@@ -10,6 +10,7 @@ from typing import Any
 
 from ._backend import TrialBackend
 from ._distributed import DistributedContext
+from ._metrics import MetricsShipper
 
 logger = logging.getLogger("trialkit.core")
 
@@ -37,8 +38,15 @@ class SearcherMode(enum.Enum):
 class SearcherOperation:
     """Train until the total reaches ``length``, validate, then ``report_completed(metric)``."""
 
-    def __init__(self, backend: TrialBackend, length: int, is_chief: bool) -> None:
+    def __init__(
+        self,
+        backend: TrialBackend,
+        length: int,
+        is_chief: bool,
+        shipper: MetricsShipper | None = None,
+    ) -> None:
         self._backend = backend
+        self._shipper = shipper
         self._length = length
         self._is_chief = is_chief
         self._completed = False
@@ -55,7 +63,10 @@ class SearcherOperation:
             raise RuntimeError(
                 "report_progress() after report_completed() may only report the final length"
             )
-        self._backend.report_progress(float(length), raw=True)
+        if self._shipper is not None:
+            self._shipper.set_progress(float(length), raw=True)
+        else:
+            self._backend.report_progress(float(length), raw=True)
 
     def report_completed(self, searcher_metric: Any) -> None:
         """Report the searcher metric for this op (chief only, once)."""
@@ -64,6 +75,8 @@ class SearcherOperation:
         if self._completed:
             raise RuntimeError("report_completed() already called for this operation")
         self._completed = True
+        if self._shipper is not None:
+            self._shipper.flush()  # progress and metrics land before the searcher moves on
         self._backend.complete_operation(self._length, searcher_metric)
 
 
@@ -75,10 +88,13 @@ class SearcherContext:
         backend: TrialBackend,
         dist: DistributedContext,
         searcher_config: dict[str, Any] | None,
+        shipper: MetricsShipper | None = None,
     ) -> None:
+        """``shipper`` sends progress in the background; without one it is sent at once."""
         self._backend = backend
         self._dist = dist
         self._config = searcher_config
+        self._shipper = shipper
 
     def _check_available(self) -> None:
         if (
@@ -106,7 +122,7 @@ class SearcherContext:
                 if auto_ack and is_chief:
                     self.acknowledge_out_of_ops()
                 return
-            op = SearcherOperation(self._backend, length, is_chief)
+            op = SearcherOperation(self._backend, length, is_chief, self._shipper)
             yield op
             if is_chief and not op._completed:
                 raise RuntimeError("you must call op.report_completed() on each operation")

@@ -123,7 +123,7 @@ class TrainContext:
         """Progress of the trial as a fraction in [0, 1]."""
         if not 0 <= progress <= 1:
             raise ValueError(f"report_progress: progress must be in [0, 1], got {progress}")
-        self._backend.report_progress(float(progress), raw=False)
+        self._shipper.set_progress(float(progress), raw=False)
 
     def set_status(self, status: str) -> None:
         """A short line telling what the trial is doing now."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -17,6 +17,13 @@ from ._lr import LRScheduler
 from ._reducer import MetricReducer, _SimpleReducer
 
 logger = logging.getLogger("trialkit.pytorch")
+
+
+_NOTHING = contextlib.nullcontext()
+
+
+def _params(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
+    return [p for group in optimizer.param_groups for p in group["params"]]
 
 
 class _DDP(torch.nn.parallel.DistributedDataParallel):
@@ -314,16 +321,16 @@ class PyTorchTrialContext(AmpMixin):
         with self._no_sync():
             loss.backward(gradient=gradient, retain_graph=retain_graph, create_graph=create_graph)
 
-    @contextlib.contextmanager
-    def _no_sync(self) -> Iterator[None]:
-        if self.distributed.size > 1 and not self._is_communicating_batch():
-            with contextlib.ExitStack() as stack:
-                for m in self.models:
-                    if isinstance(m, torch.nn.parallel.DistributedDataParallel):
-                        stack.enter_context(m.no_sync())
-                yield
-        else:
-            yield
+    def _no_sync(self) -> contextlib.AbstractContextManager[Any]:
+        """DDP's no_sync on every wrapped model for a batch that only accumulates; else nothing
+        (a plain object, not a generator context manager: this runs on every batch)."""
+        if self.distributed.size == 1 or self._is_communicating_batch():
+            return _NOTHING
+        stack = contextlib.ExitStack()
+        for m in self.models:
+            if isinstance(m, torch.nn.parallel.DistributedDataParallel):
+                stack.enter_context(m.no_sync())
+        return stack
 
     def step_optimizer(
         self,
@@ -333,22 +340,22 @@ class PyTorchTrialContext(AmpMixin):
         scaler: Any = None,
     ) -> None:
         """Step on the last batch of each aggregation window (averaging the grads), then zero."""
-        if self._aggregation_frequency > 1 and not auto_zero_grads:
+        agg = self._aggregation_frequency
+        if agg > 1 and not auto_zero_grads:
             raise ValueError("step_optimizer(auto_zero_grads=False) needs aggregation_frequency 1")
-        if not any(o is optimizer for o in self.optimizers):
+        if id(optimizer) not in self._average_aggregated:
             raise ValueError("step_optimizer(): pass an optimizer returned by wrap_optimizer()")
-        if not self._is_communicating_batch():
+        if agg > 1 and not self._is_communicating_batch():
             return
-        params = [p for g in optimizer.param_groups for p in g["params"]]
-        if self._aggregation_frequency > 1 and self._average_aggregated[id(optimizer)]:
-            for p in params:
+        if agg > 1 and self._average_aggregated[id(optimizer)]:
+            for p in _params(optimizer):
                 if p.grad is not None:
-                    p.grad.div_(self._aggregation_frequency)
+                    p.grad.div_(agg)
         scaler = scaler or (self._scaler if self._auto_amp else None)
         if clip_grads is not None:
             if self._auto_amp and scaler is not None:
                 scaler.unscale_(optimizer)
-            clip_grads(params)
+            clip_grads(_params(optimizer))
         if scaler is not None:
             scaler.step(optimizer)
         else:
@@ -357,6 +364,7 @@ class PyTorchTrialContext(AmpMixin):
             optimizer.zero_grad()
 
     def to_device(self, data: Any) -> Any:
+        """Move the tensors in ``data`` to this worker's device (numpy arrays become tensors)."""
         return to_device(data, self.device, self._warned_types)
 
     # Tensorboard and profiler -------------------------------------------------------------------

@@ -4,6 +4,7 @@ repeat -> shard -> skip chain, plus ``data_length`` and ``to_device``."""
 from __future__ import annotations
 
 import logging
+import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -125,7 +126,7 @@ class DataLoader:
 def data_length(data: Any) -> int:
     """Records in a batch: the length of its first tensor/array leaf."""
     if isinstance(data, (torch.Tensor, np.ndarray)):
-        return len(data)
+        return int(data.shape[0])
     if isinstance(data, dict):
         if not data:
             raise ValueError("data_length: empty dict")
@@ -133,7 +134,8 @@ def data_length(data: Any) -> int:
     if isinstance(data, (list, tuple)):
         if not data:
             raise ValueError("data_length: empty sequence")
-        return data_length(data[0])
+        first = data[0]
+        return int(first.shape[0]) if type(first) is torch.Tensor else data_length(first)
     raise TypeError(
         f"data_length: cannot measure a {type(data).__name__}; override get_batch_length()"
     )
@@ -143,16 +145,26 @@ _warned_types: set[type] = set()
 
 
 def to_device(data: Any, device: torch.device | str, warned_types: set[type] | None = None) -> Any:
-    """Move tensors (nested in dicts, lists, tuples) to ``device``; numpy arrays become tensors."""
+    """Move tensors (nested in dicts, lists, tuples) to ``device``; numpy arrays become tensors.
+    Containers whose leaves are all in place come back as they are (no copy per batch)."""
     warned = _warned_types if warned_types is None else warned_types
+    if isinstance(device, str):
+        device = torch.device(device)
     if isinstance(data, torch.Tensor):
-        return data.to(device)
+        return data if data.device == device else data.to(device)
     if isinstance(data, dict):
-        return {k: to_device(v, device, warned) for k, v in data.items()}
-    if isinstance(data, tuple) and hasattr(data, "_fields"):
-        return type(data)(*(to_device(v, device, warned) for v in data))
+        moved_items = {k: to_device(v, device, warned) for k, v in data.items()}
+        return data if all(map(operator.is_, moved_items.values(), data.values())) else moved_items
     if isinstance(data, (list, tuple)):
-        return type(data)(to_device(v, device, warned) for v in data)
+        moved = [
+            v if type(v) is torch.Tensor and v.device == device else to_device(v, device, warned)
+            for v in data
+        ]
+        if all(map(operator.is_, moved, data)):
+            return data
+        if isinstance(data, tuple) and hasattr(data, "_fields"):
+            return type(data)(*moved)
+        return type(data)(moved)
     if isinstance(data, np.ndarray) and data.dtype.kind in "fciub":
         return torch.from_numpy(data).to(device)
     if callable(getattr(data, "to", None)):

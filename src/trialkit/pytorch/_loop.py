@@ -257,42 +257,47 @@ class TrainLoop:
             return unit.value * self.epoch_len
         return unit.value
 
-    def _fires(self, unit: TrainUnit, epoch_end: bool) -> bool:
+    def _period(self, unit: TrainUnit) -> Callable[[int, bool], bool]:
+        """``fires(batches_trained, epoch_end)`` for a period; built once, called every batch."""
         if isinstance(unit, Epoch):
-            return epoch_end and unit.should_stop(self.progress.epochs_trained)
-        return unit.should_stop(self.progress.batches_trained)
+            return lambda _, epoch_end: epoch_end and unit.should_stop(self.progress.epochs_trained)
+        value = unit.value
+        if isinstance(value, int) and value >= 1:
+            return lambda batches, _: batches % value == 0
+        return lambda batches, _: unit.should_stop(batches)
 
     def _train_to(self, target: Target) -> None:
         total = 1 if self.s.test_mode else self._target_batches(target.length)
-        p = self.progress
-        assert self._iter is not None
+        p, strategy, it = self.progress, self.strategy, self._iter
+        assert it is not None
+        epoch_len, workers = self.epoch_len, self.dist.size
+        val_fires = self._period(self.s.validation_period)
+        ckpt_fires = self._period(self.s.checkpoint_period)
+        report_fires = self._period(self.s.reporting_period)
         while p.batches_trained < total:
             batch_idx = p.batches_trained
-            epoch_idx, in_epoch = divmod(batch_idx, self.epoch_len)
+            epoch_idx, in_epoch = divmod(batch_idx, epoch_len)
             if in_epoch == 0:
                 self._cb("on_training_epoch_start", epoch_idx)
             if not self._batch_metrics:
-                self.strategy.reset_reducers()
-            batch = next(self._iter)
-            metrics = self.strategy.train_batch(batch, epoch_idx, batch_idx, self.epoch_len)
-            self._batch_metrics.append(metrics)
-            p.batches_trained += 1
-            p.records_trained += self.strategy.batch_length(batch) * self.dist.size
-            epoch_end = in_epoch == self.epoch_len - 1
+                strategy.reset_reducers()
+            batch = next(it)
+            self._batch_metrics.append(strategy.train_batch(batch, epoch_idx, batch_idx, epoch_len))
+            p.batches_trained = batches = batch_idx + 1
+            p.records_trained += strategy.batch_length(batch) * workers
+            epoch_end = in_epoch == epoch_len - 1
             if epoch_end:
                 self._cb("on_training_epoch_end", epoch_idx)
                 p.epochs_trained += 1
-            val = self._fires(self.s.validation_period, epoch_end)
-            ckpt = self._fires(self.s.checkpoint_period, epoch_end)
-            report = self._fires(self.s.reporting_period, epoch_end)
-            done = p.batches_trained >= total
-            if val or ckpt or report or done:
+            val = val_fires(batches, epoch_end)
+            ckpt = ckpt_fires(batches, epoch_end)
+            if val or ckpt or report_fires(batches, epoch_end) or batches >= total:
                 self._report_training()
                 if self._chief:
                     if target.report_progress is not None:
                         target.report_progress(p, total)
                     else:
-                        self.core.train.report_progress(min(p.batches_trained / max(total, 1), 1.0))
+                        self.core.train.report_progress(min(batches / max(total, 1), 1.0))
             if val and not self._validation_current():
                 self._validate()
             if ckpt and not self._checkpoint_current():

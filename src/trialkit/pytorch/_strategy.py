@@ -16,7 +16,7 @@ import torch
 from .. import _modeldir
 from ._callback import PyTorchCallback
 from ._context import PyTorchTrialContext
-from ._data import DataLoader
+from ._data import DataLoader, data_length, to_device
 from ._reducer import reduce_batches, reduce_workers
 from ._trial import PyTorchTrial, check_trial, evaluate_batch_takes_index
 
@@ -106,6 +106,7 @@ class TorchStrategy:
             type(trial).evaluate_full_dataset is not PyTorchTrial.evaluate_full_dataset
         )
         self._eval_with_index = not self._full_dataset and evaluate_batch_takes_index(trial)
+        self._default_batch_length = type(trial).get_batch_length is PyTorchTrial.get_batch_length
         self._val_loader: Any = None
         self._profiler_on = False
 
@@ -162,11 +163,15 @@ class TorchStrategy:
         return self._val_loader
 
     def batch_length(self, batch: Any) -> int:
+        if self._default_batch_length:
+            return data_length(batch)
         return int(self.trial.get_batch_length(batch))
 
     # Training -----------------------------------------------------------------------------------
 
     def training_started(self) -> None:
+        for m in self.context.models:
+            m.train()
         if self.context._profiler is not None:
             self.context._profiler.__enter__()
             self._profiler_on = True
@@ -181,11 +186,8 @@ class TorchStrategy:
     ) -> dict[str, Any]:
         ctx = self.context
         ctx._current_batch_idx = batch_idx
-        for m in ctx.models:
-            if not m.training:  # validation leaves them in eval mode
-                m.train()
         if ctx._auto_to_device:
-            batch = ctx.to_device(batch)
+            batch = to_device(batch, ctx.device, ctx._warned_types)
         out = self.trial.train_batch(batch, epoch_idx, batch_idx)
         if isinstance(out, torch.Tensor):
             out = {"loss": out}
@@ -205,7 +207,7 @@ class TorchStrategy:
         return {k: (v.detach() if isinstance(v, torch.Tensor) else v) for k, v in out.items()}
 
     def stop_requested(self) -> bool:
-        return self.context.get_stop_requested()
+        return self.context._stop_requested
 
     # Reducers -----------------------------------------------------------------------------------
 
