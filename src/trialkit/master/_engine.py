@@ -42,7 +42,11 @@ class EngineSettings:
     #: How long a paused trial may take to checkpoint and exit before it is terminated, when
     #: the config sets no preemption_timeout (Determined's 3600 s is long for one machine).
     preemption_timeout: float = 60.0
+    #: How often trial processes are checked for exit and their logs tailed (cheap: no queries).
     tick: float = 0.1
+    #: How often experiments are advanced and trials scheduled without an event asking for it
+    #: (API calls that change anything wake the engine at once; a trial exiting does too).
+    full_tick: float = 1.0
 
 
 class Engine:
@@ -83,17 +87,24 @@ class Engine:
         self._wake.set()
 
     def _loop(self) -> None:
+        # An idle master polled the store ten times a second (2.6 % of a core here), which a
+        # trial on the same cores pays for; now only process exits are polled that often.
+        full_due = 0.0
+        woken = True
         while not self._stop.is_set():
             try:
                 with self.lock:
-                    self._tick()
+                    exited = self._reap_and_tail()
+                    now = time.monotonic()
+                    if woken or exited or now >= full_due:
+                        self._tick()
+                        full_due = now + self.settings.full_tick
             except Exception:
                 logger.exception("engine tick failed")
-            self._wake.wait(self.settings.tick)
+            woken = self._wake.wait(self.settings.tick)
             self._wake.clear()
 
     def _tick(self) -> None:
-        self._reap_and_tail()
         for exp in self.store.list_experiments(states=_LIVE_EXPERIMENT_STATES):
             if not exp.unmanaged:
                 self._advance(exp)
@@ -202,6 +213,7 @@ class Engine:
         if drv is None or drv.generation != "0.38" or exp.state not in _SEARCHING:
             return  # after a searcher error (STOPPING_ERROR) later reports change nothing
         self._searcher_guard(exp, lambda: drv.validation_completed(trial, metrics, None), trial)
+        self.wake()
 
     def operation_completed(self, trial: Trial, length: int, metric: Any) -> None:
         """0.37: the chief finished its op; the searcher decides before the answer goes back."""
@@ -215,6 +227,7 @@ class Engine:
         drv = self._driver(exp)
         metrics = {drv.metric: metric} if drv.metric else {}
         self._searcher_guard(exp, lambda: drv.validation_completed(trial, metrics, length), trial)
+        self.wake()
 
     def progress_reported(self, trial: Trial, value: float, raw: bool) -> None:
         if raw and trial.op_length:
@@ -223,6 +236,7 @@ class Engine:
             if drv is not None:
                 exp = self.store.get_experiment(trial.experiment_id)
                 self._searcher_guard(exp, lambda: drv.progress_reported(trial, value), trial)
+                self.wake()
         else:
             self.store.update_trial(trial.id, progress=value)
 
@@ -244,6 +258,7 @@ class Engine:
 
     def ack(self, trial: Trial, run_id: int) -> None:
         self.store.update_trial(trial.id, acked_run_id=run_id)
+        self.wake()
 
     def _searcher_guard(self, exp: Experiment, action: Any, trial: Trial | None = None) -> None:
         """Run a searcher action; a SearcherError fails the experiment with a clear message."""
@@ -324,13 +339,17 @@ class Engine:
         self._drivers.pop(exp.id, None)
         logger.info("experiment %d: %s", exp.id, state.value)
 
-    def _reap_and_tail(self) -> None:
+    def _reap_and_tail(self) -> bool:
+        """Tail every trial's log and handle the processes that exited; whether any did."""
+        exited = False
         for trial_id, proc in list(self._procs.items()):
             alive = proc.alive()
             self._tail(proc, final=not alive)
             if not alive:
                 del self._procs[trial_id]
                 self._on_exit(proc)
+                exited = True
+        return exited
 
     def _tail(self, proc: TrialProcess, final: bool) -> None:
         lines, offset = proc.read_new_lines(proc.log_offset, final=final)
