@@ -20,15 +20,17 @@ same loop's speed moves by +-15 % from one quarter second to the next, which bur
 when contenders run one after another; in lockstep the drift hits both sides of a pair alike.
 Each side sees the other's model in the caches, equally.
 
-The control is the hand-written loop as the contender (its ratio shows the method's own error;
-it should be 1.00). Figures: ratio = total contender time / total hand-written time over the
-timed batches, with a 95 % bootstrap interval over blocks of 25 consecutive batches; and median
-ms/batch of each side. Rounds (one run of each contender) alternate in order. Final weights of the
+The control is the hand-written loop as the contender: its ratio is the method's own bias (the
+tick's bookkeeping lands on the contender's side; it comes out at 1.002-1.010), so the verdict
+uses PyTorchTrial's ratio divided by the control's. Figures: ratio = total contender time /
+total hand-written time over the timed batches, with a 95 % bootstrap interval that resamples
+rounds (processes) and then blocks of 25 batches within them (one process to the next moves the
+ratio by about +-0.5 %, more than the blocks within one do); and median ms/batch of each side. Rounds (one run of each contender) alternate in order. Final weights of the
 contender are compared with its hand-written partner's. Each round of each contender runs in a
 fresh process, so one framework's imports and leftovers cannot slow another (with Lightning
 run in the same process, trialkit's ratio rose by about 1 %). Timing is printed, not asserted.
 
-Usage: ``python bench/pytorch_overhead.py [--rounds 4] [--batches 400]`` (about 1.5 minutes).
+Usage: ``python bench/pytorch_overhead.py [--rounds 6] [--batches 400]`` (about 2.5 minutes).
 """
 
 from __future__ import annotations
@@ -229,18 +231,35 @@ def run_lightning(width: int, data: TensorDataset, steps: int, tick: Lockstep) -
 # Statistics ------------------------------------------------------------------------------------
 
 
-def ratio_with_interval(pairs: list[tuple[float, float]]) -> tuple[float, float, float]:
-    """sum(contender) / sum(hand-written), and its 95 % bootstrap interval over blocks of
-    BLOCK consecutive batches (blocks keep the report batch and its neighbours together)."""
+Sums = list[tuple[float, float]]  # (contender s, hand-written s) per block of BLOCK batches
+
+
+def block_sums(pairs: list[tuple[float, float]]) -> Sums:
+    """Blocks of BLOCK consecutive batches keep the report batch and its neighbours together."""
     blocks = [pairs[i : i + BLOCK] for i in range(0, len(pairs), BLOCK)]
-    sums = [(sum(c for c, _ in b), sum(h for _, h in b)) for b in blocks]
+    return [(sum(c for c, _ in b), sum(h for _, h in b)) for b in blocks]
 
-    def ratio(chosen: list[tuple[float, float]]) -> float:
-        return sum(c for c, _ in chosen) / sum(h for _, h in chosen)
 
+def ratio(sums: Sums) -> float:
+    return sum(c for c, _ in sums) / sum(h for _, h in sums)
+
+
+def resampled_ratios(rounds: list[Sums], n: int = 2000) -> list[float]:
+    """Bootstrap of the ratio that resamples rounds (processes), then blocks within each, so
+    the interval covers the spread between processes as well as within one."""
     rng = random.Random(0)
-    boots = sorted(ratio(rng.choices(sums, k=len(sums))) for _ in range(2000))
-    return ratio(sums), boots[50], boots[1949]
+    out = []
+    for _ in range(n):
+        chosen: Sums = []
+        for blocks in rng.choices(rounds, k=len(rounds)):
+            chosen += rng.choices(blocks, k=len(blocks))
+        out.append(ratio(chosen))
+    return out
+
+
+def interval(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return ordered[int(0.025 * len(ordered))], ordered[int(0.975 * len(ordered)) - 1]
 
 
 def same_weights(a: nn.Module, b: nn.Module) -> tuple[bool, bool]:
@@ -305,7 +324,7 @@ def run_round(name: str, width: int, batches: int, home: str) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--batches", type=int, default=400)
     parser.add_argument("--target-ms", type=float, default=5.0)
     parser.add_argument("--width", type=int, default=0, help="skip calibration; use this MLP width")
@@ -317,7 +336,8 @@ def main() -> None:
     torch.set_num_threads(1)
     width = args.width or calibrate(args.target_ms)
     home = tempfile.mkdtemp(prefix="trialkit-bench-")
-    pairs: dict[str, list[tuple[float, float]]] = {name: [] for name in CONTENDERS}
+    rounds: dict[str, list[Sums]] = {name: [] for name in CONTENDERS}
+    medians: dict[str, list[tuple[float, float]]] = {name: [] for name in CONTENDERS}
     weights: dict[str, str] = {}
     order = list(CONTENDERS)
     for r in range(args.rounds):
@@ -325,7 +345,9 @@ def main() -> None:
             got = run_round(name, width, args.batches, home)
             if got.get("missing"):
                 continue
-            pairs[name] += [(c, h) for c, h in got["pairs"]]
+            pairs = [(c, h) for c, h in got["pairs"]]
+            rounds[name].append(block_sums(pairs))
+            medians[name] += pairs
             same = "bitwise equal" if got["bitwise"] else ("allclose" if got["close"] else "DIFFER")
             weights[name] = same if weights.get(name, same) == same else "DIFFER between rounds"
 
@@ -337,22 +359,28 @@ def main() -> None:
     head = f"{'loop':24} {'ms/batch':>9} {'hand-written':>13} {'ratio':>8} {'95 % interval':>17}  weights"
     print(head)
     print("-" * len(head))
-    results: dict[str, tuple[float, float, float]] = {}
-    for name, got in pairs.items():
+    boots: dict[str, list[float]] = {}
+    for name, got in rounds.items():
         if not got:
             print(f"{name:24} (not installed: pip install lightning)")
             continue
-        results[name] = ratio, low, high = ratio_with_interval(got)
-        ms = statistics.median(c for c, _ in got) * 1e3
-        hw_ms = statistics.median(h for _, h in got) * 1e3
-        interval = f"[{low:.4f}, {high:.4f}]"
-        print(f"{name:24} {ms:9.3f} {hw_ms:13.3f} {ratio:8.4f} {interval:>17}  {weights[name]}")
-    ratio, low, high = results["trialkit PyTorchTrial"]
-    verdict = "met" if ratio <= GOAL_RATIO else "NOT met"
+        boots[name] = resampled_ratios(got)
+        low, high = interval(boots[name])
+        ms = statistics.median(c for c, _ in medians[name]) * 1e3
+        hw_ms = statistics.median(h for _, h in medians[name]) * 1e3
+        span = f"[{low:.4f}, {high:.4f}]"
+        point = ratio([b for r in got for b in r])
+        print(f"{name:24} {ms:9.3f} {hw_ms:13.3f} {point:8.4f} {span:>17}  {weights[name]}")
+    ours, control = "trialkit PyTorchTrial", "hand-written (control)"
+    net = ratio([b for r in rounds[ours] for b in r]) / ratio(
+        [b for r in rounds[control] for b in r]
+    )
+    low, high = interval([a / b for a, b in zip(boots[ours], boots[control], strict=True)])
+    verdict = "met" if net <= GOAL_RATIO else "NOT met"
     print(
-        f"PyTorchTrial per-batch overhead: {(ratio - 1) * 100:+.2f} % "
-        f"(95 % interval {(low - 1) * 100:+.2f} % to {(high - 1) * 100:+.2f} %); "
-        f"goal <= {(GOAL_RATIO - 1) * 100:.0f} %: {verdict}"
+        f"PyTorchTrial per-batch overhead, net of the method's own (the control's): "
+        f"{(net - 1) * 100:+.2f} % (95 % interval {(low - 1) * 100:+.2f} % to "
+        f"{(high - 1) * 100:+.2f} %); goal <= {(GOAL_RATIO - 1) * 100:.0f} %: {verdict}"
     )
 
 

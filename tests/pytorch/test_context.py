@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import pytest
@@ -59,6 +60,22 @@ def test_aggregation_without_averaging_sums_gradients() -> None:
             ctx.backward(model(torch.ones(1, 1)).sum() * -1)
             ctx.step_optimizer(opt)
         assert model.weight.item() == pytest.approx(2.0)  # two summed grads of -1
+
+
+def test_step_optimizer_zeroes_grads_and_frees_them_at_the_next_backward() -> None:
+    with _ctx() as ctx:
+        model = ctx.wrap_model(nn.Linear(2, 1))
+        opt = ctx.wrap_optimizer(torch.optim.SGD(model.parameters(), lr=0.1))
+        ctx._current_batch_idx = 0
+        ctx.backward(model(torch.ones(4, 2)).sum())
+        old = weakref.ref(model.weight.grad)
+        ctx.step_optimizer(opt)
+        assert all(p.grad is None for p in model.parameters())  # zeroed, as Determined does
+        assert old() is not None  # on CPU the tensor lives on until the next backward...
+        ctx._current_batch_idx = 1
+        ctx.backward(model(torch.ones(4, 2)).sum())
+        assert old() is None  # ...which frees it before allocating the new gradients
+        torch.testing.assert_close(model.weight.grad, torch.full((1, 2), 4.0))
 
 
 def test_auto_zero_grads_false_is_refused_with_aggregation() -> None:

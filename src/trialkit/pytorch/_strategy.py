@@ -177,6 +177,7 @@ class TorchStrategy:
             self._profiler_on = True
 
     def training_ended(self) -> None:
+        self.context._release_retired_grads()
         if self._profiler_on:
             self.context._profiler.__exit__(None, None, None)
             self._profiler_on = False
@@ -242,6 +243,7 @@ class TorchStrategy:
 
     def validate(self, test_mode: bool) -> dict[str, Any]:
         ctx, trial = self.context, self.trial
+        ctx._release_retired_grads()
         for m in ctx.models:
             m.eval()
         self.reset_reducers()
