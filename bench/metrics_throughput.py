@@ -13,7 +13,7 @@ Measured twice, each time in a fresh process and a fresh ``TRIALKIT_HOME``:
 
 The worker times N tight report calls, then the close (the drain of the queue), then a loop of
 ~1 ms numpy steps with and without a report per step (and without again, as a control of the
-noise), in rounds of about a second whose order reverses every other round, and writes the
+noise), in rounds of about a second that cycle through every order of the three, and writes the
 timings to a JSON file. The parent then counts the training rows in the store. Baselines come
 from the same process: a plain ``list.append`` of the same report dict for calls/s, and the same
 loop without reports for the loop ratio, taken as the median over rounds of the ratio within
@@ -25,6 +25,7 @@ Usage: ``python bench/metrics_throughput.py`` (about a minute on 2 cores).
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -115,15 +116,17 @@ def time_loop(step: Callable[[], float], steps: int, report: Callable[..., None]
 
 
 def compare_loops(step: Callable[[], float], report: Callable[..., None]) -> dict[str, Any]:
-    """Loop times without reports, with them, and without again (the control), in rounds whose
-    order reverses every other round, after a warm-up of each."""
+    """Loop times without reports, with them, and without again (the control), after a warm-up
+    of each; the rounds cycle through every order of the three arms, so each arm runs first,
+    second and third equally often (a fixed middle place for the reported arm biased it)."""
     time_loop(step, WARMUP_STEPS, None)
     time_loop(step, WARMUP_STEPS, report)
     times: dict[str, list[float]] = {"plain_s": [], "reported_s": [], "control_s": []}
-    arms = [("plain_s", None), ("reported_s", report), ("control_s", None)]
+    arms = {"plain_s": None, "reported_s": report, "control_s": None}
+    orders = list(itertools.permutations(arms))
     for r in range(ROUNDS):
-        for key, reporter in arms if r % 2 == 0 else arms[::-1]:
-            times[key].append(time_loop(step, LOOP_STEPS, reporter))
+        for key in orders[r % len(orders)]:
+            times[key].append(time_loop(step, LOOP_STEPS, arms[key]))
     return {**times, "reports": WARMUP_STEPS + ROUNDS * LOOP_STEPS}
 
 
@@ -271,7 +274,7 @@ def print_report(rows: list[dict[str, Any]]) -> None:
         f"      loss, and a ~{STEP_SECONDS * 1e3:.0f} ms-step loop with a report per step <= {GOAL_LOOP_RATIO:.2f}x the loop without"
     )
     print(
-        f"N = {N_CALLS:,} calls; loop = {ROUNDS} rounds of {LOOP_STEPS:,} steps per arm, order reversed every other round"
+        f"N = {N_CALLS:,} calls; loop = {ROUNDS} rounds of {LOOP_STEPS:,} steps per arm, orders cycled"
     )
     print()
     head = (

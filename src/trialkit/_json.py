@@ -41,10 +41,15 @@ def to_jsonable(value: Any) -> Any:
     raise TypeError(f"cannot report {type(value).__name__} value {value!r}: not JSON-serializable")
 
 
+# Built once: json.dumps with any keyword builds a new encoder per call, which cost more than
+# the encoding itself for the small dicts of a metric report.
+_encode = json.JSONEncoder(allow_nan=False).encode
+
+
 def dumps(value: Any) -> str:
     """Strict JSON: non-finite floats become Determined's "NaN"/"Infinity" strings, which every
     database's JSON type accepts (PostgreSQL rejects a bare NaN)."""
     try:
-        return json.dumps(value, allow_nan=False)
+        return _encode(value)
     except (ValueError, TypeError):
-        return json.dumps(to_jsonable(value), allow_nan=False)
+        return _encode(to_jsonable(value))
