@@ -87,8 +87,9 @@ class Engine:
         self._wake.set()
 
     def _loop(self) -> None:
-        # An idle master polled the store ten times a second (2.6 % of a core here), which a
-        # trial on the same cores pays for; now only process exits are polled that often.
+        # A full tick lists every trial of each live experiment: 6 ms of CPU for one search of
+        # 200 trials, 6 % of a core at ten ticks a second, taken from the trials on the same
+        # cores. Only process exits and logs are polled that often now.
         full_due = 0.0
         woken = True
         while not self._stop.is_set():

@@ -319,7 +319,7 @@ class PyTorchTrialContext(AmpMixin):
         """loss.backward(), with AMP loss scaling and no DDP sync on aggregation-only batches."""
         if self._auto_amp and self._scaler is not None:
             loss = self._scaler.scale(loss)
-        self._retired_grads.clear()
+        self._release_retired_grads()
         with self._no_sync():
             loss.backward(gradient=gradient, retain_graph=retain_graph, create_graph=create_graph)
 
