@@ -1,34 +1,32 @@
 """Benchmark: per-batch overhead of PyTorchTrial vs. a hand-written PyTorch loop (and
-PyTorch Lightning's Trainer when it is installed), same model, data and seed, one process.
+PyTorch Lightning's Trainer when it is installed), same model, data and seed.
 
 Goal (issue F4): overhead <= 2 % at ~5 ms batches.
 
 Method. The model is an MLP whose width is calibrated so one hand-written training step takes
 about 5 ms on this machine (one torch thread). Every contender trains the same batches from the
-same initial weights on the same unshuffled data, and takes a timestamp at the start of each of
-its training steps, so the gap between two timestamps is everything its loop does per batch:
+same initial weights on the same unshuffled data. Its time per batch is the gap between two
+timestamps taken at the same point of each iteration, so it counts everything its loop does:
 data loading, the step, metric bookkeeping, the report every 100 batches, stop checks.
 
 The baseline runs in lockstep with the contender: when the contender's data loader asks its
-batch sampler for the next batch, the sampler takes the timestamp and then runs and times one
-step of a separate hand-written loop (its own model, optimizer and loader). Every loop thus
-stamps at the same point of its iteration, just before it loads a batch (a batch loaded right
-after another loop's load runs on warm caches, so where the partner step sits matters: inside
-train_batch it would follow the contender's load and make the partner look 3 % faster). The contender's time for the batch is the gap minus that step, and the hand-written
-time is that step, so each pair is measured within the same ~10 ms. On these shared cores the
-same loop's speed moves by +-15 % from one quarter second to the next, which buries a 2 % effect
-when contenders run one after another; in lockstep the drift hits both sides of a pair alike.
-Each side sees the other's model in the caches, equally.
+batch sampler for the next batch, the sampler takes the timestamp, then runs and times one step
+of a separate hand-written loop (its own model, optimizer, loader and copy of the data). The
+contender's time for the batch is the gap minus that step; the hand-written time is that step.
+Each pair is thus measured within the same ~10 ms: on these shared cores the same loop's speed
+moves by +-15 % from one quarter second to the next, which buries a 2 % effect when contenders
+run one after another. Where the partner step sits matters: taken inside train_batch, right
+after the contender's own load, it ran on warm caches and looked 3 % faster.
 
-The control is the hand-written loop as the contender: its ratio is the method's own bias (the
-tick's bookkeeping lands on the contender's side; it comes out at 1.002-1.010), so the verdict
-uses PyTorchTrial's ratio divided by the control's. Figures: ratio = total contender time /
-total hand-written time over the timed batches, with a 95 % bootstrap interval that resamples
-rounds (processes) and then blocks of 25 batches within them (one process to the next moves the
-ratio by about +-0.5 %, more than the blocks within one do); and median ms/batch of each side. Rounds (one run of each contender) alternate in order. Final weights of the
-contender are compared with its hand-written partner's. Each round of each contender runs in a
-fresh process, so one framework's imports and leftovers cannot slow another (with Lightning
-run in the same process, trialkit's ratio rose by about 1 %). Timing is printed, not asserted.
+The control is the hand-written loop as the contender. Its ratio is the method's own bias (the
+tick's bookkeeping lands on the contender's side; 0.999-1.010 here), so the verdict divides
+PyTorchTrial's ratio by the control's. Figures: ratio = total contender time / total
+hand-written time over the timed batches, with a 95 % bootstrap interval that resamples rounds
+(processes), then blocks of 25 batches within them: one process to the next moves the ratio by
+about +-0.5 %, more than the blocks within one do. Each round runs every contender once, each in
+a fresh process (so no framework's imports or leftovers weigh on another), in an order that
+reverses every other round. Final weights are compared with the hand-written partner's.
+Timing is printed, not asserted.
 
 Usage: ``python bench/pytorch_overhead.py [--rounds 6] [--batches 400]`` (about 2.5 minutes).
 """
