@@ -17,20 +17,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from trialkit.core._transport import free_port
+
 GOAL_RATIO = 3.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def worker(calls: int, rounds: int) -> None:
@@ -89,8 +84,8 @@ def main() -> int:
         **os.environ,
         "PYTHONPATH": os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p),
         "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(_free_port()),
-        "TRIALKIT_CHIEF_PORT": str(_free_port()),
+        "MASTER_PORT": str(free_port()),
+        "TRIALKIT_CHIEF_PORT": str(free_port()),
         "WORLD_SIZE": "2",
         "LOCAL_WORLD_SIZE": "2",
         "GLOO_SOCKET_IFNAME": "lo",

@@ -11,13 +11,14 @@ import glob
 import itertools
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from trialkit.core._transport import free_port
 
 
 def _pg_bin() -> Path | None:
@@ -26,12 +27,6 @@ def _pg_bin() -> Path | None:
         return Path(found).parent
     candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
     return Path(candidates[-1]).parent if candidates else None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class PostgresServer:
@@ -51,7 +46,7 @@ class PostgresServer:
         if os.geteuid() == 0:
             shutil.chown(self._root, user="postgres")
             self._as_user = ["runuser", "-u", "postgres", "--"]
-        self.port = _free_port()
+        self.port = free_port()
         self._names = itertools.count()
         self._run("initdb", "-D", str(self._data), "--auth=trust", "-U", "postgres", "-E", "UTF8")
         self._run(

@@ -117,6 +117,21 @@ def pg_master(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, postgres: Any) ->
     yield from _run_master(tmp_path / "home", monkeypatch)
 
 
+def only_local_run_training(home: Path) -> list[Any]:
+    """Training metrics of the one local-mode run in ``home``, checked to be a single COMPLETED
+    experiment with a single trial (launched workers join the chief's run, not their own)."""
+    from trialkit.store import Store
+
+    store = Store.at(home)
+    try:
+        [exp] = store.list_experiments()
+        assert exp.state.value == "COMPLETED"
+        [trial] = store.list_trials(exp.id)
+        return store.list_metrics(trial.id, "training")
+    finally:
+        store.close()
+
+
 def write_script(model_dir: Path, name: str, body: str) -> Path:
     model_dir.mkdir(parents=True, exist_ok=True)
     path = model_dir / name

@@ -16,6 +16,8 @@ import pytest
 
 from trialkit.core._transport import free_port
 
+from .conftest import only_local_run_training
+
 pytest.importorskip("torch")
 pytestmark = pytest.mark.integration
 
@@ -27,6 +29,7 @@ import json, os, sys
 import torch
 import torch.distributed as dist
 from trialkit import core
+
 
 dist.init_process_group("gloo")
 d = core.DistributedContext.from_torch_distributed()
@@ -171,7 +174,6 @@ with core.init() as ctx:  # no distributed=...: the launcher's environment says 
 
 
 def test_plain_core_init_under_the_launcher_without_a_master(tmp_path: Path) -> None:
-    from trialkit.store import Store
 
     script = tmp_path / "plain.py"
     script.write_text(PLAIN_INIT_SCRIPT)
@@ -185,12 +187,5 @@ def test_plain_core_init_under_the_launcher_without_a_master(tmp_path: Path) -> 
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     assert "[rank=0] GATHERED 0 2 [0, 1]" in p.stdout
     assert "[rank=1] GATHERED 1 2 [0, 1]" in p.stdout
-    store = Store.at(tmp_path / "home")
-    try:
-        [exp] = store.list_experiments()  # one run, tracked once: the workers join the chief's
-        assert exp.state.value == "COMPLETED"
-        [trial] = store.list_trials(exp.id)
-        ranks = sorted(m.values["rank"] for m in store.list_metrics(trial.id, "training"))
-        assert ranks == [0, 1]
-    finally:
-        store.close()
+    ranks = sorted(m.values["rank"] for m in only_local_run_training(tmp_path / "home"))
+    assert ranks == [0, 1]

@@ -27,17 +27,26 @@ class Trial(RegressionTrial):
         return {"recorder": self.callback, "averages": self.averages}
 
 
+HPARAMS = {"global_batch_size": 16, "dropout": 0.0}
+
+
+def fit(ctx: pytorch.PyTorchTrialContext) -> tuple[Trial, pytorch.Trainer]:
+    """The run both sides of the comparison make: 6 batches, validate every 3, report every 2."""
+    trial = Trial(ctx)
+    trainer = pytorch.Trainer(trial, ctx)
+    trainer.fit(
+        max_length=pytorch.Batch(6),
+        validation_period=pytorch.Batch(3),
+        reporting_period=pytorch.Batch(2),
+        checkpoint_policy="none",
+    )
+    return trial, trainer
+
+
 def main(out: str) -> None:
-    with pytorch.init(hparams={"global_batch_size": 16, "dropout": 0.0}, seed=0) as ctx:
+    with pytorch.init(hparams=HPARAMS, seed=0) as ctx:
         assert ctx.distributed.size == 2
-        trial = Trial(ctx)
-        trainer = pytorch.Trainer(trial, ctx)
-        trainer.fit(
-            max_length=pytorch.Batch(6),
-            validation_period=pytorch.Batch(3),
-            reporting_period=pytorch.Batch(2),
-            checkpoint_policy="none",
-        )
+        trial, trainer = fit(ctx)
         assert trainer.loop is not None
         if ctx.distributed.rank == 0:
             torch.save(

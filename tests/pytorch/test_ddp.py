@@ -4,7 +4,6 @@ one worker with the same global batch size."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,23 +13,18 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from trialkit import pytorch  # noqa: E402
+from trialkit.core._transport import free_port  # noqa: E402
 
-from .ddp_worker import Trial  # noqa: E402
+from .ddp_worker import HPARAMS, fit  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_two_workers_match_one_worker_with_the_same_global_batch(
     tmp_path: Path, trialkit_home: Path
 ) -> None:
     out = tmp_path / "ddp.pt"
-    port = _free_port()
+    port = free_port()
     procs = []
     for rank in range(2):
         env = {
@@ -61,15 +55,8 @@ def test_two_workers_match_one_worker_with_the_same_global_batch(
     ddp = torch.load(out, weights_only=False)
     assert ddp["batches"] == 6
 
-    with pytorch.init(hparams={"global_batch_size": 16, "dropout": 0.0}, seed=0) as ctx:
-        trial = Trial(ctx)
-        trainer = pytorch.Trainer(trial, ctx)
-        trainer.fit(
-            max_length=pytorch.Batch(6),
-            validation_period=pytorch.Batch(3),
-            reporting_period=pytorch.Batch(2),
-            checkpoint_policy="none",
-        )
+    with pytorch.init(hparams=HPARAMS, seed=0) as ctx:
+        trial, trainer = fit(ctx)
     for a, b in zip(ddp["weights"], trial.model.parameters(), strict=True):
         torch.testing.assert_close(a, b.detach(), rtol=1e-5, atol=1e-6)
     assert trainer.loop is not None
