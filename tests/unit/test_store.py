@@ -157,6 +157,18 @@ def test_store_path_that_cannot_be_opened_is_a_store_error(tmp_path: Path) -> No
         Store(url)
 
 
+def test_store_made_by_an_older_version_gains_new_nullable_columns(tmp_path: Path) -> None:
+    old = Store.at(tmp_path)
+    trial = new_trial(old)
+    old.close()
+    with sqlite3.connect(tmp_path / "trialkit.db") as db:  # as a store from before `error`
+        db.execute("ALTER TABLE trials DROP COLUMN error")
+    store = Store.at(tmp_path)
+    assert store.get_trial(trial.id).error is None
+    assert store.update_trial(trial.id, error="ValueError: boom").error == "ValueError: boom"
+    store.close()
+
+
 # Metrics ---------------------------------------------------------------------------------------
 
 

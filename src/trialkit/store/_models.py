@@ -50,6 +50,8 @@ class TrialRow(Base):
     early_exit: Mapped[str | None] = mapped_column(String(32), nullable=True)
     progress: Mapped[float | None] = mapped_column(Float, nullable=True)
     status: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: Why the trial's last run failed: its exception line, or exit code/signal and last log lines.
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
     pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
     pid_started: Mapped[float | None] = mapped_column(Float, nullable=True)
     log_offset: Mapped[int] = mapped_column(Integer, default=0)

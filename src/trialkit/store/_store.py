@@ -15,7 +15,18 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from sqlalchemy import Engine, Table, create_engine, event, func, insert, select, update
+from sqlalchemy import (
+    Engine,
+    Table,
+    create_engine,
+    event,
+    func,
+    insert,
+    inspect,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -138,6 +149,31 @@ def _insert_sql(engine: Engine, table: Table) -> tuple[str, list[str]]:
     return sql, columns
 
 
+def _add_missing_columns(engine: Engine) -> None:
+    """Add nullable columns that newer versions of the tables have to a store made by an older
+    trialkit (``create_all`` makes missing tables only). Anything else needs a real migration."""
+    existing = inspect(engine)
+    prep = engine.dialect.identifier_preparer
+    with engine.begin() as conn:
+        for table in Base.metadata.sorted_tables:
+            have = {c["name"] for c in existing.get_columns(table.name)}
+            for column in table.columns:
+                if column.name in have:
+                    continue
+                if not column.nullable:
+                    raise StoreError(
+                        f"the store's table {table.name} lacks column {column.name}, which "
+                        "cannot be added in place: use a fresh TRIALKIT_HOME or database"
+                    )
+                kind = column.type.compile(dialect=engine.dialect)
+                conn.execute(
+                    text(
+                        f"ALTER TABLE {prep.quote(table.name)} "
+                        f"ADD COLUMN {prep.quote(column.name)} {kind}"
+                    )
+                )
+
+
 class Store:
     """Thread-safe access to experiments, trials, metrics, checkpoints and logs."""
 
@@ -146,6 +182,7 @@ class Store:
         self._engine = _create_engine(self.url)
         try:
             Base.metadata.create_all(self._engine)
+            _add_missing_columns(self._engine)
         except SQLAlchemyError as e:
             raise StoreError(f"cannot open the store at {_shown(url)}: {_reason(e)}") from e
         self._sessions = sessionmaker(self._engine, expire_on_commit=False)

@@ -86,6 +86,7 @@ class Trial(_Record):
     early_exit: str | None
     progress: float | None
     status: str | None
+    error: str | None
     pid: int | None
     pid_started: float | None
     log_offset: int
