@@ -2,6 +2,7 @@
 
 The master records its address and token in a 0600 file; when a connection fails the client
 re-reads that file, so a restarted master (on a new port) is found again without losing work.
+A trial's client takes only the address from it and keeps its own per-trial token.
 """
 
 from __future__ import annotations
@@ -37,11 +38,19 @@ class MasterClient:
     """Calls the master; reconnects through the master file when the master moved."""
 
     def __init__(
-        self, url: str, token: str, *, master_file: str | None = None, timeout: float = 30.0
+        self,
+        url: str,
+        token: str,
+        *,
+        master_file: str | None = None,
+        timeout: float = 30.0,
+        token_from_file: bool = True,
     ) -> None:
         self.url = url
         self.token = token
         self.master_file = master_file
+        #: False for a trial: the master file's admin token is not for it, only its address.
+        self.token_from_file = token_from_file
         self._timeout = timeout
         self._http = self._new_http()
 
@@ -60,6 +69,8 @@ class MasterClient:
         if not self.master_file:
             return
         found = read_master_file(self.master_file)
+        if found and not self.token_from_file:
+            found = (found[0], self.token)
         if found and found != (self.url, self.token):
             self.url, self.token = found
             self._http.close()

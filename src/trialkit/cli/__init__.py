@@ -34,6 +34,7 @@ cli.add_command(master)
 
 def _known_errors() -> tuple[type[BaseException], ...]:
     from .._client import APIError, MasterUnavailable
+    from .._home import HomeError
     from .._modeldir import ModelDirError
     from ..config import ConfigError
     from ..storage import CheckpointNotFound, StorageConfigError
@@ -46,6 +47,7 @@ def _known_errors() -> tuple[type[BaseException], ...]:
         MasterUnavailable,
         StorageConfigError,
         CheckpointNotFound,
+        HomeError,
     )
 
 

@@ -173,7 +173,12 @@ def init(
         from .._client import MasterClient
         from ._http import HttpBackend
 
-        client = MasterClient(info.master_url, info.session_token, master_file=info.master_file)
+        client = MasterClient(
+            info.master_url,
+            info.session_token,
+            master_file=info.master_file,
+            token_from_file=False,
+        )
         backend = HttpBackend(client, trial.trial_id, trial.experiment_id, trial.trial_run_id)
         searcher_cfg = dict(trial.config.get("searcher") or {})
         tb_root = Path(info.home) / "tensorboard" if info.home else home / "tensorboard"

@@ -43,8 +43,8 @@ class HttpBackend(TrialBackend):
         try:
             return self._get(f"/api/v1/checkpoints/{uuid}")["metadata"]  # type: ignore[no-any-return]
         except APIError as e:
-            if e.status == 404:
-                return None
+            if e.status in (403, 404):
+                return None  # another trial's: the caller reads metadata.json from storage
             raise
 
     def delete_checkpoint(self, uuid: str) -> None:

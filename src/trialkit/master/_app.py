@@ -1,21 +1,22 @@
-"""The master's REST API: thin routes over the store and the engine, token-protected."""
+"""The master's REST API: thin routes over the store and the engine, token-protected
+(the tokens are checked by ``_auth.TokenAuth`` before routing; see docs/security.md)."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import secrets
 import threading
 import time
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import Depends, FastAPI, Header, HTTPException, Request
+from fastapi import Depends, FastAPI, HTTPException, Request
 from pydantic import BaseModel, Field
 
 from .. import __version__
 from ..config import ConfigError
 from ..searcher import generation_of
 from ..store import ExperimentState, NewMetric, NotFound, Store, Trial
+from ._auth import TokenAuth
 from ._create import CreateError, prepare_experiment
 from ._engine import Engine
 
@@ -63,16 +64,33 @@ class ProgressBody(BaseModel):
     is_raw: bool = False
 
 
-def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None) -> FastAPI:
-    """The FastAPI application for one master."""
-    app = FastAPI(title="trialkit master", version=__version__)
+def create_app(
+    store: Store,
+    engine: Engine,
+    token: str,
+    on_shutdown: Any = None,
+    *,
+    trial_key: str | None = None,
+) -> FastAPI:
+    """The FastAPI application for one master: ``token`` is the admin token; trial tokens
+    derived from ``trial_key`` (none accepted without one) report for their own trial only."""
+    # No /docs or /redoc: a browser page cannot send the token. The spec is at /openapi.json
+    # (token needed) and app.openapi() in-process.
+    app = FastAPI(title="trialkit master", version=__version__, docs_url=None, redoc_url=None)
+    app.add_middleware(
+        TokenAuth,
+        router=app.router,
+        admin_token=token,
+        trial_key=trial_key,
+        checkpoint_trial=lambda uuid: _checkpoint_trial(store, uuid),
+    )
     # Set once a shutdown is asked for: long polls then answer at once, so the server is not
     # left waiting for them (their clients simply ask the next master).
     stopping = threading.Event()
 
-    def auth(authorization: Annotated[str | None, Header()] = None) -> None:
-        expected = f"Bearer {token}"
-        if authorization is None or not secrets.compare_digest(authorization, expected):
+    def auth(request: Request) -> None:
+        """A guard on every route: TokenAuth let the request through (401 otherwise)."""
+        if "principal" not in request.scope.get("state", {}):
             raise HTTPException(401, "missing or wrong token")
 
     Auth = Depends(auth)
@@ -409,6 +427,14 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
         return {"status": "ok"}
 
     return app
+
+
+def _checkpoint_trial(store: Store, uuid: str) -> int | None:
+    """The trial a checkpoint belongs to, or None when there is no such checkpoint."""
+    try:
+        return store.get_checkpoint(uuid).trial_id
+    except NotFound:
+        return None
 
 
 def _searcher_summary(

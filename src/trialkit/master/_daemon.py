@@ -1,4 +1,7 @@
-"""Running a master: the server process, its 0600 master file, and starting/stopping it."""
+"""Running a master: the server process, its 0600 master file, and starting/stopping it.
+
+The master runs with umask 077, so everything it and its trials create under the home is
+private to the user (docs/security.md)."""
 
 from __future__ import annotations
 
@@ -18,7 +21,9 @@ from typing import Any
 import psutil
 
 from .._client import MasterClient, MasterUnavailable, read_master_file
+from .._home import PRIVATE_FILE, PRIVATE_UMASK, ensure_private_dir, make_private
 from ..store import Store
+from ._auth import load_trial_key
 
 logger = logging.getLogger("trialkit.master")
 
@@ -44,10 +49,18 @@ def _free_port(preferred: int | None, host: str) -> int:
 
 def _write_master_file(path: Path, info: dict[str, Any]) -> None:
     tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
     with os.fdopen(fd, "w") as f:
+        os.fchmod(f.fileno(), PRIVATE_FILE)
         json.dump(info, f)
     os.replace(tmp, path)
+
+
+def _make_store_private(home: Path) -> None:
+    """A SQLite store in the home (and its journal files) readable by the user only; a store
+    made by an older trialkit with the user's umask is tightened here."""
+    for name in ("trialkit.db", "trialkit.db-wal", "trialkit.db-shm", "trialkit.db-journal"):
+        make_private(home / name)
 
 
 def detect_gpus() -> int:
@@ -72,17 +85,24 @@ def serve(
     from ._app import create_app
     from ._engine import Engine, EngineSettings
 
-    home.mkdir(parents=True, exist_ok=True)
+    # Everything this process and the trials it starts create is private to the user.
+    os.umask(PRIVATE_UMASK)
+    ensure_private_dir(home)
     mfile = master_file(home)
     previous = _previous_port(mfile)
     port = _free_port(previous, host)
     token = secrets.token_urlsafe(32)
+    trial_key = load_trial_key(home)
     url = f"http://{host}:{port}"
     store = Store(db_url) if db_url else Store.for_home(home)
+    _make_store_private(home)
+    make_private(home / "master.log")
     gpus = detect_gpus()
     n_slots = gpus or slots or os.cpu_count() or 1
+    # The engine only hands its token to build_launch, which derives each trial's own token
+    # from it: give it the trial key, never the admin token.
     engine = Engine(
-        store, EngineSettings(home=home, slots=n_slots, gpus=gpus > 0), url, token, mfile
+        store, EngineSettings(home=home, slots=n_slots, gpus=gpus > 0), url, trial_key, mfile
     )
     server: uvicorn.Server | None = None
 
@@ -90,7 +110,7 @@ def serve(
         if server is not None:
             server.should_exit = True
 
-    app = create_app(store, engine, token, on_shutdown=request_stop)
+    app = create_app(store, engine, token, on_shutdown=request_stop, trial_key=trial_key)
     # A bounded graceful shutdown: after SIGTERM, requests still open after a few seconds (long
     # polls of trials that are gone) are cancelled instead of holding the master up.
     config = uvicorn.Config(
@@ -147,9 +167,9 @@ def client_for(home: Path, timeout: float = 30.0) -> MasterClient | None:
 
 def start_background(home: Path, *, slots: int | None = None, wait: float = 30.0) -> MasterClient:
     """Start a master as a detached process and wait until it answers."""
-    home.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(home)
     log_path = home / "master.log"
-    log = open(log_path, "ab")
+    log = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE), "ab")
     log_start = log.tell()
     cmd = [sys.executable, "-m", "trialkit.master", "--home", str(home)]
     if slots:

@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._home import make_private, make_private_tree, write_private
 from .._info import INFO_ENV, ClusterInfo, TrialInfo
 from ..config import entrypoint_kind
 from ..core._transport import free_port
 from ..store import Experiment, Trial
+from ._auth import trial_token
 
 STARTUP_HOOK = "startup-hook.sh"
 
@@ -63,9 +65,14 @@ def build_launch(
     latest_checkpoint: str | None,
     steps_completed: int,
 ) -> LaunchSpec:
-    """Argv, env and ClusterInfo for one run of a trial."""
+    """Argv, env and ClusterInfo for one run of a trial.
+
+    ``token`` is the master's trial key: the trial gets a token derived from it that reports
+    for this trial only (never the admin token), in its 0600 info file and its environment.
+    """
     config = experiment.config
     allocation_id = f"{experiment.id}.{trial.id}.{run_id}"
+    session_token = trial_token(token, trial.id, experiment.id)
     info = ClusterInfo(
         master_url=master_url,
         cluster_id="trialkit",
@@ -73,7 +80,7 @@ def build_launch(
         slot_ids=slot_ids,
         task_id=f"{experiment.id}.{trial.id}",
         allocation_id=allocation_id,
-        session_token=token,
+        session_token=session_token,
         latest_checkpoint=latest_checkpoint,
         trial=TrialInfo(
             trial_id=trial.id,
@@ -88,7 +95,10 @@ def build_launch(
         master_file=str(master_file),
         home=str(home),
     )
-    info_file.write_text(json.dumps(info._to_json(), indent=2))
+    # Unpacked model files keep their archive's modes: private like the rest of the home.
+    make_private_tree(workdir)
+    make_private(info_file.parent)
+    write_private(info_file, json.dumps(info._to_json(), indent=2))
     bin_dir = str(Path(sys.executable).parent)
     env = dict(os.environ)
     env.update(
@@ -107,7 +117,7 @@ def build_launch(
             "DET_SLOT_IDS": json.dumps(slot_ids),
             "DET_TASK_ID": info.task_id,
             "DET_ALLOCATION_ID": allocation_id,
-            "DET_SESSION_TOKEN": token,
+            "DET_SESSION_TOKEN": session_token,
             "DET_TASK_TYPE": "TRIAL",
             "DET_TRIAL_ID": str(trial.id),
             "DET_EXPERIMENT_ID": str(experiment.id),

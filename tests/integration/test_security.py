@@ -1,0 +1,186 @@
+"""The master's credentials stay with the user: a trial holds a token for its own trial only,
+the admin token is in no file but the 0600 master file, and nothing under the home is readable
+by other users (docs/security.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import stat
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from .conftest import Master, _run_master, write_script
+
+pytestmark = pytest.mark.integration
+
+# Two trials that report, checkpoint, and leave a copy of their environment in their model dir.
+TRIAL = """
+import json, os
+from trialkit import core
+
+with open("env.json", "w") as f:
+    json.dump(dict(os.environ), f)
+with core.init() as ctx:
+    ctx.train.report_training_metrics(steps_completed=1, metrics={"loss": 1.0})
+    with ctx.checkpoint.store_path({"steps_completed": 1}) as (path, _):
+        (path / "state.json").write_text("{}")
+    ctx.train.report_validation_metrics(steps_completed=1, metrics={"loss": 1.0})
+"""
+
+CONFIG = {
+    "name": "security",
+    "entrypoint": "python3 trial.py",
+    "hyperparameters": {"x": {"type": "categorical", "vals": [1, 2]}},
+    "searcher": {"name": "grid", "metric": "loss", "max_length": {"batches": 1}},
+    "max_restarts": 0,
+}
+
+
+def _run_experiment(master: Master, tmp_path: Path) -> dict:
+    model = tmp_path / "model"
+    write_script(model, "trial.py", TRIAL)
+    exp = master.create(CONFIG, model)
+    desc = master.wait_state(exp, {"COMPLETED", "ERROR"}, timeout=180)
+    assert desc["experiment"]["state"] == "COMPLETED", desc
+    return desc
+
+
+def _trial_token(home: Path, trial_id: int) -> str:
+    """The credential trial ``trial_id`` was given, read as the trial reads it."""
+    info = json.loads((home / "trials" / str(trial_id) / "cluster_info.json").read_text())
+    return str(info["session_token"])
+
+
+def _call(master: Master, token: str, method: str, path: str, body: object = None) -> int:
+    resp = httpx.request(
+        method,
+        master.client.url + path,
+        headers={"Authorization": f"Bearer {token}"},
+        json=body,
+        timeout=30,
+        trust_env=False,
+    )
+    return resp.status_code
+
+
+def test_a_trial_token_reports_for_its_own_trial_only(master: Master, tmp_path: Path) -> None:
+    desc = _run_experiment(master, tmp_path)
+    ckpt_of = {c["trial_id"]: c["uuid"] for c in desc["checkpoints"]}
+    token1 = _trial_token(master.home, 1)
+    assert token1 != master.client.token
+
+    # Its own trial: allowed (the experiment completing shows reporting worked too).
+    assert _call(master, token1, "GET", "/api/v1/trials/1/metrics") == 200
+    assert _call(master, token1, "GET", f"/api/v1/checkpoints/{ckpt_of[1]}") == 200
+    # Anything that is not its own trial's: refused.
+    config = {**CONFIG, "entrypoint": "id > owned.txt"}
+    assert _call(master, token1, "POST", "/api/v1/experiments", {"config": config}) == 403
+    assert _call(master, token1, "GET", "/api/v1/trials/2") == 403
+    assert _call(master, token1, "GET", "/api/v1/trials/2/logs") == 403
+    metrics = {"reports": [{"group": "training", "steps_completed": 9, "metrics": {}}]}
+    assert _call(master, token1, "POST", "/api/v1/trials/2/metrics", metrics) == 403
+    assert _call(master, token1, "GET", f"/api/v1/checkpoints/{ckpt_of[2]}") == 403
+    assert _call(master, token1, "DELETE", f"/api/v1/checkpoints/{ckpt_of[2]}") == 403
+    assert _call(master, token1, "POST", "/api/v1/experiments/1/kill") == 403
+    assert _call(master, token1, "POST", "/api/v1/master/shutdown") == 403
+    assert _call(master, token1, "GET", "/api/v1/experiments") == 403
+    # A forged token for trial 2 (trial 1's signature) is no token at all.
+    forged = token1.replace("trial.1.", "trial.2.", 1)
+    assert _call(master, forged, "GET", "/api/v1/trials/2") == 401
+
+
+def test_the_admin_token_reaches_no_trial_file_env_or_log(master: Master, tmp_path: Path) -> None:
+    _run_experiment(master, tmp_path)
+    admin = master.client.token.encode()
+    for trial_id in (1, 2):
+        env = json.loads(
+            (master.home / "trials" / str(trial_id) / "model" / "env.json").read_text()
+        )
+        assert env["DET_SESSION_TOKEN"] == _trial_token(master.home, trial_id)
+    leaks = [
+        p
+        for p in master.home.rglob("*")
+        if p.is_file() and p.name != "master.json" and admin in p.read_bytes()
+    ]
+    assert not leaks, f"the admin token is in {leaks}"
+    logs = master.client.request("GET", "/api/v1/trials/1/logs")["logs"]
+    assert not any(master.client.token in ln["line"] for ln in logs)
+
+
+def test_a_trial_token_outlives_a_master_restart(master: Master, tmp_path: Path) -> None:
+    from trialkit.master import start_background, stop_master
+
+    _run_experiment(master, tmp_path)
+    token1 = _trial_token(master.home, 1)
+    master.client.close()
+    assert stop_master(master.home)
+    master.client = start_background(master.home, slots=2)
+    assert _call(master, token1, "GET", "/api/v1/trials/1/last_validation") == 200
+    assert _call(master, token1, "GET", "/api/v1/trials/2") == 403
+
+
+def _group_or_other_bits(home: Path) -> list[str]:
+    found = []
+    for root, dirs, files in os.walk(home):
+        for name in [".", *dirs, *files]:
+            path = Path(root, name)
+            mode = path.lstat().st_mode
+            if not stat.S_ISLNK(mode) and stat.S_IMODE(mode) & 0o077:
+                found.append(f"{path.relative_to(home)} {stat.S_IMODE(mode):o}")
+    return found
+
+
+def test_nothing_under_the_home_is_readable_by_other_users(master: Master, tmp_path: Path) -> None:
+    _run_experiment(master, tmp_path)
+    names = {p.name for p in master.home.rglob("*")}
+    # The walk covers what matters: credentials, store, logs, exit files, checkpoints.
+    assert {"master.json", "trialkit.db", "cluster_info.json", "output.log"} <= names
+    assert any(n.endswith(".exit") for n in names) and (master.home / "checkpoints").is_dir()
+    assert _group_or_other_bits(master.home) == []
+
+
+@pytest.fixture
+def shared_parent_master(monkeypatch: pytest.MonkeyPatch) -> Iterator[Master]:
+    """A master whose home sits in a directory every user can enter, like /home/USER."""
+    parent = Path(tempfile.mkdtemp(prefix="trialkit-shared-"))
+    parent.chmod(0o755)
+    monkeypatch.delenv("TRIALKIT_DB", raising=False)
+    try:
+        yield from _run_master(parent / "home", monkeypatch)
+    finally:
+        subprocess.run(["rm", "-rf", str(parent)], check=False, timeout=60)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
+def test_another_local_user_cannot_read_the_token_or_the_store(
+    shared_parent_master: Master, tmp_path: Path
+) -> None:
+    master = shared_parent_master
+    _run_experiment(master, tmp_path)
+    nobody = pwd.getpwnam("nobody")
+    targets = [
+        master.home / "master.json",
+        master.home / "trialkit.db",
+        master.home / "trials" / "1" / "cluster_info.json",
+        master.home / "trials" / "1" / "output.log",
+    ]
+    reader = 'for p; do cat "$p" >/dev/null 2>&1 && echo "READ $p"; done; true'
+    proc = subprocess.run(
+        ["sh", "-c", reader, "sh", *map(str, targets)],
+        user=nobody.pw_uid,
+        group=nobody.pw_gid,
+        extra_groups=[],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "", f"user nobody read: {proc.stdout}"
