@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .conftest import Master, _run_master, write_script
+from .conftest import TRIALKIT, Master, _run_master, write_script
 
 pytestmark = pytest.mark.integration
 
@@ -184,3 +184,53 @@ def test_another_local_user_cannot_read_the_token_or_the_store(
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "", f"user nobody read: {proc.stdout}"
+
+
+def test_the_token_is_checked_before_the_body_and_the_docs_need_it(master: Master) -> None:
+    url = master.client.url
+    bad_json = httpx.post(
+        f"{url}/api/v1/experiments",
+        content=b"{not json",
+        headers={"content-type": "application/json"},
+        trust_env=False,
+        timeout=30,
+    )
+    assert bad_json.status_code == 401, bad_json.text
+    for path in ("/docs", "/redoc", "/openapi.json", "/docs/oauth2-redirect"):
+        assert httpx.get(url + path, trust_env=False, timeout=30).status_code == 401, path
+    spec = master.client.request("GET", "/openapi.json")
+    assert "/api/v1/experiments" in spec["paths"]
+    # With the token, malformed JSON is still a 4xx that names the problem.
+    with_token = httpx.post(
+        f"{url}/api/v1/experiments",
+        content=b"{not json",
+        headers={
+            "content-type": "application/json",
+            "Authorization": f"Bearer {master.client.token}",
+        },
+        trust_env=False,
+        timeout=30,
+    )
+    assert with_token.status_code == 422
+
+
+@pytest.mark.parametrize("slots", ["-4", "0", "1025", "1000000"])
+def test_master_up_refuses_a_slot_count_no_machine_has(tmp_path: Path, slots: str) -> None:
+    from trialkit.master import stop_master
+
+    home = tmp_path / "home"
+    try:
+        proc = subprocess.run(
+            [*TRIALKIT, "master", "up", "--slots", slots],
+            env={**os.environ, "TRIALKIT_HOME": str(home)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        if (home / "master.json").exists():
+            stop_master(home)  # a master that should not have started
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("trialkit: error: ") and "'--slots'" in line and slots in line, line
+    assert not (home / "master.json").exists()

@@ -15,13 +15,20 @@ def master() -> None:
 
 @master.command("up")
 @click.option(
-    "--slots", type=int, default=None, help="CPU slots when there are no GPUs (default: CPU count)."
+    "--slots",
+    type=int,
+    default=None,
+    help="CPU slots when there are no GPUs, 1 to 1024 (default: CPU count).",
 )
 @click.option("--foreground", is_flag=True, help="Run in this terminal instead of the background.")
 def up(slots: int | None, foreground: bool) -> None:
     """Start a master for $TRIALKIT_HOME (does nothing if one is running)."""
-    from ..master import client_for, serve, start_background
+    from ..master import SlotsError, check_slots, client_for, serve, start_background
 
+    try:
+        check_slots(slots)
+    except SlotsError as e:
+        raise click.BadParameter(str(e).removeprefix("--slots: "), param_hint="'--slots'") from e
     home = trialkit_home()
     if foreground:
         serve(home, slots=slots)

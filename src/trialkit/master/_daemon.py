@@ -29,6 +29,19 @@ logger = logging.getLogger("trialkit.master")
 
 MASTER_FILE = "master.json"
 
+#: More CPU slots than this is taken for a typo: the master would run that many trials at once.
+MAX_SLOTS = 1024
+
+
+class SlotsError(ValueError):
+    """A --slots value no master can use."""
+
+
+def check_slots(slots: int | None) -> None:
+    """Refuse a slot count below 1 or above MAX_SLOTS before anything starts."""
+    if slots is not None and not 1 <= slots <= MAX_SLOTS:
+        raise SlotsError(f"--slots: got {slots}; expected a whole number from 1 to {MAX_SLOTS}")
+
 
 def master_file(home: Path) -> Path:
     return home / MASTER_FILE
@@ -80,6 +93,7 @@ def serve(
     home: Path, *, host: str = "127.0.0.1", slots: int | None = None, db_url: str | None = None
 ) -> None:
     """Run a master in this process until SIGTERM/SIGINT or an API shutdown."""
+    check_slots(slots)
     import uvicorn
 
     from ._app import create_app
@@ -167,6 +181,7 @@ def client_for(home: Path, timeout: float = 30.0) -> MasterClient | None:
 
 def start_background(home: Path, *, slots: int | None = None, wait: float = 30.0) -> MasterClient:
     """Start a master as a detached process and wait until it answers."""
+    check_slots(slots)
     ensure_private_dir(home)
     log_path = home / "master.log"
     log = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE), "ab")
