@@ -1,0 +1,137 @@
+"""Route census: every route of the master's app, enumerated from ``create_app``, is called on a
+real master without a token, with a wrong one, and with another trial's token; only OPEN_ROUTES
+answer without the admin token, and a trial token reaches nothing but its own trial."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.integration.conftest import Master, write_script
+
+pytestmark = pytest.mark.integration
+
+#: What answers without a token (docs/security.md): a liveness probe and nothing else.
+OPEN_ROUTES = {("GET", "/health")}
+
+TRIAL = """
+from trialkit import core
+
+with core.init() as ctx:
+    ctx.train.report_training_metrics(steps_completed=1, metrics={"loss": 1.0})
+    with ctx.checkpoint.store_path({"steps_completed": 1}) as (path, _):
+        (path / "state.json").write_text("{}")
+    ctx.train.report_validation_metrics(steps_completed=1, metrics={"loss": 1.0})
+"""
+
+CONFIG = {
+    "name": "census",
+    "entrypoint": "python3 trial.py",
+    "hyperparameters": {"x": {"type": "categorical", "vals": [1, 2]}},
+    "searcher": {"name": "grid", "metric": "loss", "max_length": {"batches": 1}},
+    "max_restarts": 0,
+}
+
+
+def app_routes(tmp_path: Path) -> list[tuple[str, str]]:
+    """(method, path template) of every route of a real app, as ``create_app`` builds it."""
+    from trialkit.master._app import create_app
+    from trialkit.master._engine import Engine, EngineSettings
+    from trialkit.store import Store
+
+    store = Store.at(tmp_path / "census-home")
+    try:
+        engine = Engine(
+            store, EngineSettings(home=tmp_path, slots=1), "http://x", "k", tmp_path / "m"
+        )
+        app = create_app(store, engine, "census-token")
+        found = set()
+        for route in app.routes:
+            for method in getattr(route, "methods", None) or {"GET"}:
+                found.add((method, str(getattr(route, "path", ""))))
+        return sorted(found)
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def finished(master: Master, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """A completed experiment of two trials, each with a checkpoint and its own token."""
+    model = tmp_path / "model"
+    write_script(model, "trial.py", TRIAL)
+    exp = master.create(CONFIG, model)
+    desc = master.wait_state(exp, {"COMPLETED", "ERROR"}, timeout=180)
+    assert desc["experiment"]["state"] == "COMPLETED", desc
+    tokens = {
+        t: json.loads((master.home / "trials" / str(t) / "cluster_info.json").read_text())[
+            "session_token"
+        ]
+        for t in (1, 2)
+    }
+    ckpts = {c["trial_id"]: c["uuid"] for c in desc["checkpoints"]}
+    yield {"experiment_id": exp, "tokens": tokens, "checkpoints": ckpts}
+
+
+def _fill(template: str, trial_id: int, experiment_id: int, uuid: str) -> str:
+    values = {"trial_id": trial_id, "experiment_id": experiment_id, "uuid": uuid}
+    return re.sub(r"\{(\w+)(:\w+)?\}", lambda m: str(values.get(m[1], 1)), template)
+
+
+def _status(master: Master, method: str, path: str, token: str | None) -> int:
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+    body = {} if method in ("POST", "PUT", "PATCH") else None
+    resp = httpx.request(
+        method, master.client.url + path, headers=headers, json=body, trust_env=False, timeout=30
+    )
+    return resp.status_code
+
+
+def _trial_may_use(template: str) -> bool:
+    """The routes a trial token opens, for its own trial, experiment and checkpoints only."""
+    return template.startswith("/api/v1/trials/{trial_id}") or template in (
+        "/api/v1/experiments/{experiment_id}/best_validation",
+        "/api/v1/checkpoints/{uuid}",
+    )
+
+
+def test_every_route_needs_the_token_and_a_trial_token_stays_in_its_trial(
+    master: Master, finished: dict[str, Any], tmp_path: Path
+) -> None:
+    routes = app_routes(tmp_path)
+    assert len(routes) >= 30, routes  # the census found the app's routes
+    exp_id = finished["experiment_id"]
+    token1 = finished["tokens"][1]
+    ckpt1, ckpt2 = finished["checkpoints"][1], finished["checkpoints"][2]
+    open_routes, wrong = [], []
+
+    # The shutdown route is called last, with the token, so the master answers the others.
+    for method, template in sorted(routes, key=lambda r: r[1].endswith("/shutdown")):
+        own = _fill(template, 1, exp_id, ckpt1)
+        other = _fill(template, 2, exp_id + 1, ckpt2)
+        if (method, template) in OPEN_ROUTES:
+            assert _status(master, method, own, None) == 200
+            continue
+        for token in (None, "wrong", token1[:-4] + "0000", master.client.token + "x"):
+            status = _status(master, method, own, token)
+            if status != 401:
+                open_routes.append(f"{method} {own} with {token!r}: {status}")
+        status = _status(master, method, other, token1)
+        if status != 403:
+            wrong.append(f"{method} {other} with trial 1's token: {status}")
+        if method == "GET" and _trial_may_use(template):
+            status = _status(master, method, own, token1)
+            if status != 200:
+                wrong.append(f"{method} {own} with trial 1's own token: {status}")
+
+    print(f"routes checked: {len(routes)}; open routes: {len(open_routes)}")
+    assert open_routes == []
+    assert wrong == []
+    assert OPEN_ROUTES <= set(routes)  # the list of open routes is not stale
+    # A path no route serves needs the token too: nothing tells a stranger what exists.
+    assert _status(master, "GET", "/api/v1/nope", None) == 401
