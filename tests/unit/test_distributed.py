@@ -245,7 +245,7 @@ def test_a_rank_of_another_job_is_refused(tmp_path: Path) -> None:
     chief.kill()
     chief.communicate(timeout=10)
     assert intruder.returncode != 0
-    assert "refused rank 1: wrong job token" in out
+    assert "is not this job's chief: it did not prove it knows the job token" in out
 
 
 # Constructors from launcher environments ---------------------------------------------------

@@ -6,15 +6,20 @@ a collective: rank 0 (the chief) listens on the job's port and every other rank 
 ``TRIALKIT_CHIEF_PORT`` (set per trial by the master and the launchers, picked free, never a
 constant), ``INTER_TRAIN_PROCESS_COMM_PORT_1`` (Determined's name), ``MASTER_PORT + 1`` (plain
 torchrun). Collectives time out after ``TRIALKIT_DIST_TIMEOUT`` seconds (default 3600); a rank
-that exits makes every other rank raise ``PeerLostError`` naming it.
+that exits makes every other rank raise ``PeerLostError`` naming it. Ranks prove to each other
+that they know the job's ``TRIALKIT_DIST_TOKEN`` before anything is unpickled; on one machine
+without one, the user's private key in the trialkit home stands in for it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
+from pathlib import Path
 from typing import Any
 
+from .._home import PRIVATE_FILE, trialkit_home
 from ._transport import DistributedError, PeerLostError, Star, listen_any
 
 CHIEF_PORT_ENV = "TRIALKIT_CHIEF_PORT"
@@ -33,6 +38,27 @@ def _env_float(name: str, default: float) -> float:
         return float(raw)
     except ValueError:
         raise ValueError(f"environment variable {name}={raw!r} is not a number") from None
+
+
+LOCAL_KEY_FILE = "dist.key"
+
+
+def _local_key(home: Path) -> str:
+    """A per-user secret in the (0700) home, for ranks on this machine started with no token:
+    a process of another user cannot read it, so cannot pose as a rank or the chief."""
+    path = home / LOCAL_KEY_FILE
+    if not path.exists():
+        tmp = home / f"{LOCAL_KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32))
+        try:
+            os.link(tmp, path)  # atomic and never replaces: concurrent ranks agree on one key
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+    return path.read_text().strip()
 
 
 def _chief_port(explicit: int | None) -> int:
@@ -103,12 +129,13 @@ class DistributedContext:
         token = os.environ.get(TOKEN_ENV, "")
         multi_node = self.local_size != self.size
         if multi_node and not token:
-            # Across hosts the chief listens on every interface and unpickles what peers send:
-            # only peers that know a shared secret may join.
+            # Across hosts the chief listens on every interface: only peers that share a
+            # secret may join, and the home's key is not on the other nodes.
             raise RuntimeError(
                 f"DistributedContext across {self.cross_size} nodes: set {TOKEN_ENV} to the same "
                 "secret on every node"
             )
+        token = token or _local_key(trialkit_home())
         self._global = Star(
             rank=self.rank,
             size=self.size,

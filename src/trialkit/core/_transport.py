@@ -1,8 +1,12 @@
 """The wire under DistributedContext: a star of TCP connections around one hub rank.
 
 The hub (rank 0 of the group) listens on a port chosen per job (never a constant); every other
-rank connects to it and says hello (JSON) with the job's token; after that, messages are pickled
-Python objects, length-prefixed. One reader thread per connection turns the socket into a queue,
+rank connects to it. The handshake is JSON and mutual: each side proves it knows the job token
+by an HMAC over both sides' fresh nonces (the token itself never crosses the wire), the hub
+first. Only then are messages pickled Python objects, length-prefixed, each carrying an HMAC
+under a key of that connection and direction, checked before it is unpickled: a process that
+does not know the token (another user's, squatting on the port) is never unpickled from and
+learns nothing it could replay. One reader thread per connection turns the socket into a queue,
 so a peer that goes away is noticed at once: the hub tells every other rank which rank was lost,
 and each rank raises ``PeerLostError`` naming it at its current or next collective instead of
 hanging. Every wait has a deadline. Standard library only (no framework, no zmq).
@@ -10,9 +14,13 @@ hanging. Every wait has a deadline. Standard library only (no framework, no zmq)
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import pickle
 import queue
+import re
+import secrets
 import socket
 import struct
 import threading
@@ -20,8 +28,13 @@ import time
 from typing import Any
 
 _HEADER = struct.Struct("!Q")
+_SEQ = struct.Struct("!Q")
+_MAC_SIZE = hashlib.sha256().digest_size
 _MAX_HELLO = 4096
+_NONCE = re.compile(r"[0-9a-f]{32}")
 _EOF = ("eof",)
+#: Where ranks get the token (core._distributed reads it); named in errors.
+_TOKEN_NAME = "TRIALKIT_DIST_TOKEN"
 
 
 class DistributedError(RuntimeError):
@@ -38,26 +51,88 @@ class PeerLostError(DistributedError):
         self.rank = rank
 
 
-def _hello(token: str, rank: int, size: int) -> bytes:
-    data = json.dumps({"hello": "trialkit", "token": token, "rank": rank, "size": size}).encode()
+class _Handshake:
+    """The mutual proof of one connection: both nonces, the worker's rank and the group size."""
+
+    def __init__(self, token: str, worker_nonce: str, hub_nonce: str, rank: int, size: int) -> None:
+        self._key = token.encode()
+        self._context = f"{worker_nonce}|{hub_nonce}|{rank}|{size}"
+
+    def _mac(self, label: str) -> bytes:
+        return hmac.new(self._key, f"{label}|{self._context}".encode(), hashlib.sha256).digest()
+
+    def proof(self, side: str) -> str:
+        """What ``side`` ('hub' or 'worker') sends to show it knows the token."""
+        return self._mac(f"proof-{side}").hex()
+
+    def check(self, side: str, proof: object) -> bool:
+        return isinstance(proof, str) and hmac.compare_digest(proof, self.proof(side))
+
+    def keys(self, side: str) -> tuple[bytes, bytes]:
+        """(send key, receive key) of ``side`` for the messages after the handshake."""
+        to_worker, to_hub = self._mac("hub-to-worker"), self._mac("worker-to-hub")
+        return (to_worker, to_hub) if side == "hub" else (to_hub, to_worker)
+
+
+def _json_frame(obj: dict[str, Any]) -> bytes:
+    data = json.dumps(obj).encode()
     return _HEADER.pack(len(data)) + data
 
 
-def _frame(obj: Any) -> bytes:
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    return _HEADER.pack(len(data)) + data
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    """Exactly ``n`` bytes straight from the socket (no read-ahead past a handshake frame)."""
+    chunks, got = [], 0
+    while got < n:
+        chunk = sock.recv(n - got)
+        if not chunk:
+            raise EOFError("connection closed during the handshake")
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def _recv_json(sock: socket.socket) -> Any:
+    """One handshake frame, or ValueError when it is not a small JSON object."""
+    (n,) = _HEADER.unpack(_recv_exact(sock, _HEADER.size))
+    if n > _MAX_HELLO:
+        raise ValueError(f"a handshake frame of {n} bytes")
+    msg = json.loads(_recv_exact(sock, n))
+    if not isinstance(msg, dict):
+        raise ValueError("a handshake frame that is not a JSON object")
+    return msg
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _pickled(obj: Any) -> bytes:
+    return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _tag(key: bytes, seq: int, body: bytes) -> bytes:
+    mac = hmac.new(key, _SEQ.pack(seq), hashlib.sha256)
+    mac.update(body)
+    return mac.digest()
 
 
 class _Conn:
-    """One connected socket: locked sends, a reader thread feeding a queue."""
+    """One authenticated socket: locked sends, a reader thread feeding a queue. Every frame is
+    ``length, HMAC(key, sequence number + body), pickled body``; a frame whose HMAC is wrong
+    (or out of order) ends the connection without being unpickled."""
 
-    def __init__(self, sock: socket.socket, peer: int, name: str) -> None:
+    def __init__(
+        self, sock: socket.socket, peer: int, name: str, keys: tuple[bytes, bytes]
+    ) -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.settimeout(None)
         self.sock = sock
         self.peer = peer
         self.inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._send_lock = threading.Lock()
+        self._send_key, self._recv_key = keys
+        self._send_seq = 0
+        self._recv_seq = 0
         self._rfile = sock.makefile("rb")
         self.said_bye = False
         self.closed = False
@@ -74,8 +149,9 @@ class _Conn:
                 if len(head) < _HEADER.size:
                     break
                 (n,) = _HEADER.unpack(head)
+                tag = self._rfile.read(_MAC_SIZE)
                 body = self._rfile.read(n)
-                if len(body) < n:
+                if len(body) < n or not self._authentic(tag, body):
                     break
                 msg = pickle.loads(body)
                 if msg[0] == "bye":
@@ -88,12 +164,20 @@ class _Conn:
         if self._on_eof is not None:
             self._on_eof(self)
 
-    def send_raw(self, data: bytes) -> None:
+    def _authentic(self, tag: bytes, body: bytes) -> bool:
+        expected = _tag(self._recv_key, self._recv_seq, body)
+        self._recv_seq += 1
+        return hmac.compare_digest(tag, expected)
+
+    def send_raw(self, body: bytes) -> None:
+        """Send one already pickled message."""
         with self._send_lock:
-            self.sock.sendall(data)
+            tag = _tag(self._send_key, self._send_seq, body)
+            self._send_seq += 1
+            self.sock.sendall(_HEADER.pack(len(body)) + tag + body)
 
     def send(self, obj: Any) -> None:
-        self.send_raw(_frame(obj))
+        self.send_raw(_pickled(obj))
 
     def recv(self, deadline: float) -> Any:
         remaining = deadline - time.monotonic()
@@ -199,39 +283,43 @@ class Star:
             conn.start(self._on_peer_eof)
 
     def _handshake(self, sock: socket.socket, deadline: float, pending: list[_Conn]) -> None:
-        # The hello is JSON, not pickle: nothing from an unauthenticated peer is unpickled.
+        """Admit one connecting rank once it proved it knows the token; else drop it."""
         sock.settimeout(min(max(deadline - time.monotonic(), 0.1), 5.0))
         try:
-            rfile = sock.makefile("rb")
-            (n,) = _HEADER.unpack(rfile.read(_HEADER.size))
-            hello = json.loads(rfile.read(n)) if n <= _MAX_HELLO else None
-            rfile.close()
-        except (OSError, ValueError, struct.error):
+            hello = _recv_json(sock)
+            rank, size, worker_nonce = hello.get("rank"), hello.get("size"), hello.get("nonce")
+            if not (
+                hello.get("hello") == "trialkit"
+                and _is_int(rank)
+                and _is_int(size)
+                and isinstance(worker_nonce, str)
+                and _NONCE.fullmatch(worker_nonce)
+            ):
+                raise ValueError("not a trialkit worker")
+            hub_nonce = secrets.token_hex(16)
+            shake = _Handshake(self._token, worker_nonce, hub_nonce, rank, size)
+            sock.sendall(_json_frame({"nonce": hub_nonce, "proof": shake.proof("hub")}))
+            answer = _recv_json(sock)
+        except (OSError, ValueError, EOFError, struct.error):
             sock.close()
             return
-        if isinstance(hello, dict) and hello.get("hello") == "trialkit":
-            hello = ("hello", hello.get("token"), hello.get("rank"), hello.get("size"))
         reason = None
-        if not (isinstance(hello, tuple) and len(hello) == 4 and hello[0] == "hello"):
-            reason = "not a trialkit worker"
-        else:
-            _, token, rank, size = hello
-            if token != self._token:
-                reason = "wrong job token (a rank of another job reached this port)"
-            elif size != self.size:
-                reason = f"it says size={size}, the chief has size={self.size}"
-            elif not isinstance(rank, int) or not 0 < rank < self.size:
-                reason = f"rank {rank} is outside [1, {self.size})"
-            elif rank in self._peers:
-                reason = f"rank {rank} connected twice"
+        if not shake.check("worker", answer.get("proof")):
+            reason = "wrong job token (a rank of another job reached this port)"
+        elif size != self.size:
+            reason = f"it says size={size}, the chief has size={self.size}"
+        elif not 0 < rank < self.size:
+            reason = f"rank {rank} is outside [1, {self.size})"
+        elif rank in self._peers:
+            reason = f"rank {rank} connected twice"
+        try:
+            sock.sendall(_json_frame({"reject": reason} if reason else {"accepted": True}))
+        except OSError:
+            reason = reason or "connection closed during the handshake"
         if reason is not None:
-            try:
-                sock.sendall(_frame(("reject", reason)))
-            except OSError:
-                pass
             sock.close()
             return
-        conn = _Conn(sock, rank, f"trialkit-dist-r{rank}")
+        conn = _Conn(sock, rank, f"trialkit-dist-r{rank}", shake.keys("hub"))
         pending.append(conn)
         self._peers[rank] = conn
 
@@ -252,25 +340,22 @@ class Star:
                 time.sleep(0.05)
                 continue
             try:
-                sock.sendall(_hello(self._token, self.rank, self.size))
-                sock.settimeout(max(deadline - time.monotonic(), 0.1))
-                conn = _Conn(sock, 0, f"trialkit-dist-hub{self._label.strip(': ')}")
-                conn.start()
-                msg = conn.recv(deadline)
-            except OSError as e:
+                keys = self._prove(sock, host, port, deadline)
+            except (OSError, EOFError) as e:
                 sock.close()
-                last = e.strerror or str(e)
+                last = str(e) if isinstance(e, EOFError) else (e.strerror or str(e))
                 time.sleep(0.05)
                 continue
+            except DistributedError:
+                sock.close()
+                raise
+            conn = _Conn(sock, 0, f"trialkit-dist-hub{self._label.strip(': ')}", keys)
+            conn.start()
+            msg = conn.recv(deadline)
             if msg is None:
                 conn.close(say_bye=False)
                 last = "connected, but the chief never said ready: are all ranks running?"
                 continue
-            if msg[0] == "reject":
-                conn.close(say_bye=False)
-                raise DistributedError(
-                    f"{self._label}the chief at {host}:{port} refused rank {self.rank}: {msg[1]}"
-                )
             if msg[0] != "ready":
                 conn.close(say_bye=False)
                 if msg == _EOF:
@@ -280,6 +365,42 @@ class Star:
                 raise DistributedError(f"{self._label}unexpected handshake reply {msg[0]!r}")
             return conn
 
+    def _prove(
+        self, sock: socket.socket, host: str, port: int, deadline: float
+    ) -> tuple[bytes, bytes]:
+        """The worker's half of the handshake: the hub proves itself first, then we do; the
+        keys for the messages that follow. Nothing is unpickled here."""
+        sock.settimeout(min(max(deadline - time.monotonic(), 0.1), 5.0))
+        worker_nonce = secrets.token_hex(16)
+        hello = {"hello": "trialkit", "rank": self.rank, "size": self.size, "nonce": worker_nonce}
+        sock.sendall(_json_frame(hello))
+        impostor = DistributedError(
+            f"{self._label}rank {self.rank}: the process listening on {host}:{port} is not this "
+            f"job's chief: it did not prove it knows the job token ({_TOKEN_NAME}), so it is "
+            "another job's chief or another program, and nothing it sent was used"
+        )
+        try:
+            challenge = _recv_json(sock)
+        except (ValueError, struct.error):
+            raise impostor from None
+        hub_nonce = challenge.get("nonce")
+        if not (isinstance(hub_nonce, str) and _NONCE.fullmatch(hub_nonce)):
+            raise impostor
+        shake = _Handshake(self._token, worker_nonce, hub_nonce, self.rank, self.size)
+        if not shake.check("hub", challenge.get("proof")):
+            raise impostor
+        sock.sendall(_json_frame({"proof": shake.proof("worker")}))
+        try:
+            verdict = _recv_json(sock)
+        except (ValueError, struct.error):
+            raise impostor from None
+        if verdict.get("accepted") is not True:
+            raise DistributedError(
+                f"{self._label}the chief at {host}:{port} refused rank {self.rank}: "
+                f"{verdict.get('reject')}"
+            )
+        return shake.keys("worker")
+
     # Failure propagation -------------------------------------------------------------------
 
     def _on_peer_eof(self, conn: _Conn) -> None:
@@ -288,7 +409,7 @@ class Star:
             return
         with self._lost_lock:
             self._lost.setdefault(conn.peer, "connection closed")
-        frame = _frame(("abort", conn.peer, "connection closed"))
+        frame = _pickled(("abort", conn.peer, "connection closed"))
         for other in list(self._peers.values()):
             if other is not conn and not other.closed:
                 other.inbox.put(("abort", conn.peer, "connection closed"))  # wakes our own wait
@@ -360,7 +481,7 @@ class Star:
         deadline = self._begin()
         if self.rank == 0:
             out = self._collect("gather", stuff, deadline)
-            self._send_all(_frame(("sync", self._seq, None)))
+            self._send_all(_pickled(("sync", self._seq, None)))
             return out
         self._hub.send(("gather", self._seq, stuff))
         self._expect(self._hub, "sync", deadline)
@@ -370,7 +491,7 @@ class Star:
         deadline = self._begin()
         if self.rank == 0:
             out = self._collect("allgather", stuff, deadline)
-            self._send_all(_frame(("allgather", self._seq, out)))
+            self._send_all(_pickled(("allgather", self._seq, out)))
             return out
         self._hub.send(("allgather", self._seq, stuff))
         return self._expect(self._hub, "allgather", deadline)  # type: ignore[no-any-return]
@@ -378,7 +499,7 @@ class Star:
     def broadcast(self, stuff: Any) -> Any:
         deadline = self._begin()
         if self.rank == 0:
-            self._send_all(_frame(("broadcast", self._seq, stuff)))
+            self._send_all(_pickled(("broadcast", self._seq, stuff)))
             return stuff
         return self._expect(self._hub, "broadcast", deadline)
 

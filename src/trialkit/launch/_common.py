@@ -95,7 +95,7 @@ def job_env(info: ClusterInfo | None, chief_port: int | None, **extra: str) -> d
     env["DET_CHIEF_IP"] = env.get("DET_CHIEF_IP") or chief_ip(info)
     if not env.get(CHIEF_PORT_ENV):
         env[CHIEF_PORT_ENV] = str(chief_port if chief_port is not None else free_port())
-    env.setdefault(TOKEN_ENV, secrets.token_hex(8))
+    env.setdefault(TOKEN_ENV, secrets.token_hex(16))
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra)
     return env

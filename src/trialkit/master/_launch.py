@@ -139,7 +139,7 @@ def build_launch(
         # Multi-slot: a port for rank 0's DistributedContext, picked free per run, and a token
         # so a rank of another trial can never join this one (Determined uses fixed ports).
         env["TRIALKIT_CHIEF_PORT"] = str(free_port())
-        env["TRIALKIT_DIST_TOKEN"] = secrets.token_hex(8)
+        env["TRIALKIT_DIST_TOKEN"] = secrets.token_hex(16)
     else:
         env.pop("TRIALKIT_CHIEF_PORT", None)
         env.pop("TRIALKIT_DIST_TOKEN", None)
