@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import pwd
 import stat
 from pathlib import Path
 
@@ -11,7 +13,7 @@ from tests.unit.test_client import closed_port_url, server_url  # noqa: F401  (a
 
 from trialkit import core
 from trialkit._client import MasterClient
-from trialkit._home import trialkit_home
+from trialkit._home import HomeError, trialkit_home
 from trialkit.master._auth import ADMIN, Principal, authenticate, load_trial_key, trial_token
 
 
@@ -79,3 +81,16 @@ def test_a_trial_client_takes_only_the_address_from_the_master_file(
         assert (client.url, client.token) == (server_url, "secret")
     finally:
         client.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a directory to another user")
+def test_a_home_another_user_owns_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "theirs"
+    home.mkdir()
+    nobody = pwd.getpwnam("nobody")
+    os.chown(home, nobody.pw_uid, nobody.pw_gid)
+    monkeypatch.setenv("TRIALKIT_HOME", str(home))
+    with pytest.raises(HomeError, match=r"TRIALKIT_HOME: .*theirs belongs to uid \d+, not to you"):
+        trialkit_home()
