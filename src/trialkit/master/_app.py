@@ -7,9 +7,10 @@ import asyncio
 import base64
 import threading
 import time
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
 
 from .. import __version__
@@ -64,6 +65,9 @@ class ProgressBody(BaseModel):
     is_raw: bool = False
 
 
+_BEARER = HTTPBearer(auto_error=False, description="the master token or a trial's own token")
+
+
 def create_app(
     store: Store,
     engine: Engine,
@@ -88,7 +92,11 @@ def create_app(
     # left waiting for them (their clients simply ask the next master).
     stopping = threading.Event()
 
-    def auth(request: Request) -> None:
+    def auth(
+        request: Request,
+        # Declares the bearer scheme in the OpenAPI spec; TokenAuth already checked the token.
+        _: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)] = None,
+    ) -> None:
         """A guard on every route: TokenAuth let the request through (401 otherwise)."""
         if "principal" not in request.scope.get("state", {}):
             raise HTTPException(401, "missing or wrong token")
