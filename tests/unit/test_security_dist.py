@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import pickle
 import socket
+import stat
 import struct
 import threading
 import time
@@ -173,3 +174,17 @@ def test_a_frame_with_a_wrong_tag_is_dropped_unread(tmp_path: Path) -> None:
         assert conn.recv(time.monotonic() + 10) == ("eof",)
     conn.close(say_bye=False)
     assert not marker.exists()
+
+
+def test_without_a_token_ranks_on_one_machine_share_a_private_key(
+    trialkit_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    port = free_port()
+    out: dict[int, Any] = {}
+    threads = [_rank(r, port, out, lambda ctx: ctx.allgather(ctx.rank)) for r in (0, 1)]
+    for t in threads:
+        t.join(30)
+    assert out == {0: [0, 1], 1: [0, 1]}
+    key = trialkit_home / "dist.key"
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600 and len(key.read_text()) == 64

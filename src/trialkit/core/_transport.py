@@ -33,8 +33,8 @@ _MAC_SIZE = hashlib.sha256().digest_size
 _MAX_HELLO = 4096
 _NONCE = re.compile(r"[0-9a-f]{32}")
 _EOF = ("eof",)
-#: Where ranks get the token (core._distributed reads it); named in errors.
-_TOKEN_NAME = "TRIALKIT_DIST_TOKEN"
+#: The environment variable ranks take the job token from (read in core._distributed).
+TOKEN_ENV = "TRIALKIT_DIST_TOKEN"
 
 
 class DistributedError(RuntimeError):
@@ -376,7 +376,7 @@ class Star:
         sock.sendall(_json_frame(hello))
         impostor = DistributedError(
             f"{self._label}rank {self.rank}: the process listening on {host}:{port} is not this "
-            f"job's chief: it did not prove it knows the job token ({_TOKEN_NAME}), so it is "
+            f"job's chief: it did not prove it knows the job token ({TOKEN_ENV}), so it is "
             "another job's chief or another program, and nothing it sent was used"
         )
         try:
