@@ -398,6 +398,14 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
 
     # Checkpoints -------------------------------------------------------------------------------
 
+    @app.get("/api/v1/checkpoints", dependencies=[Auth])
+    def find_checkpoints(uuid_prefix: str) -> dict[str, list[str]]:
+        """The UUIDs that start with a prefix (the CLI accepts any unique prefix)."""
+        prefix = uuid_prefix.strip().lower()
+        if not prefix:
+            raise HTTPException(400, "uuid_prefix: give at least one character of a UUID")
+        return {"uuids": [c.uuid for c in store.list_checkpoints() if c.uuid.startswith(prefix)]}
+
     @app.get("/api/v1/checkpoints/{uuid}", dependencies=[Auth])
     def get_checkpoint(uuid: str) -> dict[str, Any]:
         return store.get_checkpoint(uuid).to_dict()
