@@ -381,7 +381,7 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
 
     @app.post("/api/v1/trials/{trial_id}/status", dependencies=[Auth])
     def status(trial_id: int, body: dict[str, str]) -> dict[str, str]:
-        store.update_trial(trial_or_404(trial_id).id, status=body.get("status", ""))
+        store.update_trial(trial_or_404(trial_id).id, status=body.get("status") or None)
         return {"status": "ok"}
 
     @app.post("/api/v1/trials/{trial_id}/early_exit", dependencies=[Auth])
