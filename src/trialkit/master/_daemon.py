@@ -18,7 +18,6 @@ from typing import Any
 import psutil
 
 from .._client import MasterClient, MasterUnavailable, read_master_file
-from ..store import Store
 
 logger = logging.getLogger("trialkit.master")
 
@@ -69,6 +68,7 @@ def serve(
     """Run a master in this process until SIGTERM/SIGINT or an API shutdown."""
     import uvicorn
 
+    from ..store import Store  # here, not at import: the CLI imports this module for client_for
     from ._app import create_app
     from ._engine import Engine, EngineSettings
 
