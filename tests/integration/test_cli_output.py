@@ -4,9 +4,11 @@ a line per event while following, tables that keep every value, ids by prefix or
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -306,3 +308,80 @@ def test_completed_pytorch_trial_has_no_status_and_logs_its_metrics(
     logs = _cli(master, "t", "logs", str(trial["id"])).stdout
     assert "trialkit.pytorch: [batch 10] validation: validation_loss=" in logs, logs
     assert "trialkit.pytorch: [batch 20] training: loss=" in logs, logs
+
+
+def _run_in_pty(argv: list[str], env: dict[str, str], timeout: float = 120) -> tuple[int, str]:
+    """Run ``argv`` with stdout and stderr on a pseudo-terminal (as in a terminal window)."""
+    import pty
+
+    main_fd, child_fd = pty.openpty()
+    proc = subprocess.Popen(
+        argv, env=env, stdout=child_fd, stderr=child_fd, stdin=subprocess.DEVNULL
+    )
+    os.close(child_fd)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            data = os.read(main_fd, 65536)
+        except OSError:  # the child closed its side
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(main_fd)
+    return proc.wait(timeout=max(deadline - time.monotonic(), 1)), b"".join(chunks).decode(
+        errors="replace"
+    )
+
+
+def test_follow_on_a_terminal_keeps_the_live_table(master: Master, tmp_path: Path) -> None:
+    model_dir = _model_dir(tmp_path)
+    cfg = model_dir / "_config.json"
+    cfg.write_text(json.dumps(_config("live", {"x": 1})))
+    code, out = _run_in_pty(
+        [*TRIALKIT, "experiment", "create", str(cfg), str(model_dir), "--follow"], _env(master)
+    )
+    assert code == 0, out
+    assert "━" in out and "hparams" in out, out  # rich's live table with its progress bars
+    assert "trial 1 started" not in out
+    lines = [ln for ln in out.replace("\r", "\n").splitlines() if ln.strip()]
+    assert lines[-1].strip() == "experiment 1 ended COMPLETED", out
+    summary = next(ln for ln in reversed(lines) if "single 100% · 1 completed" in ln)
+    assert summary.lstrip().startswith("single"), out  # on its own line, not on a table border
+
+
+LOCAL_RUN = """
+import logging, sys
+import trialkit
+from trialkit import pytorch
+sys.path.insert(0, {tests!r})
+from pytorch.trials import RegressionTrial
+
+logging.basicConfig(level=logging.INFO, format=trialkit.LOG_FORMAT)
+with pytorch.init(hparams={{"global_batch_size": 8, "dropout": 0.0}}, seed=0) as ctx:
+    trainer = pytorch.Trainer(RegressionTrial(ctx), ctx)
+    trainer.fit(max_length=pytorch.Batch(30), reporting_period=pytorch.Batch(10),
+                validation_period=pytorch.Batch(15), checkpoint_policy="none")
+"""
+
+
+def test_local_trainer_run_shows_a_bar_on_a_terminal_and_log_lines_elsewhere(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("torch")
+    script = tmp_path / "train.py"
+    script.write_text(LOCAL_RUN.format(tests=str(Path(__file__).resolve().parents[1])))
+    env = {**os.environ, "TRIALKIT_HOME": str(tmp_path / "home"), "COLUMNS": "100"}
+    env.pop("TRIALKIT_CLUSTER_INFO", None)
+    piped = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert piped.returncode == 0, piped.stderr
+    assert "trialkit.pytorch: [batch 10] training: loss=" in piped.stderr
+    assert "trialkit.pytorch: [batch 15] validation: val_loss=" in piped.stderr
+    assert "━" not in piped.stderr + piped.stdout  # no bar without a terminal
+    code, out = _run_in_pty([sys.executable, str(script)], env)
+    assert code == 0, out
+    assert "━" in out and "30/30" in out, out  # the bar, run to the end
+    assert "[batch 15] validation: val_loss=" in out  # printed above the bar
