@@ -145,6 +145,9 @@ def test_follow_without_tty_prints_each_event_and_why_the_trial_failed(
             store.update_trial(trial_id, error="ValueError: boom")
         finally:
             store.close()
+        master.wait_for(
+            lambda: _trials(master, 1)[0]["error"] == "ValueError: boom", what="the error stored"
+        )
         go.touch()
         out, err = proc.communicate(timeout=120)
     finally:
