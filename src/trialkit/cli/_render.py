@@ -63,9 +63,9 @@ def trial_counts(desc: dict[str, Any]) -> str:
         elif state == "PAUSED":
             key = "paused"
         else:
-            key = "running" if t.get("pid") else "restarting"
+            key = "running" if t.get("pid") else "waiting"
         counts[key] = counts.get(key, 0) + 1
-    order = ["running", "restarting", "paused", "completed", "errored", "canceled"]
+    order = ["running", "waiting", "paused", "completed", "errored", "canceled"]
     parts = [f"{counts[k]} {k}" for k in order if counts.get(k)]
     if exp["state"] in TERMINAL:
         if never_started(desc):
@@ -145,14 +145,15 @@ def trial_state(t: dict[str, Any], restarts: bool = False) -> str:
 
 
 def searcher_line(desc: dict[str, Any]) -> str:
-    """``searcher: random, metric validation_loss (smaller is better), 16 trials max``."""
+    """``searcher: random, metric validation_loss (smaller is better), at most 16 trials``."""
     s = desc.get("searcher") or {}
     text = f"searcher: {s.get('name') or '?'}"
     if s.get("metric"):
         better = "smaller" if s.get("smaller_is_better", True) else "larger"
         text += f", metric {s['metric']} ({better} is better)"
     if s.get("max_trials"):
-        text += f", {s['max_trials']} trials max"
+        n = int(s["max_trials"])
+        text += f", at most {n} trial{'s' if n != 1 else ''}"
     return text
 
 
