@@ -88,11 +88,16 @@ def _follow_lines(client: MasterClient, experiment_id: int, interval: float) -> 
     while True:
         desc = _describe(client, experiment_id)
         metric = (desc.get("searcher") or {}).get("metric")
+        over = desc["experiment"]["state"] in TERMINAL
         for t in desc["trials"]:
-            for line in trial_events(seen.get(t["id"]), t, metric):
+            before = seen.get(t["id"])
+            if t["state"] == "ERROR" and not t.get("error") and not over:
+                # the reason may be stored just after the state: say it failed once it is there
+                t = {**t, "state": (before or {}).get("state", "ACTIVE")}
+            for line in trial_events(before, t, metric):
                 click.echo(line)
             seen[t["id"]] = t
-        if desc["experiment"]["state"] in TERMINAL:
+        if over:
             click.echo(search_line(desc))
             return desc
         time.sleep(interval)
