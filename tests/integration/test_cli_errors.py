@@ -107,7 +107,8 @@ def test_unknown_ids_and_unrunnable_configs_via_master(master: Master, tmp_path:
     )
     _assert_clean_error(master.cli("trial", "logs", "999", check=False), "trial 999 not found")
     _assert_clean_error(
-        master.cli("checkpoint", "describe", "nope", check=False), "checkpoint nope not found"
+        master.cli("checkpoint", "describe", "nope", check=False),
+        "no checkpoint UUID starts with 'nope'",
     )
     cfg = tmp_path / "c.yaml"
     cfg.write_text("name: x\nentrypoint: model_def:MyTrial\nsearcher: {name: single, metric: x}\n")

@@ -64,8 +64,13 @@ def _message(e: BaseException) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: known errors become one 'trialkit: error:' line and exit code 2."""
+    args = sys.argv[1:] if argv is None else argv
+    if not args:  # bare `trialkit`: the help, as a successful answer
+        with click.Context(cli, info_name="trialkit") as ctx:
+            click.echo(cli.get_help(ctx))
+        sys.exit(0)
     try:
-        cli.main(args=argv, prog_name="trialkit", standalone_mode=False)
+        cli.main(args=args, prog_name="trialkit", standalone_mode=False)
     except click.exceptions.Abort:
         exit_with_error("aborted", 130)
     except click.UsageError as e:

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import click
 
-from ._common import fmt_time, get_client, json_option, print_json, print_table
+from ._common import (
+    experiment_client,
+    fmt_time,
+    get_client,
+    json_option,
+    print_json,
+    print_table,
+    resolve_checkpoint,
+)
 
 
 @click.group("checkpoint")
@@ -15,13 +23,12 @@ def checkpoint() -> None:
 
 
 @checkpoint.command("list")
-@click.argument("experiment_id", type=int)
+@click.argument("experiment_ref", metavar="EXPERIMENT")
 @json_option
-def list_(experiment_id: int, as_json: bool) -> None:
-    """List an experiment's checkpoints."""
-    ckpts = get_client().request("GET", f"/api/v1/experiments/{experiment_id}/checkpoints")[
-        "checkpoints"
-    ]
+def list_(experiment_ref: str, as_json: bool) -> None:
+    """List an experiment's checkpoints (experiment id or name)."""
+    client, experiment_id = experiment_client(experiment_ref)
+    ckpts = client.request("GET", f"/api/v1/experiments/{experiment_id}/checkpoints")["checkpoints"]
     if as_json:
         print_json(ckpts)
         return
@@ -43,8 +50,9 @@ def list_(experiment_id: int, as_json: bool) -> None:
 @click.argument("uuid")
 @json_option
 def describe(uuid: str, as_json: bool) -> None:
-    """Show a checkpoint's metadata and files."""
-    c = get_client().request("GET", f"/api/v1/checkpoints/{uuid}")
+    """Show a checkpoint's metadata and files (UUID or a unique prefix of it)."""
+    client = get_client()
+    c = client.request("GET", f"/api/v1/checkpoints/{resolve_checkpoint(client, uuid)}")
     if as_json:
         print_json(c)
         return
@@ -65,10 +73,12 @@ def describe(uuid: str, as_json: bool) -> None:
     help="Where to put the files (default checkpoints/UUID).",
 )
 def download(uuid: str, output_dir: Path | None) -> None:
-    """Copy a checkpoint's files to a local directory."""
+    """Copy a checkpoint's files (UUID or a unique prefix of it) to a local directory."""
     from ..storage import build
 
-    c = get_client().request("GET", f"/api/v1/checkpoints/{uuid}")
+    client = get_client()
+    uuid = resolve_checkpoint(client, uuid)
+    c = client.request("GET", f"/api/v1/checkpoints/{uuid}")
     dest = output_dir or Path("checkpoints") / uuid
     build(c["storage"]).download(uuid, dest)
     click.echo(f"checkpoint {uuid} downloaded to {dest}")

@@ -22,6 +22,49 @@ def exit_with_error(message: str, code: int = 2) -> NoReturn:
     sys.exit(code)
 
 
+def resolve_experiment(client: MasterClient, ref: str) -> int:
+    """An experiment id from an id, a name, or a unique prefix of a name."""
+    if ref.isdigit():
+        return int(ref)
+    exps = client.request("GET", "/api/v1/experiments", params={"all": True})["experiments"]
+    exact = [e for e in exps if e["name"] == ref]
+    found = exact or [e for e in exps if str(e["name"]).startswith(ref)]
+    if len(found) == 1:
+        return int(found[0]["id"])
+    if not found:
+        raise CLIError(f"no experiment with id or name {ref!r}; see 'trialkit experiment list'")
+    listed = ", ".join(f"{e['id']} ({e['name']})" for e in found[:10])
+    raise CLIError(f"{ref!r} names {len(found)} experiments: {listed}; give an id")
+
+
+def experiment_client(ref: str) -> tuple[MasterClient, int]:
+    """The master's client and the experiment ``ref`` (id or name) names."""
+    if not ref.isdigit():
+        from ..master import client_for
+
+        if client_for(trialkit_home()) is None:
+            raise CLIError(
+                f"no experiment with id {ref!r}: ids are numbers, and names need a running master"
+                " ('trialkit master up')"
+            )
+    client = get_client()
+    return client, resolve_experiment(client, ref)
+
+
+def resolve_checkpoint(client: MasterClient, ref: str) -> str:
+    """A checkpoint UUID from the UUID or any unique prefix of it."""
+    ref = ref.strip().lower()
+    if len(ref) == 36:
+        return ref
+    found = client.request("GET", "/api/v1/checkpoints", params={"uuid_prefix": ref})["uuids"]
+    if len(found) == 1:
+        return str(found[0])
+    if not found:
+        raise CLIError(f"no checkpoint UUID starts with {ref!r}; see 'trialkit checkpoint list'")
+    listed = ", ".join(found[:10]) + (", …" if len(found) > 10 else "")
+    raise CLIError(f"{ref!r} is the start of {len(found)} checkpoint UUIDs: {listed}")
+
+
 def get_client(start: bool = True) -> MasterClient:
     """The running master's client; start one in the background when there is none."""
     from ..master import client_for, start_background
@@ -41,22 +84,32 @@ def print_json(data: Any) -> None:
 
 
 def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """A rich table that never hides data: identifiers and short values stay whole on one line,
+    longer text (hparams, metrics, names) wraps inside its column."""
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=title, header_style="bold")
-    for col in columns:
-        table.add_column(col)
-    for row in rows:
-        table.add_row(*("" if v is None else str(v) for v in row))
-    Console().print(table)
+    from ._render import column_widths
 
-
-def fmt_metrics(values: dict[str, Any] | None, limit: int = 3) -> str:
-    if not values:
-        return ""
-    items = list(values.items())[:limit]
-    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in items)
+    console = Console(soft_wrap=False)
+    cells = [["" if v is None else str(v) for v in row] for row in rows]
+    table = Table(
+        title=title,
+        header_style="bold",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        collapse_padding=True,
+        pad_edge=False,
+    )
+    for col, width in zip(columns, column_widths(columns, cells, console.width), strict=True):
+        if width is None:
+            table.add_column(col, overflow="fold")
+        else:
+            table.add_column(col, no_wrap=True, min_width=width)
+    for row in cells:
+        table.add_row(*row)
+    console.print(table)
 
 
 def fmt_time(ts: float | None) -> str:
@@ -64,7 +117,7 @@ def fmt_time(ts: float | None) -> str:
         return ""
     import datetime
 
-    return datetime.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+    return datetime.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")

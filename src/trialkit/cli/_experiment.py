@@ -6,19 +6,35 @@ from __future__ import annotations
 import base64
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ._common import (
     CLIError,
-    fmt_metrics,
+    exit_with_error,
+    experiment_client,
     fmt_time,
     get_client,
     json_option,
     print_json,
     print_table,
 )
-from ._follow import follow_experiment, follow_logs, search_line
+from ._follow import follow_experiment, follow_logs, tail_option
+from ._render import (
+    TERMINAL,
+    best_line,
+    ended_line,
+    first_line,
+    fmt_metrics,
+    pick_metrics,
+    search_line,
+    searcher_line,
+    trial_state,
+)
+
+if TYPE_CHECKING:
+    from .._client import MasterClient
 
 
 @click.group("experiment")
@@ -37,7 +53,10 @@ def experiment() -> None:
     help="Override a config field, e.g. searcher.max_trials=4.",
 )
 @click.option(
-    "-f", "--follow", is_flag=True, help="Show a live trial table until the experiment ends."
+    "-f",
+    "--follow",
+    is_flag=True,
+    help="Follow the experiment until it ends: a live trial table on a terminal, else a line per event.",
 )
 @click.option(
     "--dry-run", is_flag=True, help="Validate the config and model directory; create nothing."
@@ -77,10 +96,22 @@ def create(
     exp = resp["experiment"]
     click.echo(f"Created experiment {exp['id']}")
     if follow:
-        state = follow_experiment(client, exp["id"])
-        click.echo(f"experiment {exp['id']} ended {state}")
-        if state != "COMPLETED":
-            sys.exit(1)
+        _follow_to_end(client, int(exp["id"]))
+
+
+def _follow_to_end(client: MasterClient, experiment_id: int) -> None:
+    """Follow until the experiment ends; exit 1 unless it completed, 130 on Ctrl-C."""
+    try:
+        desc = follow_experiment(client, experiment_id)
+    except KeyboardInterrupt:
+        exit_with_error(
+            f"stopped following; experiment {experiment_id} keeps running"
+            f" ('trialkit experiment kill {experiment_id}' stops it)",
+            130,
+        )
+    click.echo(ended_line(experiment_id, desc))
+    if desc["experiment"]["state"] != "COMPLETED":
+        sys.exit(1)
 
 
 @experiment.command("list")
@@ -94,7 +125,8 @@ def list_(show_all: bool, as_json: bool) -> None:
     if as_json:
         print_json(exps)
         return
-    rows = [
+    columns = ["id", "name", "state", "progress", "started", "ended"]
+    rows: list[tuple[Any, ...]] = [
         (
             e["id"],
             e["name"],
@@ -102,59 +134,73 @@ def list_(show_all: bool, as_json: bool) -> None:
             f"{e['progress'] * 100:.0f}%",
             fmt_time(e["created_at"]),
             fmt_time(e["ended_at"]),
-            "yes" if e["archived"] else "",
         )
+        + (("yes" if e["archived"] else "",) if show_all else ())
         for e in exps
     ]
-    print_table(None, ["id", "name", "state", "progress", "started", "ended", "archived"], rows)
+    print_table(None, [*columns, "archived"] if show_all else columns, rows)
 
 
 @experiment.command("describe")
-@click.argument("experiment_id", type=int)
+@click.argument("experiment_ref", metavar="EXPERIMENT")
 @json_option
-def describe(experiment_id: int, as_json: bool) -> None:
-    """Show an experiment with its trials, metrics and checkpoints."""
-    desc = get_client().request("GET", f"/api/v1/experiments/{experiment_id}")
+def describe(experiment_ref: str, as_json: bool) -> None:
+    """Show an experiment (id or name): state, search, best trial and the trial table."""
+    client, experiment_id = experiment_client(experiment_ref)
+    desc = client.request("GET", f"/api/v1/experiments/{experiment_id}")
     if as_json:
         print_json(desc)
         return
+    show_experiment(desc)
+
+
+def show_experiment(desc: dict[str, Any]) -> None:
+    """The readable describe view: a header of a few lines, then one row per trial."""
     e = desc["experiment"]
+    metric = (desc.get("searcher") or {}).get("metric")
     filled = int(round(float(e["progress"] or 0.0) * 30))
     click.echo(f"experiment {e['id']} {e['name']!r}: {e['state']}")
-    click.echo(f"search [{'#' * filled}{'.' * (30 - filled)}] {search_line(desc)}")
+    click.echo(searcher_line(desc))
+    click.echo(f"search [{'#' * filled}{'.' * (30 - filled)}] {search_line(desc, with_best=False)}")
+    best = best_line(desc)
+    if best:
+        click.echo(best)
     if e.get("error"):
         click.echo(f"error: {e['error']}")
     rows = [
         (
             t["id"],
-            t["state"],
-            t["restarts"],
+            trial_state(t, restarts=True),
             fmt_metrics(t["hparams"]),
-            fmt_metrics((t.get("latest_training") or {}).get("values")),
-            fmt_metrics((t.get("latest_validation") or {}).get("values")),
-            t.get("latest_checkpoint") or "",
+            fmt_metrics(pick_metrics((t.get("latest_validation") or {}).get("values"), metric)),
         )
         for t in desc["trials"]
     ]
-    print_table(
-        "trials",
-        ["trial", "state", "restarts", "hparams", "training", "validation", "latest checkpoint"],
-        rows,
-    )
-    crow = [
-        (c["uuid"], c["trial_id"], c["steps_completed"], c["state"], fmt_time(c["reported_at"]))
-        for c in desc["checkpoints"]
-    ]
-    print_table("checkpoints", ["uuid", "trial", "steps", "state", "reported"], crow)
+    print_table(None, ["trial", "state", "hparams", "validation"], rows)
+    for t in desc["trials"]:
+        if t["state"] == "ERROR" and t.get("error"):
+            click.echo(f"trial {t['id']} error: {first_line(t['error'])}")
+    if desc["checkpoints"]:
+        click.echo(
+            f"{len(desc['checkpoints'])} checkpoints (trialkit checkpoint list {e['id']});"
+            f" JSON: trialkit experiment describe {e['id']} --json"
+        )
 
 
 def _simple(action: str, help_text: str) -> None:
     @experiment.command(action, help=help_text)
-    @click.argument("experiment_id", type=int)
-    def cmd(experiment_id: int) -> None:
-        exp = get_client().request("POST", f"/api/v1/experiments/{experiment_id}/{action}")[
-            "experiment"
-        ]
+    @click.argument("experiment_ref", metavar="EXPERIMENT")
+    def cmd(experiment_ref: str) -> None:
+        client, experiment_id = experiment_client(experiment_ref)
+        if action in ("pause", "activate", "kill"):
+            state = client.request("GET", f"/api/v1/experiments/{experiment_id}")["experiment"][
+                "state"
+            ]
+            if state in TERMINAL:
+                exit_with_error(
+                    f"experiment {experiment_id} is already {state}; nothing to {action}", 1
+                )
+        exp = client.request("POST", f"/api/v1/experiments/{experiment_id}/{action}")["experiment"]
         click.echo(
             f"experiment {experiment_id}: {exp['state']}{' (archived)' if exp['archived'] else ''}"
         )
@@ -168,11 +214,12 @@ _simple("unarchive", "Show an archived experiment again.")
 
 
 @experiment.command("logs")
-@click.argument("experiment_id", type=int)
+@click.argument("experiment_ref", metavar="EXPERIMENT")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing until the experiment ends.")
-def logs(experiment_id: int, follow: bool) -> None:
-    """Print the logs of every trial of an experiment."""
-    client = get_client()
+@tail_option
+def logs(experiment_ref: str, follow: bool, tail: int | None) -> None:
+    """Print the logs of every trial of an experiment (id or name)."""
+    client, experiment_id = experiment_client(experiment_ref)
 
     def trials() -> list[int]:
         return [
@@ -182,11 +229,11 @@ def logs(experiment_id: int, follow: bool) -> None:
 
     def finished() -> bool:
         state = client.request("GET", f"/api/v1/experiments/{experiment_id}")["experiment"]["state"]
-        return state in ("COMPLETED", "CANCELED", "ERROR")
+        return state in TERMINAL
 
     if not trials() and not follow:
         raise CLIError(f"experiment {experiment_id} has no trials yet")
-    follow_logs(client, trials, follow=follow, prefix=True, finished=finished)
+    follow_logs(client, trials, follow=follow, prefix=True, finished=finished, tail=tail)
 
 
 @experiment.command("preview")
@@ -221,7 +268,7 @@ def preview(config_file: Path, overrides: tuple[str, ...], seed: int | None, as_
     rows = [
         (
             i + 1,
-            fmt_metrics(t["hparams"], limit=6),
+            fmt_metrics(t["hparams"]),
             t["trial_seed"],
             " → ".join(map(str, t["lengths"])),
         )

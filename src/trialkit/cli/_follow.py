@@ -2,31 +2,25 @@
 
 from __future__ import annotations
 
+import sys
 import time
+from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from .._client import MasterClient
-from ._common import fmt_metrics
+from ._render import (
+    TERMINAL,
+    fmt_metrics,
+    pick_metrics,
+    search_line,
+    trial_events,
+    trial_state,
+)
 
-_TERMINAL = {"COMPLETED", "CANCELED", "ERROR"}
-
-
-def search_line(desc: dict[str, Any]) -> str:
-    """``search 45% · 7/16 trials · best trial 3 loss=0.0123`` from a describe response."""
-    exp = desc["experiment"]
-    s = desc.get("searcher") or {}
-    parts = [f"{s.get('name') or 'search'} {exp['progress'] * 100:.0f}%"]
-    if s.get("max_trials"):
-        done = sum(n for k, n in (s.get("trial_states") or {}).items() if k in _TERMINAL)
-        parts.append(f"{done}/{s['max_trials']} trials done")
-    best = desc.get("best_trial")
-    if best:
-        metric = next((k for k in best if k != "trial_id"), "metric")
-        parts.append(f"best trial {best['trial_id']} {metric}={best[metric]:.6g}")
-    return " · ".join(parts)
+if TYPE_CHECKING:
+    from .._client import MasterClient
 
 
 def _view(desc: dict[str, Any]) -> Any:
@@ -35,6 +29,7 @@ def _view(desc: dict[str, Any]) -> Any:
     from rich.table import Table
 
     exp = desc["experiment"]
+    metric = (desc.get("searcher") or {}).get("metric")
     header = Table.grid(padding=(0, 1))
     header.add_row(
         f"experiment {exp['id']} {exp['name']!r}: {exp['state']}",
@@ -43,38 +38,79 @@ def _view(desc: dict[str, Any]) -> Any:
     )
     table = Table(header_style="bold")
     for col in ("trial", "state", "progress", "hparams", "training", "validation", "restarts"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for t in desc["trials"]:
         progress = t.get("progress") or (1.0 if t["state"] == "COMPLETED" else 0.0)
         table.add_row(
             str(t["id"]),
-            t["state"] + (" (running)" if t.get("pid") else ""),
+            trial_state(t),
             ProgressBar(total=1.0, completed=progress, width=20),
             fmt_metrics(t["hparams"]),
-            fmt_metrics((t.get("latest_training") or {}).get("values")),
-            fmt_metrics((t.get("latest_validation") or {}).get("values")),
+            fmt_metrics(pick_metrics((t.get("latest_training") or {}).get("values"), None)),
+            fmt_metrics(pick_metrics((t.get("latest_validation") or {}).get("values"), metric)),
             str(t["restarts"]),
         )
     return Group(header, table)
 
 
-def follow_experiment(client: MasterClient, experiment_id: int, interval: float = 0.5) -> str:
-    """Show a live trial table until the experiment ends; return its final state."""
+def _describe(client: MasterClient, experiment_id: int) -> dict[str, Any]:
+    return client.request(  # type: ignore[no-any-return]
+        "GET", f"/api/v1/experiments/{experiment_id}", retry_for=30
+    )
+
+
+def follow_experiment(
+    client: MasterClient, experiment_id: int, interval: float = 0.5, live: bool | None = None
+) -> dict[str, Any]:
+    """Follow an experiment until it ends and return its last describe response: a live table
+    on a terminal, else one line per event (for CI logs and pipes)."""
+    if live is None:
+        live = sys.stdout.isatty()
+    if not live:
+        return _follow_lines(client, experiment_id, interval)
     from rich.console import Console
     from rich.live import Live
 
     console = Console()
-    desc = client.request("GET", f"/api/v1/experiments/{experiment_id}", retry_for=30)
-    with Live(_view(desc), console=console, refresh_per_second=4, transient=False) as live:
-        while desc["experiment"]["state"] not in _TERMINAL:
+    desc = _describe(client, experiment_id)
+    with Live(_view(desc), console=console, refresh_per_second=4, transient=False) as view:
+        while desc["experiment"]["state"] not in TERMINAL:
             time.sleep(interval)
-            desc = client.request("GET", f"/api/v1/experiments/{experiment_id}", retry_for=30)
-            live.update(_view(desc))
-    exp = desc["experiment"]
-    console.print(search_line(desc))
-    if exp.get("error"):
-        click.echo(f"experiment {experiment_id}: {exp['error']}", err=True)
-    return str(exp["state"])
+            desc = _describe(client, experiment_id)
+            view.update(_view(desc))
+    click.echo("")
+    click.echo(search_line(desc))
+    return desc
+
+
+def _follow_lines(client: MasterClient, experiment_id: int, interval: float) -> dict[str, Any]:
+    seen: dict[int, dict[str, Any]] = {}
+    while True:
+        desc = _describe(client, experiment_id)
+        metric = (desc.get("searcher") or {}).get("metric")
+        over = desc["experiment"]["state"] in TERMINAL
+        for t in desc["trials"]:
+            before = seen.get(t["id"])
+            if t["state"] == "ERROR" and not t.get("error") and not over:
+                # the reason may be stored just after the state: say it failed once it is there
+                t = {**t, "state": (before or {}).get("state", "ACTIVE")}
+            for line in trial_events(before, t, metric):
+                click.echo(line)
+            seen[t["id"]] = t
+        if over:
+            click.echo(search_line(desc))
+            return desc
+        time.sleep(interval)
+
+
+tail_option = click.option(
+    "-n",
+    "--tail",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Start with the last N lines (of each trial).",
+)
 
 
 def follow_logs(
@@ -84,12 +120,16 @@ def follow_logs(
     follow: bool,
     prefix: bool,
     finished: Callable[[], bool],
+    tail: int | None = None,
 ) -> None:
-    """Print trial logs; with ``follow``, keep printing until ``finished()`` and all logs are out."""
+    """Print trial logs (only the last ``tail`` lines of each trial's past ones); with
+    ``follow``, keep printing until ``finished()`` and all logs are out."""
     after: dict[int, int] = {}
     while True:
         over = finished()  # read before fetching, so no line written after it is missed
         for tid in trial_ids():
+            first = tid not in after
+            kept: deque[str] = deque(maxlen=tail if first and tail is not None else None)
             while True:
                 resp = client.request(
                     "GET",
@@ -98,10 +138,17 @@ def follow_logs(
                     retry_for=30,
                 )
                 for line in resp["logs"]:
-                    click.echo(f"[trial {tid}] {line['line']}" if prefix else line["line"])
+                    text = f"[trial {tid}] {line['line']}" if prefix else line["line"]
+                    if kept.maxlen is None:
+                        click.echo(text)
+                    else:
+                        kept.append(text)
                     after[tid] = line["id"]
+                after.setdefault(tid, 0)
                 if len(resp["logs"]) < 10_000:
                     break
+            for text in kept:
+                click.echo(text)
         if not follow or over:
             return
         time.sleep(0.3)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .._home import trialkit_home
-from ._common import json_option, print_json
+from ._common import exit_with_error, json_option, print_json
 
 
 @click.group("master")
@@ -33,9 +33,20 @@ def up(slots: int | None, foreground: bool) -> None:
     if foreground:
         serve(home, slots=slots)
         return
-    client = client_for(home) or start_background(home, slots=slots)
+    running = client_for(home)
+    client = running or start_background(home, slots=slots)
     info = client.request("GET", "/api/v1/master")
-    click.echo(f"master running at {client.url} with {info['slots']} slots (home {home})")
+    where = f"at {client.url} with {info['slots']} slots (home {home})"
+    if running is None:
+        click.echo(f"master running {where}")
+    elif slots is not None and slots != info["slots"]:
+        exit_with_error(
+            f"a master is already running {where}; --slots {slots} is ignored"
+            " ('trialkit master down' first to change it)",
+            1,
+        )
+    else:
+        click.echo(f"master already running {where}")
 
 
 @master.command("down")

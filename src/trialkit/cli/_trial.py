@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
-from ._common import fmt_metrics, get_client, json_option, print_json, print_table
-from ._follow import follow_logs
+from ._common import experiment_client, get_client, json_option, print_json, print_table
+from ._follow import follow_logs, tail_option
+from ._render import TERMINAL, fmt_metrics, trial_state
 
 
 @click.group("trial")
@@ -14,18 +15,19 @@ def trial() -> None:
 
 
 @trial.command("list")
-@click.argument("experiment_id", type=int)
+@click.argument("experiment_ref", metavar="EXPERIMENT")
 @json_option
-def list_(experiment_id: int, as_json: bool) -> None:
-    """List an experiment's trials."""
-    trials = get_client().request("GET", f"/api/v1/experiments/{experiment_id}/trials")["trials"]
+def list_(experiment_ref: str, as_json: bool) -> None:
+    """List an experiment's trials (experiment id or name)."""
+    client, experiment_id = experiment_client(experiment_ref)
+    trials = client.request("GET", f"/api/v1/experiments/{experiment_id}/trials")["trials"]
     if as_json:
         print_json(trials)
         return
     rows = [
         (
             t["id"],
-            t["state"],
+            trial_state(t),
             t["restarts"],
             fmt_metrics(t["hparams"]),
             t["best_validation"],
@@ -51,15 +53,13 @@ def describe(trial_id: int, as_json: bool) -> None:
         return
     t = desc["trial"]
     click.echo(
-        f"trial {t['id']} of experiment {t['experiment_id']}: {t['state']}, restarts {t['restarts']}, seed {t['seed']}"
+        f"trial {t['id']} of experiment {t['experiment_id']}: {trial_state(t)},"
+        f" restarts {t['restarts']}, seed {t['seed']}"
     )
-    click.echo(f"hparams: {t['hparams']}")
-    if t.get("status"):
-        click.echo(f"status: {t['status']}")
-    rows = [
-        (m["steps_completed"], fmt_metrics(m["values"], limit=6))
-        for m in desc["validation_metrics"]
-    ]
+    click.echo(f"hparams: {fmt_metrics(t['hparams'])}")
+    if t.get("error"):
+        click.echo(f"error: {t['error']}")
+    rows = [(m["steps_completed"], fmt_metrics(m["values"])) for m in desc["validation_metrics"]]
     print_table("validations", ["steps", "metrics"], rows)
     crow = [(c["uuid"], c["steps_completed"], c["state"]) for c in desc["checkpoints"]]
     print_table("checkpoints", ["uuid", "steps", "state"], crow)
@@ -68,13 +68,16 @@ def describe(trial_id: int, as_json: bool) -> None:
 @trial.command("logs")
 @click.argument("trial_id", type=int)
 @click.option("-f", "--follow", is_flag=True, help="Keep printing until the trial ends.")
-def logs(trial_id: int, follow: bool) -> None:
+@tail_option
+def logs(trial_id: int, follow: bool, tail: int | None) -> None:
     """Print a trial's logs."""
     client = get_client()
 
     def finished() -> bool:
         resp = client.request("GET", f"/api/v1/trials/{trial_id}/logs", params={"limit": 0})
-        return resp["trial_state"] in ("COMPLETED", "CANCELED", "ERROR") and not resp["running"]
+        return resp["trial_state"] in TERMINAL and not resp["running"]
 
     client.request("GET", f"/api/v1/trials/{trial_id}")
-    follow_logs(client, lambda: [trial_id], follow=follow, prefix=False, finished=finished)
+    follow_logs(
+        client, lambda: [trial_id], follow=follow, prefix=False, finished=finished, tail=tail
+    )

@@ -407,7 +407,7 @@ def create_app(
 
     @app.post("/api/v1/trials/{trial_id}/status", dependencies=[Auth])
     def status(trial_id: int, body: dict[str, str]) -> dict[str, str]:
-        store.update_trial(trial_or_404(trial_id).id, status=body.get("status", ""))
+        store.update_trial(trial_or_404(trial_id).id, status=body.get("status") or None)
         return {"status": "ok"}
 
     @app.post("/api/v1/trials/{trial_id}/early_exit", dependencies=[Auth])
@@ -423,6 +423,14 @@ def create_app(
         return {"steps_completed": store.last_validation_steps(trial_or_404(trial_id).id)}
 
     # Checkpoints -------------------------------------------------------------------------------
+
+    @app.get("/api/v1/checkpoints", dependencies=[Auth])
+    def find_checkpoints(uuid_prefix: str) -> dict[str, list[str]]:
+        """The UUIDs that start with a prefix (the CLI accepts any unique prefix)."""
+        prefix = uuid_prefix.strip().lower()
+        if not prefix:
+            raise HTTPException(400, "uuid_prefix: give at least one character of a UUID")
+        return {"uuids": [c.uuid for c in store.list_checkpoints() if c.uuid.startswith(prefix)]}
 
     @app.get("/api/v1/checkpoints/{uuid}", dependencies=[Auth])
     def get_checkpoint(uuid: str) -> dict[str, Any]:

@@ -22,8 +22,6 @@ import psutil
 
 from .._client import MasterClient, MasterUnavailable, read_master_file
 from .._home import PRIVATE_FILE, PRIVATE_UMASK, ensure_private_dir, make_private
-from ..store import Store
-from ._auth import load_trial_key
 
 logger = logging.getLogger("trialkit.master")
 
@@ -96,6 +94,9 @@ def serve(
     check_slots(slots)
     import uvicorn
 
+    # Here, not at import: the CLI imports this module for client_for and must stay fast.
+    from ..store import Store
+    from ._auth import load_trial_key
     from ._app import create_app
     from ._engine import Engine, EngineSettings
 

@@ -335,7 +335,11 @@ class Engine:
     def _finish(self, exp: Experiment, state: ExperimentState) -> None:
         for t in self._live_trials(exp.id):
             self.store.update_trial(t.id, state=TrialState.CANCELED, ended_at=time.time())
-        progress = 1.0 if state == ExperimentState.COMPLETED else exp.progress
+        progress = (
+            1.0
+            if state == ExperimentState.COMPLETED
+            else min(exp.progress, _trained_share(exp, self.store.list_trials(exp.id)))
+        )
         self.store.update_experiment(exp.id, state=state, ended_at=time.time(), progress=progress)
         self._drivers.pop(exp.id, None)
         logger.info("experiment %d: %s", exp.id, state.value)
@@ -494,3 +498,12 @@ class Engine:
             early_exit=None,
         )
         logger.info("trial %d run %d started (pid %d, slots %s)", trial.id, run_id, proc.pid, slots)
+
+
+def _trained_share(exp: Experiment, trials: list[Trial]) -> float:
+    """How much of the search trained, for an experiment that did not complete: the searcher
+    counts a failed or canceled trial as finished, which would show a failed search at 100 %."""
+    searcher = exp.config.get("searcher") or {}
+    expected = max(int(searcher.get("max_trials") or 0), len(trials), 1)
+    done = sum(1.0 if t.state == TrialState.COMPLETED else (t.progress or 0.0) for t in trials)
+    return min(done / expected, 1.0)

@@ -94,6 +94,7 @@ class LoopSettings:
     trial_id: int = 0
     initial_batch: int = 0
     on_cluster: bool = False
+    progress_bar: bool = False
 
 
 _EPOCH_HOOKS = ("on_training_epoch_start", "on_training_epoch_end")
@@ -149,6 +150,65 @@ def average_batches(batch_metrics: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+_COUNTERS = ("batches", "epochs", "records")
+
+
+def format_metrics(metrics: dict[str, Any]) -> str:
+    """``loss=0.123, accuracy=0.9`` for a log line (the step counters left out)."""
+    return ", ".join(
+        f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+        for k, v in metrics.items()
+        if k not in _COUNTERS
+    )
+
+
+class _Bar:
+    """A progress bar on the terminal for local runs; updated per batch, drawn 10 times a second."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        self._progress = Progress(
+            TextColumn("training"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("batches"),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[metrics]}"),
+            console=Console(stderr=True),
+            transient=False,
+        )
+        self._task: Any = None
+
+    def start(self, done: int, total: int) -> None:
+        if self._task is None:
+            self._progress.start()
+            self._task = self._progress.add_task("train", total=total, completed=done, metrics="")
+        else:
+            self._progress.update(self._task, total=total, completed=done)
+
+    def advance(self) -> None:
+        self._progress.advance(self._task)
+
+    def show(self, metrics: dict[str, Any]) -> None:
+        self._progress.update(self._task, metrics=format_metrics(metrics))
+
+    def log(self, line: str) -> None:
+        """A line printed above the bar (a plain log line would tear it)."""
+        self._progress.console.print(line, markup=False, highlight=False)
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._progress.stop()
+
+
 def _better(new: float, best: float | None, smaller_is_better: bool) -> bool:
     if best is None:
         return True
@@ -171,6 +231,8 @@ class TrainLoop:
         self.epoch_len = 1
         self.last_validation: dict[str, Any] = {}
         self.last_checkpoint: str | None = None
+        self._status_shown = ""
+        self._bar: _Bar | None = _Bar() if settings.progress_bar and self._chief else None
 
     # Hooks --------------------------------------------------------------------------------------
 
@@ -186,13 +248,22 @@ class TrainLoop:
     def _chief(self) -> bool:
         return self.dist.rank == 0
 
+    def _set_status(self, status: str) -> None:
+        """Tell the master what the trial is doing (chief only, and only when it changed)."""
+        if self._chief and status != self._status_shown:
+            self._status_shown = status
+            self.core.train.set_status(status)
+
     # Entry --------------------------------------------------------------------------------------
 
     def run(self, targets: Iterable[Target], latest_checkpoint: str | None = None) -> None:
         self._cb("on_trial_startup", self.s.initial_batch, latest_checkpoint)
         try:
             self._run(targets, latest_checkpoint)
+            self._set_status("")  # done: a finished trial is not "checkpointing"
         finally:
+            if self._bar is not None:
+                self._bar.stop()
             self._cb("on_trial_shutdown")
 
     def _run(self, targets: Iterable[Target], latest_checkpoint: str | None) -> None:
@@ -274,6 +345,9 @@ class TrainLoop:
         val_fires = self._period(self.s.validation_period)
         ckpt_fires = self._period(self.s.checkpoint_period)
         report_fires = self._period(self.s.reporting_period)
+        bar = self._bar
+        if bar is not None:
+            bar.start(p.batches_trained, total)
         while p.batches_trained < total:
             batch_idx = p.batches_trained
             epoch_idx, in_epoch = divmod(batch_idx, epoch_len)
@@ -285,6 +359,8 @@ class TrainLoop:
             self._batch_metrics.append(strategy.train_batch(batch, epoch_idx, batch_idx, epoch_len))
             p.batches_trained = batches = batch_idx + 1
             p.records_trained += strategy.batch_length(batch) * workers
+            if bar is not None:
+                bar.advance()
             epoch_end = in_epoch == epoch_len - 1
             if epoch_end:
                 self._cb("on_training_epoch_end", epoch_idx)
@@ -331,7 +407,18 @@ class TrainLoop:
             self.core.train.report_training_metrics(
                 steps_completed=self.progress.batches_trained, metrics=report, batch_metrics=batches
             )
+            self._log_metrics("training", report)
         self._cb("on_training_workload_end", avg, batches)
+
+    def _log_metrics(self, group: str, metrics: dict[str, Any]) -> None:
+        """One trial-log line per report (Determined logs them too); formatted only when shown."""
+        batch = self.progress.batches_trained
+        if self._bar is not None:
+            self._bar.show(metrics)
+            if group != "training":
+                self._bar.log(f"[batch {batch}] {group}: {format_metrics(metrics)}")
+        elif logger.isEnabledFor(logging.INFO):
+            logger.info("[batch %d] %s: %s", batch, group, format_metrics(metrics))
 
     # Validation ---------------------------------------------------------------------------------
 
@@ -345,8 +432,7 @@ class TrainLoop:
         # Validation must not move the training RNG: a run resumed after a checkpoint and one
         # that validated at other points then draw identical dropout masks and shuffles.
         rng = capture_rng(self.strategy.device)
-        if self._chief:
-            self.core.train.set_status("validating")
+        self._set_status("validating")
         try:
             metrics = self.strategy.validate(self.s.test_mode)
         finally:
@@ -363,6 +449,7 @@ class TrainLoop:
             self.core.train.report_validation_metrics(
                 steps_completed=p.batches_trained, metrics=metrics
             )
+            self._log_metrics("validation", metrics)
             self.last_validation = metrics
             value = self._searcher_value(metrics)
             p.last_searcher_metric = value
@@ -373,6 +460,7 @@ class TrainLoop:
         p.last_searcher_metric = self.dist.broadcast(p.last_searcher_metric)
         if self.dist.broadcast(save) and not self._checkpoint_current():
             self._checkpoint()
+        self._set_status("training")
 
     def _searcher_value(self, metrics: dict[str, Any]) -> Any:
         name = self.s.searcher_metric
@@ -395,7 +483,7 @@ class TrainLoop:
         p.last_ckpt = p.batches_trained
         storage_id = None
         if self._chief:
-            self.core.train.set_status("checkpointing")
+            self._set_status("checkpointing")
             import torch
 
             metadata = {
@@ -412,6 +500,7 @@ class TrainLoop:
         storage_id = self.dist.broadcast(storage_id)
         self.last_checkpoint = storage_id
         self._cb("on_checkpoint_upload_end", storage_id)
+        self._set_status("training")
 
     def _restore(self, storage_id: str) -> dict[str, Any] | None:
         """Load a checkpoint; returns its RNG state when it continues this trial."""

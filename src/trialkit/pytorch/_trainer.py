@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -74,6 +75,14 @@ def init(
             debug_enabled=bool((exp_conf or {}).get("debug")),
             enable_tensorboard_logging=enable_tensorboard_logging,
         )
+
+
+def _terminal() -> bool:
+    """Whether a person watches this run (stderr is a terminal): then it draws a progress bar."""
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _check_length(max_length: Any) -> TrainUnit:
@@ -200,6 +209,7 @@ class Trainer:
             trial_id=trial_id,
             initial_batch=self._context.get_initial_batch(),
             on_cluster=on_cluster,
+            progress_bar=not on_cluster and not test_mode and _terminal(),
         )
         strategy = TorchStrategy(self._trial, self._context, is_trainer=self._is_trainer)
         self.loop = TrainLoop(self._core, strategy, settings)

@@ -1,0 +1,155 @@
+"""The CLI's text: nothing dropped silently, whole UUIDs at 80 columns, counts and reasons."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from trialkit.cli._common import print_table
+from trialkit.cli._render import (
+    ended_line,
+    fmt_metrics,
+    search_line,
+    trial_counts,
+    trial_events,
+    trial_state,
+)
+
+HPARAMS = {
+    "learning_rate": 0.0123,
+    "n_filters1": 12,
+    "n_filters2": 20,
+    "dropout1": 0.25,
+    "dropout2": 0.4,
+    "global_batch_size": 64,
+}
+
+
+def _trial(tid: int, state: str, run_id: int = 1, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": tid,
+        "state": state,
+        "run_id": run_id,
+        "restarts": 0,
+        "hparams": dict(HPARAMS),
+        "pid": None,
+        "status": None,
+        "error": None,
+        **extra,
+    }
+
+
+def _desc(state: str, trials: list[dict[str, Any]], max_trials: int = 4, **exp: Any) -> dict:
+    return {
+        "experiment": {"id": 3, "name": "mnist", "state": state, "progress": 0.5, **exp},
+        "trials": trials,
+        "searcher": {"name": "random", "metric": "loss", "max_trials": max_trials},
+        "best_trial": None,
+        "checkpoints": [],
+    }
+
+
+def test_fmt_metrics_keeps_every_entry() -> None:
+    text = fmt_metrics(HPARAMS)
+    for key in HPARAMS:
+        assert f"{key}=" in text
+    assert fmt_metrics(HPARAMS, limit=2).endswith("… (+4 more)")
+
+
+def test_table_at_80_columns_keeps_every_hparam_and_whole_uuids(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    uuids = [str(uuid.uuid4()) for _ in range(3)]
+    rows = [
+        (i, "COMPLETED", fmt_metrics(HPARAMS), "loss=0.1234, accuracy=0.98", u)
+        for i, u in enumerate(uuids)
+    ]
+    print_table(None, ["trial", "state", "hparams", "validation", "latest checkpoint"], rows)
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+    for u in uuids:
+        assert u in out, out  # on one line, whole
+    hparams = _column(out, "hparams", "validation")
+    for key, value in HPARAMS.items():  # every hparam, perhaps wrapped inside its cell
+        assert f"{key}={value}" in hparams, out
+    assert "…" not in out
+
+
+def _column(out: str, name: str, next_name: str) -> str:
+    """The text of one column of a rendered table, its wrapped pieces joined."""
+    lines = out.splitlines()
+    header = next(ln for ln in lines if name in ln and next_name in ln)
+    start, end = header.index(name), header.index(next_name)
+    body = lines[lines.index(header) + 2 :]
+    return "".join(ln[start:end].strip() for ln in body)
+
+
+def test_short_columns_are_not_cut_when_the_table_is_too_wide(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    u = str(uuid.uuid4())
+    print_table(
+        None,
+        ["uuid", "trial", "steps", "state", "files", "reported"],
+        [(u, 2, 10, "COMPLETED", 2, "2026-11-24 12:31")],
+    )
+    out = capsys.readouterr().out
+    assert u in out and "COMPLETED" in out
+    assert "2026-11-24" in out and "12:31" in out, out
+
+
+def test_counts_say_what_happened_to_a_killed_search() -> None:
+    trials = [
+        _trial(1, "COMPLETED"),
+        _trial(2, "ERROR", error="ValueError: boom"),
+        _trial(3, "CANCELED"),
+        _trial(4, "CANCELED", run_id=0),
+    ]
+    desc = _desc("CANCELED", trials, max_trials=6)
+    assert trial_counts(desc) == "1 completed · 1 errored · 1 canceled · 3 never started"
+    assert "trials done" not in search_line(desc)
+
+
+def test_counts_while_running() -> None:
+    desc = _desc("ACTIVE", [_trial(1, "ACTIVE", pid=42), _trial(2, "COMPLETED")], max_trials=4)
+    assert trial_counts(desc) == "1 running · 1 completed · 2 to start"
+
+
+def test_ended_line_gives_the_reason() -> None:
+    trials = [_trial(1, "COMPLETED"), _trial(2, "ERROR", error="ValueError: boom\nlast lines")]
+    assert (
+        ended_line(3, _desc("ERROR", trials)) == "experiment 3 ended ERROR: trial 2 failed: "
+        "ValueError: boom"
+    )
+    own = _desc("ERROR", trials, error="searcher error: bad")
+    assert ended_line(3, own) == "experiment 3 ended ERROR: searcher error: bad"
+    assert ended_line(3, _desc("COMPLETED", [_trial(1, "COMPLETED")])) == (
+        "experiment 3 ended COMPLETED"
+    )
+
+
+def test_events_one_line_each() -> None:
+    started = _trial(1, "ACTIVE", pid=7)
+    validated = {
+        **started,
+        "latest_validation": {"steps_completed": 100, "reported_at": 1.0, "values": {"loss": 0.5}},
+        "latest_checkpoint": "abc",
+    }
+    failed = {**validated, "state": "ERROR", "error": "RuntimeError: nan loss"}
+    assert trial_events(None, started, "loss")[0].startswith("trial 1 started: learning_rate=")
+    assert trial_events(started, validated, "loss") == [
+        "trial 1 validation at step 100: loss=0.5",
+        "trial 1 checkpoint abc",
+    ]
+    assert trial_events(validated, failed, "loss") == ["trial 1 failed: RuntimeError: nan loss"]
+    assert trial_events(failed, failed, "loss") == []
+
+
+def test_state_shows_status_only_while_running() -> None:
+    assert trial_state(_trial(1, "ACTIVE", status="validating")) == "ACTIVE (validating)"
+    assert trial_state(_trial(1, "COMPLETED", status="checkpointing")) == "COMPLETED"
+    assert trial_state(_trial(1, "ERROR", restarts=2), restarts=True) == "ERROR (2 restarts)"
