@@ -92,12 +92,12 @@ def serve(
 ) -> None:
     """Run a master in this process until SIGTERM/SIGINT or an API shutdown."""
     check_slots(slots)
+    # Here, not at import: the CLI imports this module for client_for and must stay fast.
     import uvicorn
 
-    # Here, not at import: the CLI imports this module for client_for and must stay fast.
     from ..store import Store
-    from ._auth import load_trial_key
     from ._app import create_app
+    from ._auth import load_trial_key
     from ._engine import Engine, EngineSettings
 
     # Everything this process and the trials it starts create is private to the user.
