@@ -72,6 +72,8 @@ def create(
             "config": cfg.as_dict(),
             "model_def": base64.b64encode(archive).decode(),
             "activate": not paused,
+            # Trials run with this interpreter (and its venv) unless environment.python is set.
+            "python": sys.executable,
         },
     )
     exp = resp["experiment"]
@@ -121,6 +123,8 @@ def describe(experiment_id: int, as_json: bool) -> None:
     e = desc["experiment"]
     filled = int(round(float(e["progress"] or 0.0) * 30))
     click.echo(f"experiment {e['id']} {e['name']!r}: {e['state']}")
+    if e.get("python"):
+        click.echo(f"python {e['python']}")
     click.echo(f"search [{'#' * filled}{'.' * (30 - filled)}] {search_line(desc)}")
     if e.get("error"):
         click.echo(f"error: {e['error']}")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
 import secrets
+import sys
 import threading
 import time
 from typing import Annotated, Any
@@ -24,6 +26,9 @@ class CreateExperiment(BaseModel):
     config: dict[str, Any]
     model_def: str | None = None  # base64 tar.gz
     activate: bool = True
+    #: The creating client's interpreter (sys.executable); trials run with it unless the
+    #: config's environment.python says otherwise.
+    python: str | None = None
 
 
 class MetricReport(BaseModel):
@@ -63,9 +68,12 @@ class ProgressBody(BaseModel):
     is_raw: bool = False
 
 
-def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None) -> FastAPI:
+def create_app(
+    store: Store, engine: Engine, token: str, on_shutdown: Any = None, idle_timeout: float = 0.0
+) -> FastAPI:
     """The FastAPI application for one master."""
     app = FastAPI(title="trialkit master", version=__version__)
+    started = time.time()
     # Set once a shutdown is asked for: long polls then answer at once, so the server is not
     # left waiting for them (their clients simply ask the next master).
     stopping = threading.Event()
@@ -97,6 +105,11 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
             "slots": engine.settings.slots,
             "gpus": engine.settings.gpus,
             "home": str(engine.settings.home),
+            "python": sys.executable,
+            "pid": os.getpid(),
+            "uptime_seconds": round(time.time() - started, 1),
+            "running_trials": engine.running_trial_ids(),
+            "idle_timeout_seconds": idle_timeout,
         }
 
     @app.post("/api/v1/master/shutdown", dependencies=[Auth])
@@ -112,7 +125,7 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
     def create_experiment(body: CreateExperiment) -> dict[str, Any]:
         try:
             config, warnings = prepare_experiment(
-                body.config, engine.settings.slots, engine.settings.home
+                body.config, engine.settings.slots, engine.settings.home, python=body.python
             )
         except (ConfigError, CreateError) as e:
             raise HTTPException(400, {"errors": getattr(e, "errors", [str(e)])}) from e

@@ -24,6 +24,61 @@ logger = logging.getLogger("trialkit.master")
 
 MASTER_FILE = "master.json"
 
+#: A master the CLI starts on demand stops after this long without work (seconds).
+DEFAULT_IDLE_TIMEOUT = 30 * 60.0
+IDLE_TIMEOUT_ENV = "TRIALKIT_MASTER_IDLE_TIMEOUT"
+_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_idle_timeout(text: str, source: str = "idle timeout") -> float:
+    """Seconds from ``1800``, ``90s``, ``30m`` or ``2h``; 0 means never. ValueError names ``source``."""
+    raw = text.strip().lower()
+    number, unit = (raw[:-1], raw[-1]) if raw[-1:] in ("s", "m", "h") else (raw, "")
+    try:
+        value = float(number) * _UNITS[unit]
+    except ValueError:
+        value = -1.0
+    if not (0 <= value < float("inf")):
+        raise ValueError(
+            f"{source}: expected seconds >= 0 or a duration such as 30m or 2h (0 = never), got {text!r}"
+        )
+    return value
+
+
+def default_idle_timeout(on_demand: bool) -> float:
+    """$TRIALKIT_MASTER_IDLE_TIMEOUT if set, else 30 min for on-demand masters, never otherwise."""
+    raw = os.environ.get(IDLE_TIMEOUT_ENV)
+    if raw:
+        return parse_idle_timeout(raw, IDLE_TIMEOUT_ENV)
+    return DEFAULT_IDLE_TIMEOUT if on_demand else 0.0
+
+
+class _ActivityTracker:
+    """ASGI wrapper that notes when the last API call (any but /health) arrived."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.last = time.monotonic()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope.get("path") != "/health":
+            self.last = time.monotonic()
+        await self.app(scope, receive, send)
+
+
+def _stop_when_idle(
+    timeout: float, tracker: _ActivityTracker, busy: Any, stop: Any, done: threading.Event
+) -> None:
+    """Call ``stop`` once ``timeout`` s pass with no running trial and no API call."""
+    while not done.wait(min(timeout / 4, 5.0)):
+        now = time.monotonic()
+        if busy():
+            tracker.last = now
+        elif now - tracker.last >= timeout:
+            logger.info("idle for %.0f s (no running trials, no API calls): stopping", timeout)
+            stop()
+            return
+
 
 def master_file(home: Path) -> Path:
     return home / MASTER_FILE
@@ -64,9 +119,15 @@ def detect_gpus() -> int:
 
 
 def serve(
-    home: Path, *, host: str = "127.0.0.1", slots: int | None = None, db_url: str | None = None
+    home: Path,
+    *,
+    host: str = "127.0.0.1",
+    slots: int | None = None,
+    db_url: str | None = None,
+    idle_timeout: float = 0.0,
 ) -> None:
-    """Run a master in this process until SIGTERM/SIGINT or an API shutdown."""
+    """Run a master in this process until SIGTERM/SIGINT, an API shutdown, or ``idle_timeout``
+    seconds with no running trial and no API call (0: never)."""
     import uvicorn
 
     from ._app import create_app
@@ -90,11 +151,12 @@ def serve(
         if server is not None:
             server.should_exit = True
 
-    app = create_app(store, engine, token, on_shutdown=request_stop)
+    app = create_app(store, engine, token, on_shutdown=request_stop, idle_timeout=idle_timeout)
+    tracker = _ActivityTracker(app)
     # A bounded graceful shutdown: after SIGTERM, requests still open after a few seconds (long
     # polls of trials that are gone) are cancelled instead of holding the master up.
     config = uvicorn.Config(
-        app,
+        tracker,
         host=host,
         port=port,
         log_level="warning",
@@ -113,9 +175,18 @@ def serve(
         logger.info("master listening on %s with %d slots", url, n_slots)
 
     threading.Thread(target=announce, daemon=True).start()
+    done = threading.Event()
+    if idle_timeout > 0:
+        threading.Thread(
+            target=_stop_when_idle,
+            args=(idle_timeout, tracker, engine.running_trial_ids, request_stop, done),
+            name="trialkit-idle",
+            daemon=True,
+        ).start()
     try:
         server.run()
     finally:
+        done.set()
         engine.stop()
         info = read_master_file(mfile)
         if info and info[1] == token:
@@ -145,8 +216,22 @@ def client_for(home: Path, timeout: float = 30.0) -> MasterClient | None:
     return client
 
 
-def start_background(home: Path, *, slots: int | None = None, wait: float = 30.0) -> MasterClient:
-    """Start a master as a detached process and wait until it answers."""
+def start_background(
+    home: Path,
+    *,
+    slots: int | None = None,
+    wait: float = 30.0,
+    idle_timeout: float | None = None,
+) -> MasterClient:
+    """Start a master as a detached process and wait until it answers.
+
+    ``idle_timeout`` None: started on demand, so $TRIALKIT_MASTER_IDLE_TIMEOUT or 30 min.
+    """
+    if idle_timeout is None:
+        try:
+            idle_timeout = default_idle_timeout(on_demand=True)
+        except ValueError as e:
+            raise MasterUnavailable(str(e)) from None
     home.mkdir(parents=True, exist_ok=True)
     log_path = home / "master.log"
     log = open(log_path, "ab")
@@ -154,6 +239,7 @@ def start_background(home: Path, *, slots: int | None = None, wait: float = 30.0
     cmd = [sys.executable, "-m", "trialkit.master", "--home", str(home)]
     if slots:
         cmd += ["--slots", str(slots)]
+    cmd += ["--idle-timeout", repr(idle_timeout)]
     proc = subprocess.Popen(
         cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
     )
