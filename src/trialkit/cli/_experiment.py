@@ -52,13 +52,16 @@ def create(
     paused: bool,
 ) -> None:
     """Create an experiment from CONFIG_FILE running code from MODEL_DIR."""
-    from .._modeldir import pack
-    from ..config import load_config
+    from .._modeldir import entrypoint_check, pack
+    from ..config import ConfigError, load_config
 
     cfg = load_config(config_file, list(overrides))
     for warning in cfg.warnings:
         click.echo(f"warning: {warning}", err=True)
     archive = pack(model_dir)
+    missing = entrypoint_check(cfg.entrypoint, archive, f"model directory {model_dir}")
+    if missing:
+        raise ConfigError(missing)
     if dry_run:
         click.echo(
             f"config {str(config_file)!r} is valid; model directory packs to {len(archive) / 1024:.1f} KiB"

@@ -123,13 +123,17 @@ def create_app(
 
     @app.post("/api/v1/experiments", dependencies=[Auth])
     def create_experiment(body: CreateExperiment) -> dict[str, Any]:
+        model_def = base64.b64decode(body.model_def) if body.model_def else None
         try:
             config, warnings = prepare_experiment(
-                body.config, engine.settings.slots, engine.settings.home, python=body.python
+                body.config,
+                engine.settings.slots,
+                engine.settings.home,
+                python=body.python,
+                model_def=model_def,
             )
         except (ConfigError, CreateError) as e:
             raise HTTPException(400, {"errors": getattr(e, "errors", [str(e)])}) from e
-        model_def = base64.b64decode(body.model_def) if body.model_def else None
         exp = store.create_experiment(
             name=config["name"],
             config=config,

@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import __version__
 from .._home import default_checkpoint_storage
+from .._modeldir import entrypoint_check
 from ..config import entrypoint_kind, parse_config, with_defaults
 from ..storage import StorageConfigError, build
 
@@ -115,12 +116,17 @@ def _check_interpreter(config: dict[str, Any], from_config: bool) -> tuple[list[
 
 
 def prepare_experiment(
-    raw: dict[str, Any], slots: int, home: Path, python: str | None = None
+    raw: dict[str, Any],
+    slots: int,
+    home: Path,
+    python: str | None = None,
+    model_def: bytes | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """Validate, fill the seed, checkpoint storage and interpreter; return (config, warnings).
 
     ``python`` is the creating client's interpreter; ``environment.python`` in the config wins
-    over it, and the master's own interpreter is used when neither is given.
+    over it, and the master's own interpreter is used when neither is given. ``model_def`` is
+    the packed model directory the entrypoint's script or Trial class must be found in.
     """
     parsed = parse_config(raw)
     from_config = parsed.environment.python is not None
@@ -132,6 +138,8 @@ def prepare_experiment(
     )
     config = cfg.as_dict()
     errors = _check_runnable(config, slots)
+    where = "the model directory sent" if model_def else "the model directory (none was sent)"
+    errors += entrypoint_check(config.get("entrypoint"), model_def, where)
     python_errors, python_warnings = _check_interpreter(config, from_config)
     errors += python_errors
     try:
