@@ -372,6 +372,8 @@ def test_disk_full_is_a_clear_error_and_registers_nothing_half_written(
     assert list(run.storage.iterdir()) == [], "a half-written checkpoint was left in storage"
     log = _log(master, desc["trials"][0]["id"])
     assert "File too large" in log, log[-2000:]
+    # The reason is recorded with the trial, where describe shows it (issue 13, item 1).
+    assert "File too large" in (desc["trials"][0].get("error") or ""), desc["trials"][0]
 
 
 def test_read_only_storage_is_a_clear_error_and_registers_nothing(
@@ -390,6 +392,7 @@ def test_read_only_storage_is_a_clear_error_and_registers_nothing(
     assert list(run.storage.iterdir()) == []
     log = _log(master, desc["trials"][0]["id"])
     assert "Read-only file system" in log and str(run.storage) in log, log[-2000:]
+    assert "Read-only file system" in (desc["trials"][0].get("error") or ""), desc["trials"][0]
 
 
 def _read_only_entrypoint(probe: Path) -> str:

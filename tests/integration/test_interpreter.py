@@ -5,6 +5,7 @@ made here, without torch), and says at create when an interpreter cannot run tri
 from __future__ import annotations
 
 import json
+import os
 import site
 import subprocess
 import sys
@@ -184,3 +185,35 @@ def test_an_idle_master_stops_itself_and_status_says_so(master: Master) -> None:
         time.sleep(0.2)
     assert json.loads(pid_file.read_text())["pid"] is None, "the idle master is still up"
     assert "idle for 2 s" in (master.home / "master.log").read_text()
+
+
+def test_environment_python_must_be_an_absolute_path(tmp_path: Path) -> None:
+    from trialkit.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError) as caught:
+        load_config({"entrypoint": "python3 t.py", "environment": {"python": "python3"}})
+    assert caught.value.errors[0] == (
+        "environment.python: expected the absolute path of a Python interpreter, e.g. "
+        "/opt/venv/bin/python, got 'python3'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("setting", "source"),
+    [(["--idle-timeout", "soon"], "--idle-timeout"), ([], "TRIALKIT_MASTER_IDLE_TIMEOUT")],
+)
+def test_a_bad_idle_timeout_is_one_line(tmp_path: Path, setting: list[str], source: str) -> None:
+    env = {**os.environ, "TRIALKIT_HOME": str(tmp_path / "home")}
+    if not setting:
+        env["TRIALKIT_MASTER_IDLE_TIMEOUT"] = "-5m"
+    out = subprocess.run(
+        [sys.executable, "-m", "trialkit.cli", "master", "up", *setting],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2
+    [line] = out.stderr.splitlines()
+    assert line.startswith(f"trialkit: error: {source}: expected seconds >= 0 or a duration")
+    assert not (tmp_path / "home" / "master.json").exists()
