@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from trialkit.master import start_background
+from trialkit.store import Store
 
 from .conftest import Master, write_script
 
@@ -29,6 +30,16 @@ import marker_b  # only venv B has it
 from trialkit import core
 
 print(f"python {sys.executable}", flush=True)
+with core.init() as ctx:
+    ctx.train.report_validation_metrics(steps_completed=1, metrics={"loss": 0.5})
+"""
+
+# Runs for longer than the idle timeout of the idle test, calling no API until its end.
+SLOW_TRIAL = """
+import time
+from trialkit import core
+
+time.sleep(5)
 with core.init() as ctx:
     ctx.train.report_validation_metrics(steps_completed=1, metrics={"loss": 0.5})
 """
@@ -169,22 +180,38 @@ def test_an_interpreter_the_master_cannot_run_fails_create(master: Master, tmp_p
     assert master.client.request("GET", "/api/v1/experiments")["experiments"] == []
 
 
-def test_an_idle_master_stops_itself_and_status_says_so(master: Master) -> None:
+def test_an_idle_master_stops_itself_and_status_says_so(master: Master, tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    write_script(model, "trial.py", SLOW_TRIAL)
+    exp = master.create(_config("python3 trial.py"), model)
+    master.wait_for(
+        lambda: master.describe(exp)["trials"][:1] and master.describe(exp)["trials"][0]["pid"],
+        what="the trial to start",
+    )
     status = master.cli("master", "status").stdout
     for part in ("version", f"python   {sys.executable}", f"home     {master.home}", "uptime"):
         assert part in status, status
-    assert "trials   0 running" in status
+    assert "trials   1 running (1)" in status
+    assert "idle     stops after 30m 00s idle" in status  # started on demand: the default
+    master.wait_state(exp, {"COMPLETED"})
     master.cli("master", "down")
     pid_file = master.home / "master.json"
     master.client.close()
     master.client = start_background(master.home, slots=2, idle_timeout=2)
-    pid = json.loads(pid_file.read_text())["pid"]
     assert "stops after 2s idle" in master.cli("master", "status").stdout
-    deadline = time.monotonic() + 60
+    # A running trial keeps it up though nothing calls the API for longer than the timeout.
+    exp = master.create(_config("python3 trial.py", name="second"), model)
+    pid = json.loads(pid_file.read_text())["pid"]
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline and json.loads(pid_file.read_text())["pid"] == pid:
         time.sleep(0.2)
     assert json.loads(pid_file.read_text())["pid"] is None, "the idle master is still up"
     assert "idle for 2 s" in (master.home / "master.log").read_text()
+    store = Store.for_home(master.home)  # what the master left, read without starting one
+    try:
+        assert store.get_experiment(exp).state.value == "COMPLETED", "stopped mid-trial"
+    finally:
+        store.close()
 
 
 def test_environment_python_must_be_an_absolute_path(tmp_path: Path) -> None:

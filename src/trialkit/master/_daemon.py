@@ -18,7 +18,7 @@ from typing import Any
 import psutil
 
 from .._client import MasterClient, MasterUnavailable, read_master_file
-from ..store import Store
+from ..store import ExperimentState, Store
 
 logger = logging.getLogger("trialkit.master")
 
@@ -27,6 +27,13 @@ MASTER_FILE = "master.json"
 #: A master the CLI starts on demand stops after this long without work (seconds).
 DEFAULT_IDLE_TIMEOUT = 30 * 60.0
 IDLE_TIMEOUT_ENV = "TRIALKIT_MASTER_IDLE_TIMEOUT"
+#: Experiments that keep a master busy even between trial processes (paused ones do not).
+_WORKING_STATES = (
+    ExperimentState.ACTIVE,
+    ExperimentState.STOPPING_CANCELED,
+    ExperimentState.STOPPING_ERROR,
+    ExperimentState.STOPPING_COMPLETED,
+)
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
@@ -69,13 +76,17 @@ class _ActivityTracker:
 def _stop_when_idle(
     timeout: float, tracker: _ActivityTracker, busy: Any, stop: Any, done: threading.Event
 ) -> None:
-    """Call ``stop`` once ``timeout`` s pass with no running trial and no API call."""
+    """Call ``stop`` once ``timeout`` s pass while not ``busy()`` and with no API call."""
     while not done.wait(min(timeout / 4, 5.0)):
         now = time.monotonic()
         if busy():
             tracker.last = now
         elif now - tracker.last >= timeout:
-            logger.info("idle for %.0f s (no running trials, no API calls): stopping", timeout)
+            logger.info(
+                "idle for %.0f s (no running trial, no experiment with work left, no API call): "
+                "stopping",
+                timeout,
+            )
             stop()
             return
 
@@ -127,7 +138,8 @@ def serve(
     idle_timeout: float = 0.0,
 ) -> None:
     """Run a master in this process until SIGTERM/SIGINT, an API shutdown, or ``idle_timeout``
-    seconds with no running trial and no API call (0: never)."""
+    seconds with no running trial, no managed experiment with work left and no API call
+    (0: never)."""
     import uvicorn
 
     from ._app import create_app
@@ -175,11 +187,18 @@ def serve(
         logger.info("master listening on %s with %d slots", url, n_slots)
 
     threading.Thread(target=announce, daemon=True).start()
+
+    def busy() -> bool:
+        """A trial runs, or a managed experiment still has work (restarts, stopping)."""
+        if engine.running_trial_ids():
+            return True
+        return any(not e.unmanaged for e in store.list_experiments(states=_WORKING_STATES))
+
     done = threading.Event()
     if idle_timeout > 0:
         threading.Thread(
             target=_stop_when_idle,
-            args=(idle_timeout, tracker, engine.running_trial_ids, request_stop, done),
+            args=(idle_timeout, tracker, busy, request_stop, done),
             name="trialkit-idle",
             daemon=True,
         ).start()
