@@ -147,8 +147,9 @@ def _summary(request: pytest.FixtureRequest) -> Iterator[None]:
         f"fault injection: {FIGURES['faults']} faults injected over {FIGURES['experiments']} "
         f"experiments; acknowledged metrics {FIGURES['acked']}, lost {FIGURES['lost']}, "
         f"duplicated rows {FIGURES['duplicated']}; checkpoints registered "
-        f"{FIGURES['checkpoints']}, partial {FIGURES['partial']}; runs overlapping "
-        f"{FIGURES['overlapping_runs']}; not ended {FIGURES['not_ended']}"
+        f"{FIGURES['checkpoints']}, partial {FIGURES['partial']}; experiments with two runs at once "
+        f"{FIGURES['overlapping_runs']}; not ended {FIGURES['not_ended']}; unregistered .partial "
+        f"directories left {FIGURES['leftover_partial_dirs']}"
     )
     capture = request.config.pluginmanager.get_plugin("capturemanager")
     if reporter is None or capture is None:
@@ -224,8 +225,10 @@ class Run:
         FIGURES["duplicated"] += sum(stored[r] - 1 for r in duplicated)
         FIGURES["checkpoints"] += len(desc["checkpoints"])
         FIGURES["partial"] += len(partial)
+        # Not asserted here (issue 12, item 12 covers cleaning them): reported in the summary.
+        FIGURES["leftover_partial_dirs"] += len(list(self.storage.glob(".*.partial")))
         overlaps = self.overlapping_runs()
-        FIGURES["overlapping_runs"] += len(overlaps)
+        FIGURES["overlapping_runs"] += bool(overlaps)
         assert not overlaps, f"a run kept going after the next one started: {overlaps}"
         assert not lost, f"acknowledged metrics missing from the store: {lost}"
         assert not duplicated, f"metric rows stored more than once: {duplicated}"
