@@ -112,3 +112,62 @@ def unpack(archive: bytes, dest: str | os.PathLike[str]) -> None:
     Path(dest).mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
         tar.extractall(dest, filter="data")
+
+
+class ArchiveFiles:
+    """Look files up in a packed model directory by relative path, without extracting it."""
+
+    #: Sources larger than this are not read (a static check has no use for them).
+    MAX_READ = 4 * 2**20
+
+    def __init__(self, archive: bytes | None) -> None:
+        self._archive = archive
+        self._names: set[str] = set()
+        self._dirs: set[str] = set()
+        if archive:
+            with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+                names = [m.name.removeprefix("./") for m in tar.getmembers()]
+            self._names = set(names)
+            self._dirs = {n.rsplit("/", 1)[0] for n in names if "/" in n}
+            for d in list(self._dirs):
+                while "/" in d:
+                    d = d.rsplit("/", 1)[0]
+                    self._dirs.add(d)
+
+    @classmethod
+    def open(cls, archive: bytes | None) -> ArchiveFiles | None:
+        """The archive's files, or None when it is not a packed model directory."""
+        try:
+            return cls(archive)
+        except (tarfile.TarError, OSError, EOFError):
+            return None
+
+    def exists(self, rel: str) -> bool:
+        return rel in self._names or rel in self._dirs
+
+    def read(self, rel: str) -> str | None:
+        if not self._archive or rel not in self._names:
+            return None
+        with tarfile.open(fileobj=io.BytesIO(self._archive), mode="r:gz") as tar:
+            for member in tar.getmembers():
+                if (
+                    member.name.removeprefix("./") == rel
+                    and member.isfile()
+                    and member.size <= self.MAX_READ
+                ):
+                    f = tar.extractfile(member)
+                    return f.read().decode(errors="replace") if f else None
+        return None
+
+
+def entrypoint_check(
+    entrypoint: str | list[str] | None, archive: bytes | None, where: str
+) -> list[str]:
+    """What ``entrypoint`` needs that the packed model directory lacks, one line each
+    (nothing when ``archive`` is not a packed model directory: that is reported elsewhere)."""
+    from .config import entrypoint_problems
+
+    files = ArchiveFiles.open(archive)
+    if files is None:
+        return []
+    return entrypoint_problems(entrypoint, files.exists, files.read, where)

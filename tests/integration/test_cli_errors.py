@@ -88,7 +88,7 @@ def test_dry_run_validates_without_creating(tmp_path: Path) -> None:
 
 
 def test_model_dir_over_the_limit_names_the_big_files(tmp_path: Path) -> None:
-    (tmp_path / "t.py").write_text("print(1)\n")
+    (tmp_path / "1_metrics.py").write_text("print(1)\n")  # the entrypoint of 1_metrics.yaml
     (tmp_path / "data.bin").write_bytes(b"\0" * (97 * 2**20))
     proc = _run(["experiment", "create", str(CORE / "1_metrics.yaml"), str(tmp_path), "--dry-run"])
     _assert_clean_error(proc, "data.bin", ".trialkitignore")
@@ -116,7 +116,7 @@ def test_unknown_ids_and_unrunnable_configs_via_master(master: Master, tmp_path:
         master.cli("experiment", "create", str(cfg), str(CORE), check=False), "entrypoint"
     )
     cfg.write_text(
-        "name: x\nentrypoint: python3 t.py\nsearcher: {name: single, metric: x}\nresources: {slots_per_trial: 8}\n"
+        "name: x\nentrypoint: python3 0_start.py\nsearcher: {name: single, metric: x}\nresources: {slots_per_trial: 8}\n"
     )
     _assert_clean_error(
         master.cli("experiment", "create", str(cfg), str(CORE), check=False), "slots_per_trial"

@@ -233,6 +233,7 @@ MINIMAL_AS_DICT: dict[str, Any] = {
     "data": {},
     "debug": False,
     "environment": {
+        "python": None,
         "image": None,
         "environment_variables": {"cpu": [], "cuda": [], "rocm": []},
         "ports": {},

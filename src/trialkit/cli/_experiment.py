@@ -71,13 +71,16 @@ def create(
     paused: bool,
 ) -> None:
     """Create an experiment from CONFIG_FILE running code from MODEL_DIR."""
-    from .._modeldir import pack
-    from ..config import load_config
+    from .._modeldir import entrypoint_check, pack
+    from ..config import ConfigError, load_config
 
     cfg = load_config(config_file, list(overrides))
     for warning in cfg.warnings:
         click.echo(f"warning: {warning}", err=True)
     archive = pack(model_dir)
+    missing = entrypoint_check(cfg.entrypoint, archive, f"model directory {model_dir}")
+    if missing:
+        raise ConfigError(missing)
     if dry_run:
         click.echo(
             f"config {str(config_file)!r} is valid; model directory packs to {len(archive) / 1024:.1f} KiB"
@@ -91,6 +94,8 @@ def create(
             "config": cfg.as_dict(),
             "model_def": base64.b64encode(archive).decode(),
             "activate": not paused,
+            # Trials run with this interpreter (and its venv) unless environment.python is set.
+            "python": sys.executable,
         },
     )
     exp = resp["experiment"]
@@ -160,6 +165,8 @@ def show_experiment(desc: dict[str, Any]) -> None:
     metric = (desc.get("searcher") or {}).get("metric")
     filled = int(round(float(e["progress"] or 0.0) * 30))
     click.echo(f"experiment {e['id']} {e['name']!r}: {e['state']}")
+    if e.get("python"):
+        click.echo(f"python {e['python']}")
     click.echo(searcher_line(desc))
     click.echo(f"search [{'#' * filled}{'.' * (30 - filled)}] {search_line(desc, with_best=False)}")
     best = best_line(desc)

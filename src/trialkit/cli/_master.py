@@ -2,10 +2,38 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from .._home import trialkit_home
-from ._common import exit_with_error, json_option, print_json
+from ._common import CLIError, exit_with_error, json_option, print_json
+
+
+def _duration(seconds: float) -> str:
+    """``1h 02m``, ``5m 03s`` or ``12s``."""
+    s = int(seconds)
+    if s >= 3600:
+        return f"{s // 3600}h {s % 3600 // 60:02d}m"
+    return f"{s // 60}m {s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+def _status_lines(url: str, info: dict[str, Any]) -> list[str]:
+    trials = info.get("running_trials") or []
+    idle = float(info.get("idle_timeout_seconds") or 0)
+    return [
+        f"master running at {url} (pid {info.get('pid')})",
+        f"  version  {info.get('version')}",
+        f"  python   {info.get('python')}",
+        f"  home     {info.get('home')}",
+        f"  uptime   {_duration(float(info.get('uptime_seconds') or 0))}",
+        f"  slots    {info.get('slots')}" + (" (GPUs)" if info.get("gpus") else ""),
+        f"  trials   {len(trials)} running"
+        + (f" ({', '.join(map(str, trials))})" if trials else ""),
+        f"  idle     stops after {_duration(idle)} idle"
+        if idle
+        else "  idle     never stops by itself",
+    ]
 
 
 @click.group("master")
@@ -21,20 +49,37 @@ def master() -> None:
     help="CPU slots when there are no GPUs, 1 to 1024 (default: CPU count).",
 )
 @click.option("--foreground", is_flag=True, help="Run in this terminal instead of the background.")
-def up(slots: int | None, foreground: bool) -> None:
+@click.option(
+    "--idle-timeout",
+    default=None,
+    metavar="DURATION",
+    help="Stop after this long with no running trial and no API call, e.g. 30m or 2h; "
+    "0 = never. Default: $TRIALKIT_MASTER_IDLE_TIMEOUT, else never (a master the CLI starts "
+    "on demand stops after 30m).",
+)
+def up(slots: int | None, foreground: bool, idle_timeout: str | None) -> None:
     """Start a master for $TRIALKIT_HOME (does nothing if one is running)."""
     from ..master import SlotsError, check_slots, client_for, serve, start_background
+    from ..master._daemon import default_idle_timeout, parse_idle_timeout
 
     try:
         check_slots(slots)
     except SlotsError as e:
         raise click.BadParameter(str(e).removeprefix("--slots: "), param_hint="'--slots'") from e
     home = trialkit_home()
+    try:
+        idle = (
+            default_idle_timeout(on_demand=False)
+            if idle_timeout is None
+            else parse_idle_timeout(idle_timeout, "--idle-timeout")
+        )
+    except ValueError as e:
+        raise CLIError(str(e)) from None
     if foreground:
-        serve(home, slots=slots)
+        serve(home, slots=slots, idle_timeout=idle)
         return
     running = client_for(home)
-    client = running or start_background(home, slots=slots)
+    client = running or start_background(home, slots=slots, idle_timeout=idle)
     info = client.request("GET", "/api/v1/master")
     where = f"at {client.url} with {info['slots']} slots (home {home})"
     if running is None:
@@ -61,7 +106,7 @@ def down() -> None:
 @master.command("status")
 @json_option
 def status(as_json: bool) -> None:
-    """Say whether a master is running, where, and with how many slots."""
+    """Say whether a master is running: where, its version, interpreter, uptime and trials."""
     from ..master import client_for
 
     home = trialkit_home()
@@ -70,6 +115,6 @@ def status(as_json: bool) -> None:
     if as_json:
         print_json({"running": info is not None, **(info or {"home": str(home)})})
     elif info:
-        click.echo(f"master running at {info['url']} with {info['slots']} slots (home {home})")
+        click.echo("\n".join(_status_lines(info["url"], info)))
     else:
         click.echo(f"no master running for {home}")

@@ -4,6 +4,7 @@
 or raises :class:`ConfigError` listing every problem as ``path: what is wrong; what to do``.
 """
 
+from trialkit.config._entrypoint import entrypoint_problems
 from trialkit.config._errors import ConfigError
 from trialkit.config._experiment import DEFAULT_NAME, ExperimentConfig
 from trialkit.config._length import Length
@@ -45,6 +46,7 @@ __all__ = [
     "SearcherConfig",
     "SharedFSStorage",
     "entrypoint_kind",
+    "entrypoint_problems",
     "load_config",
     "parse_config",
     "with_defaults",

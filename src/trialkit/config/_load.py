@@ -109,13 +109,16 @@ def with_defaults(
     *,
     experiment_seed: int | None = None,
     checkpoint_storage: Mapping[str, Any] | None = None,
+    python: str | None = None,
 ) -> ExperimentConfig:
-    """A copy with the master's seed and storage filled in where the user gave none."""
+    """A copy with the master's seed, storage and interpreter filled in where the user gave none."""
     raw = cfg.as_dict()
     if experiment_seed is not None and cfg.reproducibility.experiment_seed is None:
         raw["reproducibility"]["experiment_seed"] = experiment_seed
     if checkpoint_storage is not None and cfg.checkpoint_storage is None:
         raw["checkpoint_storage"] = _plain(checkpoint_storage)
+    if python is not None and cfg.environment.python is None:
+        raw["environment"]["python"] = python
     filled = parse_config(raw)
     filled._warnings = cfg.warnings
     return filled

@@ -74,9 +74,23 @@ def _image(value: object) -> str | dict[str, str]:
     raise custom_error(f"expected an image name or {{cpu: ..., cuda: ...}}, got {show(value)}")
 
 
-class Environment(ConfigModel):
-    """``environment``: ``environment_variables`` is the CPU list; see ``variables_for``."""
+def _python(value: object) -> str:
+    """``python``: an absolute path to the interpreter that runs the experiment's trials."""
+    if isinstance(value, str) and posixpath.isabs(value) and "\0" not in value:
+        return value
+    raise custom_error(
+        f"expected the absolute path of a Python interpreter, e.g. /opt/venv/bin/python, got {show(value)}"
+    )
 
+
+class Environment(ConfigModel):
+    """``environment``: ``environment_variables`` is the CPU list; see ``variables_for``.
+
+    ``python`` (trialkit's own key) is the interpreter the trials run with; the master fills in
+    the one ``trialkit experiment create`` ran with when the config gives none.
+    """
+
+    python: Annotated[str, PlainValidator(_python)] | None = None
     image: Annotated[str | dict[str, str], PlainValidator(_image)] | None = None
     environment_variables: list[EnvEntry] = []
     ports: dict[str, int] = {}

@@ -20,6 +20,20 @@ class HarnessError(Exception):
     """The entrypoint cannot be run; the message is the one line to show."""
 
 
+#: Frameworks a Trial class may need, with the extra that installs each.
+_FRAMEWORK_EXTRAS = {"torch": "trialkit[pytorch]", "deepspeed": "deepspeed", "horovod": "horovod"}
+
+
+def _missing_module(spec: str, e: ModuleNotFoundError) -> HarnessError:
+    """One line for a module that is not installed for this interpreter."""
+    top = (e.name or "").partition(".")[0] or "a module"
+    extra = _FRAMEWORK_EXTRAS.get(top)
+    fix = f"pip install '{extra}'" if extra else "install it there, or set environment.python"
+    return HarnessError(
+        f"entrypoint {spec} needs {top}, which is not installed for {sys.executable} ({fix})"
+    )
+
+
 def load_trial_class(spec: str) -> type[Any]:
     module_name, sep, qualname = spec.partition(":")
     if not sep or not module_name or not qualname:
@@ -33,7 +47,7 @@ def load_trial_class(spec: str) -> type[Any]:
             raise HarnessError(
                 f"entrypoint {spec!r}: no module {module_name!r} in the model directory"
             ) from None
-        raise
+        raise _missing_module(spec, e) from None
     obj: Any = module
     for part in qualname.split("."):
         if not hasattr(obj, part):
@@ -58,7 +72,10 @@ def run(spec: str) -> None:
             "trialkit.pytorch.init() and Trainer(trial, context).fit(max_length=...)"
         )
     trial_class = load_trial_class(spec)
-    from trialkit import pytorch
+    try:
+        from trialkit import pytorch
+    except ModuleNotFoundError as e:
+        raise _missing_module(spec, e) from None
 
     if not issubclass(trial_class, pytorch.PyTorchTrial):
         raise HarnessError(
@@ -101,10 +118,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except Exception as e:
         # A Trial that breaks the contract (no model wrapped, both evaluate methods) is one
-        # line; anything else keeps its traceback.
-        from trialkit.pytorch._trial import TrialContractError
-
-        if isinstance(e, TrialContractError):
+        # line; anything else keeps its traceback. Looked up, not imported: importing it needs
+        # torch, which may be what is missing.
+        contract = getattr(sys.modules.get("trialkit.pytorch._trial"), "TrialContractError", None)
+        if contract is not None and isinstance(e, contract):
             print(f"error: {e}", file=sys.stderr)
             return 1
         raise

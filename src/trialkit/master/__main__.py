@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .. import LOG_FORMAT
 from .._home import trialkit_home
-from ._daemon import serve
+from ._daemon import IDLE_TIMEOUT_ENV, default_idle_timeout, parse_idle_timeout, serve
 
 
 def main() -> None:
@@ -23,9 +23,29 @@ def main() -> None:
     )
     parser.add_argument("--slots", type=int, default=None, help="CPU slots when there are no GPUs")
     parser.add_argument("--db", default=None, help="database URL (default SQLite in the home)")
+    parser.add_argument(
+        "--idle-timeout",
+        default=None,
+        help=f"stop after this long with no running trial and no API call, e.g. 30m; 0 = never "
+        f"(default ${IDLE_TIMEOUT_ENV}, else never)",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
-    serve(args.home or trialkit_home(), host=args.host, slots=args.slots, db_url=args.db)
+    try:
+        idle = (
+            default_idle_timeout(on_demand=False)
+            if args.idle_timeout is None
+            else parse_idle_timeout(args.idle_timeout, "--idle-timeout")
+        )
+    except ValueError as e:
+        parser.error(str(e))
+    serve(
+        args.home or trialkit_home(),
+        host=args.host,
+        slots=args.slots,
+        db_url=args.db,
+        idle_timeout=idle,
+    )
 
 
 if __name__ == "__main__":

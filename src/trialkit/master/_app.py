@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
+import sys
 import threading
 import time
 from typing import Annotated, Any
@@ -26,6 +28,9 @@ class CreateExperiment(BaseModel):
     config: dict[str, Any]
     model_def: str | None = None  # base64 tar.gz
     activate: bool = True
+    #: The creating client's interpreter (sys.executable); trials run with it unless the
+    #: config's environment.python says otherwise.
+    python: str | None = None
 
 
 class MetricReport(BaseModel):
@@ -75,6 +80,7 @@ def create_app(
     on_shutdown: Any = None,
     *,
     trial_key: str | None = None,
+    idle_timeout: float = 0.0,
 ) -> FastAPI:
     """The FastAPI application for one master: ``token`` is the admin token; trial tokens
     derived from ``trial_key`` (none accepted without one) report for their own trial only."""
@@ -88,6 +94,7 @@ def create_app(
         trial_key=trial_key,
         checkpoint_trial=lambda uuid: _checkpoint_trial(store, uuid),
     )
+    started = time.time()
     # Set once a shutdown is asked for: long polls then answer at once, so the server is not
     # left waiting for them (their clients simply ask the next master).
     stopping = threading.Event()
@@ -123,6 +130,11 @@ def create_app(
             "slots": engine.settings.slots,
             "gpus": engine.settings.gpus,
             "home": str(engine.settings.home),
+            "python": sys.executable,
+            "pid": os.getpid(),
+            "uptime_seconds": round(time.time() - started, 1),
+            "running_trials": engine.running_trial_ids(),
+            "idle_timeout_seconds": idle_timeout,
         }
 
     @app.post("/api/v1/master/shutdown", dependencies=[Auth])
@@ -136,13 +148,17 @@ def create_app(
 
     @app.post("/api/v1/experiments", dependencies=[Auth])
     def create_experiment(body: CreateExperiment) -> dict[str, Any]:
+        model_def = base64.b64decode(body.model_def) if body.model_def else None
         try:
             config, warnings = prepare_experiment(
-                body.config, engine.settings.slots, engine.settings.home
+                body.config,
+                engine.settings.slots,
+                engine.settings.home,
+                python=body.python,
+                model_def=model_def,
             )
         except (ConfigError, CreateError) as e:
             raise HTTPException(400, {"errors": getattr(e, "errors", [str(e)])}) from e
-        model_def = base64.b64decode(body.model_def) if body.model_def else None
         exp = store.create_experiment(
             name=config["name"],
             config=config,

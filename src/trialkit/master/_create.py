@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
 from .._home import default_checkpoint_storage
+from .._modeldir import entrypoint_check
 from ..config import entrypoint_kind, parse_config, with_defaults
 from ..storage import StorageConfigError, build
 
@@ -51,21 +57,95 @@ def _check_runnable(config: dict[str, Any], slots: int) -> list[str]:
     return errors
 
 
+#: Interpreters that imported trialkit, by (path, inode, mtime): the trialkit version they have.
+_RUNNABLE: dict[tuple[str, int, int], str] = {}
+_RUNNABLE_LOCK = threading.Lock()
+_PROBE = "import trialkit; print(trialkit.__version__)"
+
+
+def _probe_interpreter(python: str) -> tuple[str | None, str]:
+    """(trialkit version, '') when ``python`` runs and imports trialkit, else (None, why not)."""
+    try:
+        st = os.stat(python)
+    except OSError:
+        return None, "does not exist on the master's machine"
+    if not os.access(python, os.X_OK) or not os.path.isfile(python):
+        return None, "is not an executable file"
+    key = (python, st.st_ino, st.st_mtime_ns)
+    with _RUNNABLE_LOCK:
+        if key in _RUNNABLE:
+            return _RUNNABLE[key], ""
+    try:
+        out = subprocess.run(
+            [python, "-c", _PROBE],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        return None, f"cannot be run ({e})"
+    if out.returncode != 0:
+        last = (out.stderr.strip().splitlines() or [f"exit code {out.returncode}"])[-1]
+        return (
+            None,
+            f"cannot import trialkit ({last}); install it there: {python} -m pip install trialkit",
+        )
+    version = out.stdout.strip()
+    with _RUNNABLE_LOCK:
+        _RUNNABLE[key] = version  # only successes: a venv fixed later is probed again
+    return version, ""
+
+
+def _check_interpreter(config: dict[str, Any], from_config: bool) -> tuple[list[str], list[str]]:
+    """(errors, warnings) about the interpreter the experiment's trials will run with."""
+    python = config["environment"]["python"]
+    if python == sys.executable:
+        return [], []
+    where = (
+        "environment.python"
+        if from_config
+        else "python (the interpreter 'trialkit experiment create' ran with)"
+    )
+    version, problem = _probe_interpreter(python)
+    if version is None:
+        return [f"{where}: {python} {problem}"], []
+    if version != __version__:
+        return [], [f"{where}: {python} has trialkit {version}; this master runs {__version__}"]
+    return [], []
+
+
 def prepare_experiment(
-    raw: dict[str, Any], slots: int, home: Path
+    raw: dict[str, Any],
+    slots: int,
+    home: Path,
+    python: str | None = None,
+    model_def: bytes | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    """Validate, fill the seed and checkpoint storage; return (config dict, warnings)."""
+    """Validate, fill the seed, checkpoint storage and interpreter; return (config, warnings).
+
+    ``python`` is the creating client's interpreter; ``environment.python`` in the config wins
+    over it, and the master's own interpreter is used when neither is given. ``model_def`` is
+    the packed model directory the entrypoint's script or Trial class must be found in.
+    """
+    parsed = parse_config(raw)
+    from_config = parsed.environment.python is not None
     cfg = with_defaults(
-        parse_config(raw),
+        parsed,
         experiment_seed=int(time.time()) % 2**32,
         checkpoint_storage=default_checkpoint_storage(home),
+        python=python or sys.executable,
     )
     config = cfg.as_dict()
     errors = _check_runnable(config, slots)
+    where = "the model directory sent" if model_def else "the model directory (none was sent)"
+    errors += entrypoint_check(config.get("entrypoint"), model_def, where)
+    python_errors, python_warnings = _check_interpreter(config, from_config)
+    errors += python_errors
     try:
         build(config["checkpoint_storage"])
     except StorageConfigError as e:
         errors.append(str(e))
     if errors:
         raise CreateError(errors)
-    return config, cfg.warnings
+    return config, [*cfg.warnings, *python_warnings]

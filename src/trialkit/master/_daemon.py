@@ -41,6 +41,66 @@ def check_slots(slots: int | None) -> None:
         raise SlotsError(f"--slots: got {slots}; expected a whole number from 1 to {MAX_SLOTS}")
 
 
+#: A master the CLI starts on demand stops after this long without work (seconds).
+DEFAULT_IDLE_TIMEOUT = 30 * 60.0
+IDLE_TIMEOUT_ENV = "TRIALKIT_MASTER_IDLE_TIMEOUT"
+_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_idle_timeout(text: str, source: str = "idle timeout") -> float:
+    """Seconds from ``1800``, ``90s``, ``30m`` or ``2h``; 0 means never. ValueError names ``source``."""
+    raw = text.strip().lower()
+    number, unit = (raw[:-1], raw[-1]) if raw[-1:] in ("s", "m", "h") else (raw, "")
+    try:
+        value = float(number) * _UNITS[unit]
+    except ValueError:
+        value = -1.0
+    if not (0 <= value < float("inf")):
+        raise ValueError(
+            f"{source}: expected seconds >= 0 or a duration such as 30m or 2h (0 = never), got {text!r}"
+        )
+    return value
+
+
+def default_idle_timeout(on_demand: bool) -> float:
+    """$TRIALKIT_MASTER_IDLE_TIMEOUT if set, else 30 min for on-demand masters, never otherwise."""
+    raw = os.environ.get(IDLE_TIMEOUT_ENV)
+    if raw:
+        return parse_idle_timeout(raw, IDLE_TIMEOUT_ENV)
+    return DEFAULT_IDLE_TIMEOUT if on_demand else 0.0
+
+
+class _ActivityTracker:
+    """ASGI wrapper that notes when the last API call (any but /health) arrived."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.last = time.monotonic()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope.get("path") != "/health":
+            self.last = time.monotonic()
+        await self.app(scope, receive, send)
+
+
+def _stop_when_idle(
+    timeout: float, tracker: _ActivityTracker, busy: Any, stop: Any, done: threading.Event
+) -> None:
+    """Call ``stop`` once ``timeout`` s pass while not ``busy()`` and with no API call."""
+    while not done.wait(min(timeout / 4, 5.0)):
+        now = time.monotonic()
+        if busy():
+            tracker.last = now
+        elif now - tracker.last >= timeout:
+            logger.info(
+                "idle for %.0f s (no running trial, no experiment with work left, no API call): "
+                "stopping",
+                timeout,
+            )
+            stop()
+            return
+
+
 def master_file(home: Path) -> Path:
     return home / MASTER_FILE
 
@@ -88,14 +148,21 @@ def detect_gpus() -> int:
 
 
 def serve(
-    home: Path, *, host: str = "127.0.0.1", slots: int | None = None, db_url: str | None = None
+    home: Path,
+    *,
+    host: str = "127.0.0.1",
+    slots: int | None = None,
+    db_url: str | None = None,
+    idle_timeout: float = 0.0,
 ) -> None:
-    """Run a master in this process until SIGTERM/SIGINT or an API shutdown."""
+    """Run a master in this process until SIGTERM/SIGINT, an API shutdown, or ``idle_timeout``
+    seconds with no running trial, no managed experiment with work left and no API call
+    (0: never)."""
     check_slots(slots)
     # Here, not at import: the CLI imports this module for client_for and must stay fast.
     import uvicorn
 
-    from ..store import Store
+    from ..store import ExperimentState, Store
     from ._app import create_app
     from ._auth import load_trial_key
     from ._engine import Engine, EngineSettings
@@ -125,11 +192,19 @@ def serve(
         if server is not None:
             server.should_exit = True
 
-    app = create_app(store, engine, token, on_shutdown=request_stop, trial_key=trial_key)
+    app = create_app(
+        store,
+        engine,
+        token,
+        on_shutdown=request_stop,
+        trial_key=trial_key,
+        idle_timeout=idle_timeout,
+    )
+    tracker = _ActivityTracker(app)
     # A bounded graceful shutdown: after SIGTERM, requests still open after a few seconds (long
     # polls of trials that are gone) are cancelled instead of holding the master up.
     config = uvicorn.Config(
-        app,
+        tracker,
         host=host,
         port=port,
         log_level="warning",
@@ -148,9 +223,27 @@ def serve(
         logger.info("master listening on %s with %d slots", url, n_slots)
 
     threading.Thread(target=announce, daemon=True).start()
+
+    def busy() -> bool:
+        """A trial runs, or a managed experiment still has work (restarts, stopping)."""
+        if engine.running_trial_ids():
+            return True
+        # Paused experiments do not keep a master busy; those with trials to run or stop do.
+        working = [s for s in ExperimentState if not s.terminal and s != ExperimentState.PAUSED]
+        return any(not e.unmanaged for e in store.list_experiments(states=working))
+
+    done = threading.Event()
+    if idle_timeout > 0:
+        threading.Thread(
+            target=_stop_when_idle,
+            args=(idle_timeout, tracker, busy, request_stop, done),
+            name="trialkit-idle",
+            daemon=True,
+        ).start()
     try:
         server.run()
     finally:
+        done.set()
         engine.stop()
         info = read_master_file(mfile)
         if info and info[1] == token:
@@ -180,9 +273,23 @@ def client_for(home: Path, timeout: float = 30.0) -> MasterClient | None:
     return client
 
 
-def start_background(home: Path, *, slots: int | None = None, wait: float = 30.0) -> MasterClient:
-    """Start a master as a detached process and wait until it answers."""
+def start_background(
+    home: Path,
+    *,
+    slots: int | None = None,
+    wait: float = 30.0,
+    idle_timeout: float | None = None,
+) -> MasterClient:
+    """Start a master as a detached process and wait until it answers.
+
+    ``idle_timeout`` None: started on demand, so $TRIALKIT_MASTER_IDLE_TIMEOUT or 30 min.
+    """
     check_slots(slots)
+    if idle_timeout is None:
+        try:
+            idle_timeout = default_idle_timeout(on_demand=True)
+        except ValueError as e:
+            raise MasterUnavailable(str(e)) from None
     ensure_private_dir(home)
     log_path = home / "master.log"
     log = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE), "ab")
@@ -190,6 +297,7 @@ def start_background(home: Path, *, slots: int | None = None, wait: float = 30.0
     cmd = [sys.executable, "-m", "trialkit.master", "--home", str(home)]
     if slots:
         cmd += ["--slots", str(slots)]
+    cmd += ["--idle-timeout", repr(idle_timeout)]
     proc = subprocess.Popen(
         cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
     )

@@ -144,6 +144,11 @@ class Engine:
     def has_process(self, trial_id: int) -> bool:
         return trial_id in self._procs
 
+    def running_trial_ids(self) -> list[int]:
+        """Trials with a live process, for ``master status`` and idle shutdown."""
+        with self.lock:
+            return sorted(self._procs)
+
     def should_preempt(self, trial_id: int) -> bool:
         return trial_id in self._preempt
 

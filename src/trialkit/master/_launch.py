@@ -38,6 +38,43 @@ def entrypoint_argv(entrypoint: str | list[str], workdir: Path) -> list[str]:
     return ["sh", "-c", f". ./{STARTUP_HOOK} && {entrypoint}" if hook else entrypoint]
 
 
+def experiment_python(config: dict[str, Any]) -> str:
+    """The interpreter an experiment's trials run with (the master's for older experiments)."""
+    return str((config.get("environment") or {}).get("python") or sys.executable)
+
+
+def _venv_of(python: str) -> Path | None:
+    """The virtual environment ``python`` belongs to (``<venv>/bin/python``), if any."""
+    root = Path(python).parent.parent
+    return root if (root / "pyvenv.cfg").is_file() else None
+
+
+def _python_shims(python: str, shim_dir: Path) -> None:
+    """``python`` and ``python3`` commands that run ``python``, for the entrypoint's PATH.
+
+    Scripts rather than symlinks: a symlinked venv interpreter would not find its pyvenv.cfg.
+    """
+    shim_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("python", "python3"):
+        path = shim_dir / name
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(f'#!/bin/sh\nexec {shlex.quote(python)} "$@"\n')
+        tmp.chmod(0o700)
+        os.replace(tmp, path)
+
+
+def _interpreter_env(python: str, shim_dir: Path, env: dict[str, str]) -> None:
+    """Put ``python``'s shims, then its bin directory, first on PATH; VIRTUAL_ENV to its venv."""
+    _python_shims(python, shim_dir)
+    path = [str(shim_dir), str(Path(python).parent), env.get("PATH", "")]
+    env["PATH"] = os.pathsep.join(p for p in path if p)
+    venv = _venv_of(python)
+    if venv is not None:
+        env["VIRTUAL_ENV"] = str(venv)
+    else:
+        env.pop("VIRTUAL_ENV", None)
+
+
 def _user_env(config: dict[str, Any], gpus: bool) -> dict[str, str]:
     raw = (config.get("environment") or {}).get("environment_variables") or []
     if isinstance(raw, dict):
@@ -99,14 +136,13 @@ def build_launch(
     make_private_tree(workdir)
     make_private(info_file.parent)
     write_private(info_file, json.dumps(info._to_json(), indent=2))
-    bin_dir = str(Path(sys.executable).parent)
+    python = experiment_python(config)
     env = dict(os.environ)
     env.update(
         {
             INFO_ENV: str(info_file),
             "TRIALKIT_HOME": str(home),
             "TRIALKIT_MASTER_FILE": str(master_file),
-            "PATH": bin_dir + os.pathsep + env.get("PATH", ""),
             "PYTHONPATH": os.pathsep.join(
                 p for p in (str(workdir), env.get("PYTHONPATH", "")) if p
             ),
@@ -129,6 +165,7 @@ def build_launch(
             "DET_CHIEF_IP": "127.0.0.1",
         }
     )
+    _interpreter_env(python, info_file.parent / "bin", env)
     if latest_checkpoint:
         env["DET_LATEST_CHECKPOINT"] = latest_checkpoint
     else:
@@ -150,9 +187,9 @@ def build_launch(
         # with several slots the torch_distributed launcher starts one harness per slot, as
         # Determined does for PyTorchTrial.
         entrypoint = (
-            [sys.executable, "-m", "trialkit.launch.torch_distributed", "--trial", entrypoint]
+            [python, "-m", "trialkit.launch.torch_distributed", "--trial", entrypoint]
             if len(slot_ids) > 1
-            else [sys.executable, "-m", "trialkit.exec.harness", entrypoint]
+            else [python, "-m", "trialkit.exec.harness", entrypoint]
         )
     return LaunchSpec(entrypoint_argv(entrypoint, workdir), env, info)
 

@@ -67,6 +67,11 @@ class Experiment(_Record):
     created_at: float
     ended_at: float | None
 
+    def to_dict(self) -> dict[str, Any]:
+        # ``python``: the interpreter the trials run with (None: the master's, older experiments).
+        python = (self.config.get("environment") or {}).get("python")
+        return {**super().to_dict(), "python": python}
+
 
 @dataclass(frozen=True)
 class Trial(_Record):
