@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,35 @@ def _trial_class_length(config: dict[str, Any]) -> list[str]:
     ]
 
 
+#: Linux's MAX_ARG_STRLEN: the most one environment variable ("NAME=value" and its NUL) may
+#: hold. Each trial gets the whole config as DET_EXPERIMENT_CONFIG, so a bigger config could
+#: never start a trial (execve fails with "Argument list too long").
+MAX_ENV_STRING = 128 * 2**10
+_CONFIG_ENV = "DET_EXPERIMENT_CONFIG"
+
+
+def _check_env_sizes(config: dict[str, Any]) -> list[str]:
+    """Every value a trial receives through one environment variable must fit in it."""
+    errors = []
+    size = len(f"{_CONFIG_ENV}={json.dumps(config)}".encode()) + 1
+    if size > MAX_ENV_STRING:
+        errors.append(
+            f"config: {size / 2**10:.0f} KiB as JSON, over the {MAX_ENV_STRING // 2**10} KiB a "
+            f"trial's environment variable {_CONFIG_ENV} can hold; move large values "
+            "(data, long lists) into files in the model directory"
+        )
+    raw = (config.get("environment") or {}).get("environment_variables") or []
+    items = [v for vs in raw.values() for v in vs or []] if isinstance(raw, dict) else raw
+    for item in items:
+        if len(str(item).encode()) + 1 > MAX_ENV_STRING:
+            name = str(item).partition("=")[0][:40]
+            errors.append(
+                f"environment.environment_variables: {name!r} is over the "
+                f"{MAX_ENV_STRING // 2**10} KiB one environment variable can hold"
+            )
+    return errors
+
+
 def _check_runnable(config: dict[str, Any], slots: int) -> list[str]:
     errors = []
     kind = entrypoint_kind(config.get("entrypoint"))
@@ -61,7 +91,7 @@ def prepare_experiment(
         checkpoint_storage=default_checkpoint_storage(home),
     )
     config = cfg.as_dict()
-    errors = _check_runnable(config, slots)
+    errors = _check_runnable(config, slots) + _check_env_sizes(config)
     try:
         build(config["checkpoint_storage"])
     except StorageConfigError as e:

@@ -437,14 +437,41 @@ class Engine:
                     continue
                 if len(self._free_slots) < need:
                     return
-                self._launch(exp, t, need)
+                if not self._launch(exp, t, need):
+                    break  # the experiment is stopping; its other trials wait for nothing
 
     def _trial_dir(self, trial_id: int) -> Path:
         return self.settings.home / "trials" / str(trial_id)
 
-    def _launch(self, exp: Experiment, trial: Trial, need: int) -> None:
+    def _launch(self, exp: Experiment, trial: Trial, need: int) -> bool:
+        """Start the trial's next run on ``need`` free slots; whether it started. A failure to
+        prepare or spawn it gives the slots back and fails the trial and its experiment."""
         slots, self._free_slots = self._free_slots[:need], self._free_slots[need:]
         run_id = trial.run_id + 1
+        try:
+            proc = self._start_run(exp, trial, run_id, slots)
+        except Exception as e:  # whatever it is, it must not cost the slots or the engine
+            self._free_slots = sorted(self._free_slots + slots)
+            self._launch_failed(exp, trial, run_id, e)
+            return False
+        self._procs[trial.id] = proc
+        if trial.stop_requested:
+            self._preempt.add(trial.id)
+        self.store.update_trial(
+            trial.id,
+            run_id=run_id,
+            pid=proc.pid,
+            pid_started=proc.started,
+            slots=slots,
+            early_exit=None,
+        )
+        logger.info("trial %d run %d started (pid %d, slots %s)", trial.id, run_id, proc.pid, slots)
+        return True
+
+    def _start_run(
+        self, exp: Experiment, trial: Trial, run_id: int, slots: list[int]
+    ) -> TrialProcess:
+        """Unpack the model definition into a fresh working copy and spawn the run."""
         tdir = self._trial_dir(trial.id)
         workdir = tdir / "model"
         shutil.rmtree(workdir, ignore_errors=True)
@@ -471,7 +498,7 @@ class Engine:
         )
         with open(tdir / "output.log", "ab") as log:
             log.write(f"[trialkit] run {run_id}: {describe_argv(spec.argv)}\n".encode())
-        proc = TrialProcess.spawn(
+        return TrialProcess.spawn(
             trial_id=trial.id,
             experiment_id=exp.id,
             run_id=run_id,
@@ -482,15 +509,31 @@ class Engine:
             exit_file=tdir / f"run-{run_id}.exit",
             log_file=tdir / "output.log",
         )
-        self._procs[trial.id] = proc
-        if trial.stop_requested:
-            self._preempt.add(trial.id)
-        self.store.update_trial(
-            trial.id,
-            run_id=run_id,
-            pid=proc.pid,
-            pid_started=proc.started,
-            slots=slots,
-            early_exit=None,
+
+    def _launch_failed(self, exp: Experiment, trial: Trial, run_id: int, exc: Exception) -> None:
+        """A run that could not even start would fail the same way again (the model definition
+        and config are the experiment's): the trial errors, and so does the experiment."""
+        reason = policy.launch_failure_reason(exc)
+        logger.error("trial %d run %d could not start: %s", trial.id, run_id, reason)
+        self.store.add_logs(
+            trial.id, run_id, [f"[trialkit] run {run_id} could not start: {reason}"]
         )
-        logger.info("trial %d run %d started (pid %d, slots %s)", trial.id, run_id, proc.pid, slots)
+        trial = self.store.update_trial(
+            trial.id,
+            state=TrialState.ERROR,
+            error=reason,
+            pid=None,
+            slots=[],
+            ended_at=time.time(),
+        )
+        drv = self._drivers.get(exp.id)
+        if drv is not None:
+            self._tell_searcher(exp, drv, trial, policy.Outcome.ERROR)
+        exp = self.store.get_experiment(exp.id)
+        if exp.state in _SEARCHING:
+            exp = self.store.update_experiment(
+                exp.id,
+                state=ExperimentState.STOPPING_ERROR,
+                error=f"trial {trial.id} could not start: {reason}",
+            )
+            self._stop_trials(exp)

@@ -95,3 +95,9 @@ def final_experiment_state(
     if searcher_failure or (trial_states and all(s == TrialState.ERROR for s in trial_states)):
         return ExperimentState.ERROR
     return ExperimentState.COMPLETED
+
+
+def launch_failure_reason(exc: BaseException) -> str:
+    """One line saying why a run could not be started."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

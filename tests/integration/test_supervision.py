@@ -1,0 +1,155 @@
+"""Trial supervision on the worst day, with a real master and real processes: runs that cannot
+start, trials that fail after finishing, supervisors killed with SIGKILL, processes that leave
+the trial's group, huge logs, restarts. Each test ends with the experiment in a terminal state
+and says what must (not) be left behind, so the fault suites can reuse them."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import Master, write_script
+
+pytestmark = pytest.mark.integration
+
+TERMINAL = {"COMPLETED", "ERROR", "CANCELED"}
+
+# A Core API trial with knobs (environment variables): trains TOTAL steps, checkpointing every 5
+# and resuming from the latest checkpoint; the rest of the knobs are faults.
+TRIAL = """
+import json, os, subprocess, sys, time
+import trialkit as det
+from trialkit import core
+
+TOTAL = int(os.environ.get("TOTAL", "10"))
+STEP_SECONDS = float(os.environ.get("STEP_SECONDS", "0.01"))
+info = det.get_cluster_info()
+run_id = info.trial.trial_run_id
+if os.environ.get("SETSID_CHILD"):
+    subprocess.Popen(["setsid", "sleep", os.environ["SETSID_CHILD"]])
+if os.environ.get("SILENT_FAIL"):
+    raise RuntimeError(os.environ["SILENT_FAIL"])
+with core.init() as ctx:
+    step = 0
+    if info.latest_checkpoint:
+        with ctx.checkpoint.restore_path(info.latest_checkpoint) as path:
+            step = json.loads((path / "state.json").read_text())["step"]
+    print(f"run {run_id} starts at step {step}", flush=True)
+    while step < TOTAL:
+        time.sleep(STEP_SECONDS)
+        step += 1
+        ctx.train.report_training_metrics(steps_completed=step, metrics={"loss": 1.0 / step})
+        if step % 5 == 0:
+            with ctx.checkpoint.store_path({"steps_completed": step}) as (path, _):
+                (path / "state.json").write_text(json.dumps({"step": step}))
+    ctx.train.report_validation_metrics(steps_completed=step, metrics={"loss": 1.0 / step})
+    print(f"run {run_id} done", flush=True)
+"""
+
+
+def config(name: str = "sup", **env: object) -> dict[str, Any]:
+    return {
+        "name": name,
+        "entrypoint": "python3 trial.py",
+        "searcher": {"name": "single", "metric": "loss"},
+        "max_restarts": env.pop("max_restarts", 5),
+        "environment": {"environment_variables": [f"{k}={v}" for k, v in env.items()]},
+    }
+
+
+@pytest.fixture
+def model_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "model"
+    write_script(d, "trial.py", TRIAL)
+    return d
+
+
+def logs(master: Master, trial_id: int) -> list[str]:
+    out = master.client.request("GET", f"/api/v1/trials/{trial_id}/logs", params={"limit": 10**7})[
+        "logs"
+    ]
+    return [ln["line"] for ln in out]
+
+
+def post_experiment(master: Master, cfg: dict[str, Any], archive: bytes) -> int:
+    """Create an experiment through the REST API, as a client other than the CLI could."""
+    resp = master.client.request(
+        "POST",
+        "/api/v1/experiments",
+        json_body={"config": cfg, "model_def": base64.b64encode(archive).decode()},
+    )
+    return int(resp["experiment"]["id"])
+
+
+def tar_with_absolute_link(model_dir: Path) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        tar.add(model_dir / "trial.py", arcname="trial.py")
+        link = tarfile.TarInfo("data")
+        link.type = tarfile.SYMTYPE
+        link.linkname = "/etc/hostname"
+        tar.addfile(link)
+    return buf.getvalue()
+
+
+def assert_good_experiment_completes(master: Master, model_dir: Path) -> None:
+    exp = master.create(config("good"), model_dir)
+    desc = master.wait_state(exp, TERMINAL, timeout=120)
+    assert desc["experiment"]["state"] == "COMPLETED", desc
+
+
+# Item 2: a run that cannot start --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("archive", ["absolute_link", "not_a_tarball"])
+def test_unlaunchable_trial_fails_its_experiment_and_frees_the_slots(
+    master: Master, model_dir: Path, archive: str
+) -> None:
+    bad = tar_with_absolute_link(model_dir) if archive == "absolute_link" else b"not a tarball"
+    # Two bad experiments would hold both of the master's slots if a failed launch leaked them.
+    for _ in range(2):
+        exp = post_experiment(master, config("bad"), bad)
+        desc = master.wait_state(exp, TERMINAL, timeout=60)
+        assert desc["experiment"]["state"] == "ERROR"
+        error = desc["experiment"]["error"]
+        assert error and "could not start" in error, error
+        [trial] = desc["trials"]
+        assert trial["state"] == "ERROR" and trial["pid"] is None
+        want = "absolute path" if archive == "absolute_link" else "cannot be unpacked"
+        assert want in trial["error"], trial["error"]
+    assert_good_experiment_completes(master, model_dir)
+
+
+def test_dry_run_refuses_a_link_out_of_the_model_directory(
+    master: Master, model_dir: Path, tmp_path: Path
+) -> None:
+    (model_dir / "data").symlink_to("/etc/hostname")
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps(config()))
+    for extra in (["--dry-run"], []):
+        proc = master.cli("experiment", "create", str(cfg), str(model_dir), *extra, check=False)
+        assert proc.returncode != 0
+        assert "'data' is a symlink to the absolute path '/etc/hostname'" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert master.client.request("GET", "/api/v1/experiments")["experiments"] == []
+
+
+def test_config_too_big_for_a_trial_environment_is_refused_at_create(
+    master: Master, model_dir: Path, tmp_path: Path
+) -> None:
+    cfg = config()
+    cfg["hyperparameters"] = {"blob": {"type": "const", "val": "x" * 140_000}}
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(cfg))
+    proc = master.cli("experiment", "create", str(path), str(model_dir), check=False)
+    assert proc.returncode != 0
+    assert "over the 128 KiB" in proc.stderr and "DET_EXPERIMENT_CONFIG" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert master.client.request("GET", "/api/v1/experiments")["experiments"] == []
+    assert_good_experiment_completes(master, model_dir)
