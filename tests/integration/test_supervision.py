@@ -153,3 +153,80 @@ def test_config_too_big_for_a_trial_environment_is_refused_at_create(
     assert "Traceback" not in proc.stderr
     assert master.client.request("GET", "/api/v1/experiments")["experiments"] == []
     assert_good_experiment_completes(master, model_dir)
+
+
+# Item 3: a failure after the last report_completed --------------------------------------------
+
+OP_TRIAL = """
+import sys
+from trialkit import core
+
+with core.init() as ctx:
+    for op in ctx.searcher.operations():
+        for step in range(1, op.length + 1):
+            ctx.train.report_training_metrics(steps_completed=step, metrics={"loss": 1 / step})
+        op.report_completed(1.0 / op.length)
+print("all ops done; now failing in teardown", flush=True)
+sys.exit(3)
+"""
+
+
+def test_trial_failing_after_its_last_op_completed_ends_the_experiment(
+    master: Master, tmp_path: Path
+) -> None:
+    d = tmp_path / "ops"
+    write_script(d, "trial.py", OP_TRIAL)
+    cfg = config("after-op")
+    cfg["searcher"] = {"name": "single", "metric": "loss", "max_length": {"batches": 5}}
+    exp = master.create(cfg, d)
+    desc = master.wait_state(exp, TERMINAL, timeout=60)
+    assert desc["experiment"]["state"] == "COMPLETED", desc
+    [trial] = desc["trials"]
+    assert trial["state"] == "COMPLETED" and trial["restarts"] == 0 and trial["pid"] is None
+    assert trial["error"].startswith("exit code 3; last output: all ops done"), trial["error"]
+
+
+# Item 15 / issue 13 item 1 and 5: reasons recorded, restarts backed off -------------------------
+
+RAISING_TRIAL = """
+from trialkit import core
+import trialkit as det
+
+run_id = det.get_cluster_info().trial.trial_run_id
+with core.init() as ctx:
+    print(f"run {run_id} starts", flush=True)
+    ctx.train.report_training_metrics(steps_completed=run_id, metrics={"loss": 1.0})
+    raise ValueError(f"boom")
+"""
+
+
+def test_failed_trial_and_experiment_carry_the_reason_and_restarts_back_off(
+    master: Master, tmp_path: Path
+) -> None:
+    d = tmp_path / "raise"
+    write_script(d, "trial.py", RAISING_TRIAL)
+    exp = master.create(config("raise", max_restarts=2), d)
+    desc = master.wait_state(exp, TERMINAL, timeout=90)
+    assert desc["experiment"]["state"] == "ERROR"
+    assert desc["experiment"]["error"] == "trial 1 failed: ValueError: boom (restarted 2 times)"
+    [trial] = desc["trials"]
+    assert trial["state"] == "ERROR" and trial["error"] == "ValueError: boom"
+    out = master.client.request("GET", f"/api/v1/trials/{trial['id']}/logs")["logs"]
+    starts = [ln["ts"] for ln in out if ln["line"].startswith("run ") and "starts" in ln["line"]]
+    assert len(starts) == 3
+    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    assert gaps[0] >= 1.0 and gaps[1] >= 2.0, gaps  # 1 s, then 2 s of back-off
+
+
+def test_a_trial_failing_twice_the_same_way_before_reporting_is_not_restarted_again(
+    master: Master, model_dir: Path
+) -> None:
+    exp = master.create(config("silent", SILENT_FAIL="no data at /nowhere"), model_dir)
+    desc = master.wait_state(exp, TERMINAL, timeout=60)
+    assert desc["experiment"]["state"] == "ERROR"
+    [trial] = desc["trials"]
+    assert trial["state"] == "ERROR" and trial["restarts"] == 1 and trial["run_id"] == 2
+    assert trial["error"] == (
+        "RuntimeError: no data at /nowhere (twice in a row before reporting anything)"
+    )
+    assert desc["experiment"]["error"].startswith("trial 1 failed: RuntimeError: no data")

@@ -63,6 +63,10 @@ class Engine:
         self.lock = threading.RLock()
         self._procs: dict[int, TrialProcess] = {}
         self._preempt: set[int] = set()
+        #: trial id -> monotonic time before which a failed trial is not restarted (back-off).
+        self._restart_at: dict[int, float] = {}
+        #: trial id -> (run id, reason) of its last run that failed before reporting anything.
+        self._silent_failures: dict[int, tuple[int, str]] = {}
         self._drivers: dict[int, SearcherDriver] = {}
         self._free_slots = list(range(settings.slots))
         self._stop = threading.Event()
@@ -336,7 +340,10 @@ class Engine:
         for t in self._live_trials(exp.id):
             self.store.update_trial(t.id, state=TrialState.CANCELED, ended_at=time.time())
         progress = 1.0 if state == ExperimentState.COMPLETED else exp.progress
-        self.store.update_experiment(exp.id, state=state, ended_at=time.time(), progress=progress)
+        fields: dict[str, Any] = {"state": state, "ended_at": time.time(), "progress": progress}
+        if state == ExperimentState.ERROR and not exp.error:
+            fields["error"] = policy.experiment_error(self.store.list_trials(exp.id))
+        self.store.update_experiment(exp.id, **fields)
         self._drivers.pop(exp.id, None)
         logger.info("experiment %d: %s", exp.id, state.value)
 
@@ -356,6 +363,7 @@ class Engine:
         lines, offset = proc.read_new_lines(proc.log_offset, final=final)
         if lines:
             self.store.add_logs(proc.trial_id, proc.run_id, lines)
+            proc.recent_lines.extend(lines)
         if offset != proc.log_offset:
             proc.log_offset = offset
             self.store.update_trial(proc.trial_id, log_offset=offset)
@@ -372,6 +380,13 @@ class Engine:
             if drv
             else ("0.37" if exp.config["searcher"].get("max_length") else "0.38")
         )
+        failure = (
+            policy.failure_reason(code, list(proc.recent_lines), proc.supervisor_lost)
+            if code != 0
+            else None
+        )
+        reported = self._run_reported(trial.id, proc.run_id)
+        silent = self._silent_failures.pop(trial.id, None)
         facts = policy.ExitFacts(
             exit_code=code,
             acked=trial.acked_run_id == proc.run_id,
@@ -383,6 +398,9 @@ class Engine:
             stop_requested=trial.stop_requested,
             restarts=trial.restarts,
             max_restarts=int(exp.config.get("max_restarts", 5)),
+            reported=reported,
+            failure=failure,
+            previous_silent_failure=silent[1] if silent and silent[0] == proc.run_id - 1 else None,
         )
         outcome = policy.on_exit(facts)
         logger.info(
@@ -395,13 +413,30 @@ class Engine:
             "slots": [],
             "state": policy.trial_state_for(outcome),
         }
+        if failure is not None and outcome not in (policy.Outcome.CANCELED, policy.Outcome.PAUSED):
+            updates["error"] = failure
+            if not reported:
+                self._silent_failures[trial.id] = (proc.run_id, failure)
+            if outcome == policy.Outcome.ERROR and policy.repeats_silent_failure(facts):
+                updates["error"] = f"{failure} (twice in a row before reporting anything)"
         if outcome == policy.Outcome.RESTART:
             updates["restarts"] = trial.restarts + 1
+            delay = policy.restart_delay(trial.restarts)
+            self._restart_at[trial.id] = time.monotonic() + delay
+            logger.info("trial %d: restarting in %.0f s (%s)", trial.id, delay, failure)
         if policy.trial_state_for(outcome).terminal:
             updates["ended_at"] = time.time()
         trial = self.store.update_trial(trial.id, **updates)
         if drv is not None:
             self._tell_searcher(exp, drv, trial, outcome)
+
+    def _run_reported(self, trial_id: int, run_id: int) -> bool:
+        """Whether run ``run_id`` of the trial reported a metric or a checkpoint."""
+        for group in ("training", "validation"):
+            m = self.store.latest_metrics(trial_id, group)
+            if m is not None and m.run_id == run_id:
+                return True
+        return any(c.run_id == run_id for c in self.store.list_checkpoints(trial_id=trial_id))
 
     def _tell_searcher(
         self, exp: Experiment, drv: SearcherDriver, trial: Trial, outcome: policy.Outcome
@@ -435,6 +470,9 @@ class Engine:
                     t.state, exp.state, drv.generation, t.op_complete, t.stop_requested
                 ):
                     continue
+                if self._restart_at.get(t.id, 0.0) > time.monotonic():
+                    continue  # backing off after a failure
+                self._restart_at.pop(t.id, None)
                 if len(self._free_slots) < need:
                     return
                 if not self._launch(exp, t, need):

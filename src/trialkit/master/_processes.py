@@ -6,7 +6,8 @@ import os
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
@@ -30,6 +31,10 @@ class TrialProcess:
     preempt_sent_at: float | None = None
     term_sent_at: float | None = None
     kill_sent: bool = False
+    #: The run's last log lines, for the failure reason.
+    recent_lines: deque[str] = field(default_factory=lambda: deque(maxlen=200))
+    #: Set when the supervisor died without recording an exit code (it was killed).
+    supervisor_lost: bool = False
 
     @classmethod
     def spawn(
@@ -86,6 +91,7 @@ class TrialProcess:
         try:
             return int(self.exit_file.read_text().strip())
         except (OSError, ValueError):
+            self.supervisor_lost = True
             return -int(signal.SIGKILL)
 
     def signal_group(self, sig: signal.Signals) -> None:
