@@ -8,10 +8,13 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
+import signal
 import tarfile
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from .conftest import Master, write_script
@@ -32,7 +35,8 @@ STEP_SECONDS = float(os.environ.get("STEP_SECONDS", "0.01"))
 info = det.get_cluster_info()
 run_id = info.trial.trial_run_id
 if os.environ.get("SETSID_CHILD"):
-    subprocess.Popen(["setsid", "sleep", os.environ["SETSID_CHILD"]])
+    child = subprocess.Popen(["setsid", "sleep", os.environ["SETSID_CHILD"]])
+    print(f"setsid child {child.pid}", flush=True)
 if os.environ.get("SILENT_FAIL"):
     raise RuntimeError(os.environ["SILENT_FAIL"])
 with core.init() as ctx:
@@ -230,3 +234,107 @@ def test_a_trial_failing_twice_the_same_way_before_reporting_is_not_restarted_ag
         "RuntimeError: no data at /nowhere (twice in a row before reporting anything)"
     )
     assert desc["experiment"]["error"].startswith("trial 1 failed: RuntimeError: no data")
+
+
+# Item 4: the supervisor killed ---------------------------------------------------------------
+
+
+def alive(procs: list[psutil.Process]) -> list[psutil.Process]:
+    """Those of ``procs`` still running (same pid and start time, not a zombie)."""
+    out = []
+    for p in procs:
+        try:
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except psutil.Error:
+            pass
+    return out
+
+
+def metrics(master: Master, trial_id: int, group: str) -> list[dict[str, Any]]:
+    path = f"/api/v1/trials/{trial_id}/metrics"
+    return master.client.request("GET", path, params={"group": group})["metrics"]  # type: ignore[no-any-return]
+
+
+def test_killing_the_supervisor_stops_the_whole_run_before_the_restart(
+    master: Master, model_dir: Path
+) -> None:
+    exp = master.create(config("sup-kill", TOTAL=60, STEP_SECONDS=0.05), model_dir)
+    master.wait_for(lambda: len(metrics(master, 1, "training")) >= 8, what="a checkpoint")
+    supervisor = psutil.Process(master.describe(exp)["trials"][0]["pid"])
+    run1 = supervisor.children(recursive=True)
+    assert run1, "the trial runs under its supervisor"
+    os.kill(supervisor.pid, signal.SIGKILL)
+    master.wait_for(lambda: master.describe(exp)["trials"][0]["run_id"] == 2, what="restart")
+    assert alive(run1) == [], "processes of the old run survive beside the restarted one"
+    desc = master.wait_state(exp, TERMINAL, timeout=120)
+    assert desc["experiment"]["state"] == "COMPLETED", desc
+    [trial] = desc["trials"]
+    assert trial["restarts"] == 1 and trial["run_id"] == 2
+    assert trial["error"].startswith("its supervisor was killed"), trial["error"]
+    training = metrics(master, 1, "training")
+    first_run2 = min(m["reported_at"] for m in training if m["run_id"] == 2)
+    assert all(m["reported_at"] < first_run2 for m in training if m["run_id"] == 1)
+    run2_steps = sorted(m["steps_completed"] for m in training if m["run_id"] == 2)
+    assert run2_steps == list(range(run2_steps[0], 61)) and run2_steps[0] % 5 == 1
+    [validation] = metrics(master, 1, "validation")
+    assert validation["steps_completed"] == 60 and validation["run_id"] == 2
+    assert not any(ln.startswith("run 1 done") for ln in logs(master, 1))
+
+
+# Item 13: processes that left the trial's process group --------------------------------------
+
+
+def test_kill_stops_processes_that_left_the_process_group(master: Master, model_dir: Path) -> None:
+    exp = master.create(
+        config("setsid", TOTAL=100_000, STEP_SECONDS=0.05, SETSID_CHILD=600), model_dir
+    )
+    master.wait_for(
+        lambda: any(ln.startswith("setsid child ") for ln in logs(master, 1)), what="the child"
+    )
+    [line] = [ln for ln in logs(master, 1) if ln.startswith("setsid child ")]
+    child = psutil.Process(int(line.split()[-1]))
+    assert (
+        child.name() == "sleep"
+        and os.getpgid(child.pid) != master.describe(exp)["trials"][0]["pid"]
+    )
+    master.cli("experiment", "kill", str(exp))
+    desc = master.wait_state(exp, TERMINAL, timeout=60)
+    assert desc["experiment"]["state"] == "CANCELED"
+    master.wait_for(lambda: not alive([child]), timeout=10, what="the setsid child to go")
+
+
+# Item 6: the whole log, however long -----------------------------------------------------------
+
+LOUD_TRIAL = """
+import os, sys
+n = int(os.environ["LINES"])
+sys.stdout.write("".join(f"line {i:09d} " + "x" * 50 + "\\n" for i in range(n)))
+sys.stdout.flush()
+raise ValueError(f"after {n} lines")
+"""
+
+
+def _check_whole_log_is_stored(master: Master, tmp_path: Path, lines: int) -> None:
+    d = tmp_path / "loud"
+    write_script(d, "trial.py", LOUD_TRIAL)
+    exp = master.create(config("loud", LINES=lines, max_restarts=0), d)
+    desc = master.wait_state(exp, TERMINAL, timeout=300)
+    assert desc["trials"][0]["error"] == f"ValueError: after {lines} lines"
+    got = logs(master, 1)
+    printed = [ln for ln in got if ln.startswith("line ")]
+    assert len(printed) == lines
+    assert printed[-1].startswith(f"line {lines - 1:09d} ")
+    assert got[-1] == f"ValueError: after {lines} lines"
+    assert "Traceback (most recent call last):" in got
+
+
+def test_a_long_log_is_stored_whole_with_its_final_traceback(
+    master: Master, tmp_path: Path
+) -> None:
+    _check_whole_log_is_stored(master, tmp_path, 200_000)
+
+
+@pytest.mark.slow
+def test_a_million_line_log_is_stored_whole(master: Master, tmp_path: Path) -> None:
+    _check_whole_log_is_stored(master, tmp_path, 1_000_001)

@@ -18,7 +18,7 @@ from ..searcher import ExitedReason, SearcherError
 from ..store import Experiment, ExperimentState, Store, Trial, TrialState
 from . import _policies as policy
 from ._launch import build_launch, describe_argv
-from ._processes import TrialProcess
+from ._processes import TrialProcess, run_tag
 from ._searcher_driver import SearcherDriver
 
 logger = logging.getLogger("trialkit.master")
@@ -133,6 +133,7 @@ class Engine:
                     trial.pid_started or 0.0,
                     d / f"run-{trial.run_id}.exit",
                     d / "output.log",
+                    run_tag(self.settings.home, trial.id, trial.run_id),
                     trial.log_offset,
                 )
                 self._procs[trial.id] = proc
@@ -348,25 +349,30 @@ class Engine:
         logger.info("experiment %d: %s", exp.id, state.value)
 
     def _reap_and_tail(self) -> bool:
-        """Tail every trial's log and handle the processes that exited; whether any did."""
+        """Tail every trial's log and handle the runs that ended; whether any did. A run is
+        handled once its processes are all gone and its whole log is stored, which for a long
+        log takes a few ticks (a chunk each, so the engine is never held up for long)."""
         exited = False
         for trial_id, proc in list(self._procs.items()):
-            alive = proc.alive()
-            self._tail(proc, final=not alive)
-            if not alive:
+            if not proc.ended:
+                proc.ended = proc.finished()
+            drained = self._tail(proc, final=proc.ended)
+            if proc.ended and drained:
                 del self._procs[trial_id]
                 self._on_exit(proc)
                 exited = True
         return exited
 
-    def _tail(self, proc: TrialProcess, final: bool) -> None:
-        lines, offset = proc.read_new_lines(proc.log_offset, final=final)
+    def _tail(self, proc: TrialProcess, final: bool) -> bool:
+        """Store the next chunk of the run's log; whether the end of the log was reached."""
+        lines, offset, at_end = proc.read_chunk(proc.log_offset, final=final)
         if lines:
             self.store.add_logs(proc.trial_id, proc.run_id, lines)
             proc.recent_lines.extend(lines)
         if offset != proc.log_offset:
             proc.log_offset = offset
             self.store.update_trial(proc.trial_id, log_offset=offset)
+        return at_end
 
     def _on_exit(self, proc: TrialProcess) -> None:
         code = proc.exit_code()
@@ -381,7 +387,9 @@ class Engine:
             else ("0.37" if exp.config["searcher"].get("max_length") else "0.38")
         )
         failure = (
-            policy.failure_reason(code, list(proc.recent_lines), proc.supervisor_lost)
+            policy.failure_reason(
+                code, list(proc.recent_lines), proc.supervisor_lost and not proc.kill_sent
+            )
             if code != 0
             else None
         )
@@ -546,6 +554,7 @@ class Engine:
             cwd=workdir,
             exit_file=tdir / f"run-{run_id}.exit",
             log_file=tdir / "output.log",
+            tag=run_tag(self.settings.home, trial.id, run_id),
         )
 
     def _launch_failed(self, exp: Experiment, trial: Trial, run_id: int, exc: Exception) -> None:
