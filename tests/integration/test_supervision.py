@@ -49,6 +49,8 @@ with core.init() as ctx:
         time.sleep(STEP_SECONDS)
         step += 1
         ctx.train.report_training_metrics(steps_completed=step, metrics={"loss": 1.0 / step})
+        if run_id == 1 and step == int(os.environ.get("CRASH_AT", "0")):
+            sys.exit(3)
         if step % 5 == 0:
             with ctx.checkpoint.store_path({"steps_completed": step}) as (path, _):
                 (path / "state.json").write_text(json.dumps({"step": step}))
@@ -338,3 +340,23 @@ def test_a_long_log_is_stored_whole_with_its_final_traceback(
 @pytest.mark.slow
 def test_a_million_line_log_is_stored_whole(master: Master, tmp_path: Path) -> None:
     _check_whole_log_is_stored(master, tmp_path, 1_000_001)
+
+
+# Item 7: a relative checkpoint host_path ---------------------------------------------------------
+
+
+def test_relative_host_path_is_under_the_master_home_and_survives_a_restart(
+    master: Master, model_dir: Path
+) -> None:
+    cfg = config("relative", TOTAL=12, CRASH_AT=8)
+    cfg["checkpoint_storage"] = {"type": "shared_fs", "host_path": "my-ckpts"}
+    exp = master.create(cfg, model_dir)
+    desc = master.wait_state(exp, TERMINAL, timeout=90)
+    assert desc["experiment"]["state"] == "COMPLETED", desc
+    [trial] = desc["trials"]
+    assert trial["restarts"] == 1
+    assert "run 2 starts at step 5" in logs(master, trial["id"])
+    storage = desc["experiment"]["config"]["checkpoint_storage"]
+    assert storage["host_path"] == str(master.home / "my-ckpts")
+    latest = desc["trials"][0]["latest_checkpoint"]
+    assert (master.home / "my-ckpts" / latest / "state.json").is_file()

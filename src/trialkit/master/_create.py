@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,18 @@ def _check_runnable(config: dict[str, Any], slots: int) -> list[str]:
     return errors
 
 
+def _anchor_relative_storage(config: dict[str, Any], home: Path) -> None:
+    """A relative shared_fs host_path (or directory container_path) is taken relative to the
+    master's home, fixed here once: a trial runs in a working copy deleted on relaunch, so a
+    path relative to it would lose every checkpoint at the first restart."""
+    storage = config.get("checkpoint_storage") or {}
+    key = {"shared_fs": "host_path", "directory": "container_path"}.get(storage.get("type"))
+    if key and storage.get(key):
+        path = Path(os.path.expanduser(str(storage[key])))
+        if not path.is_absolute():
+            storage[key] = str(home / path)
+
+
 def prepare_experiment(
     raw: dict[str, Any], slots: int, home: Path
 ) -> tuple[dict[str, Any], list[str]]:
@@ -91,6 +104,7 @@ def prepare_experiment(
         checkpoint_storage=default_checkpoint_storage(home),
     )
     config = cfg.as_dict()
+    _anchor_relative_storage(config, home)
     errors = _check_runnable(config, slots) + _check_env_sizes(config)
     try:
         build(config["checkpoint_storage"])
