@@ -87,7 +87,7 @@ def _anchor_relative_storage(config: dict[str, Any], home: Path) -> None:
     master's home, fixed here once: a trial runs in a working copy deleted on relaunch, so a
     path relative to it would lose every checkpoint at the first restart."""
     storage = config.get("checkpoint_storage") or {}
-    key = {"shared_fs": "host_path", "directory": "container_path"}.get(storage.get("type"))
+    key = {"shared_fs": "host_path", "directory": "container_path"}.get(str(storage.get("type")))
     if key and storage.get(key):
         path = Path(os.path.expanduser(str(storage[key])))
         if not path.is_absolute():
