@@ -54,6 +54,9 @@ with core.init() as ctx:
         if step % 5 == 0:
             with ctx.checkpoint.store_path({"steps_completed": step}) as (path, _):
                 (path / "state.json").write_text(json.dumps({"step": step}))
+                if run_id == 1 and step == int(os.environ.get("HANG_IN_CHECKPOINT_AT", "0")):
+                    print("writing checkpoint", flush=True)
+                    time.sleep(600)
     ctx.train.report_validation_metrics(steps_completed=step, metrics={"loss": 1.0 / step})
     print(f"run {run_id} done", flush=True)
 """
@@ -77,10 +80,20 @@ def model_dir(tmp_path: Path) -> Path:
 
 
 def logs(master: Master, trial_id: int) -> list[str]:
-    out = master.client.request("GET", f"/api/v1/trials/{trial_id}/logs", params={"limit": 10**7})[
-        "logs"
-    ]
-    return [ln["line"] for ln in out]
+    """Every stored log line of the trial, fetched a page at a time."""
+    lines: list[str] = []
+    after = 0
+    while True:
+        page = master.client.request(
+            "GET",
+            f"/api/v1/trials/{trial_id}/logs",
+            params={"after_id": after, "limit": 50_000},
+            timeout=120,
+        )["logs"]
+        if not page:
+            return lines
+        lines.extend(ln["line"] for ln in page)
+        after = page[-1]["id"]
 
 
 def post_experiment(master: Master, cfg: dict[str, Any], archive: bytes) -> int:
@@ -360,3 +373,28 @@ def test_relative_host_path_is_under_the_master_home_and_survives_a_restart(
     assert storage["host_path"] == str(master.home / "my-ckpts")
     latest = desc["trials"][0]["latest_checkpoint"]
     assert (master.home / "my-ckpts" / latest / "state.json").is_file()
+
+
+# Item 12: leftovers of a run killed mid-save ------------------------------------------------------
+
+
+def test_partial_checkpoint_of_a_run_killed_mid_save_is_removed_at_relaunch(
+    master: Master, model_dir: Path
+) -> None:
+    exp = master.create(config("mid-save", TOTAL=12, HANG_IN_CHECKPOINT_AT=5), model_dir)
+    master.wait_for(lambda: "writing checkpoint" in logs(master, 1), what="a checkpoint save")
+    base = master.home / "checkpoints"
+    assert [p for p in base.iterdir() if p.name.endswith(".partial")]
+    supervisor = psutil.Process(master.describe(exp)["trials"][0]["pid"])
+    trial_procs = [
+        p for p in supervisor.children(recursive=True) if "trial.py" in " ".join(p.cmdline())
+    ]
+    assert trial_procs
+    for p in trial_procs:
+        p.kill()
+    desc = master.wait_state(exp, TERMINAL, timeout=90)
+    assert desc["experiment"]["state"] == "COMPLETED", desc
+    assert desc["trials"][0]["restarts"] == 1
+    assert sorted(p.name for p in base.iterdir()) == sorted(
+        c["uuid"] for c in desc["checkpoints"]
+    ), "a partial (or unregistered) checkpoint directory was left in storage"

@@ -15,6 +15,7 @@ from typing import Any
 
 from .. import _modeldir
 from ..searcher import ExitedReason, SearcherError
+from ..storage import build as build_storage
 from ..store import Experiment, ExperimentState, Store, Trial, TrialState
 from . import _policies as policy
 from ._launch import build_launch, describe_argv
@@ -121,6 +122,7 @@ class Engine:
             if exp.unmanaged:
                 continue
             self._searcher_guard(exp, lambda exp=exp: self._driver(exp))
+            self._remove_stale_partials(exp)
             for trial in self.store.list_trials(exp.id):
                 if trial.pid is None or trial.state.terminal:
                     continue
@@ -526,6 +528,7 @@ class Engine:
             _modeldir.unpack(archive, workdir)
         else:
             workdir.mkdir(parents=True, exist_ok=True)
+        self._remove_stale_partials(exp)  # e.g. this trial's previous run, killed mid-save
         latest = self.store.latest_checkpoint(trial.id)
         spec = build_launch(
             experiment=exp,
@@ -556,6 +559,17 @@ class Engine:
             log_file=tdir / "output.log",
             tag=run_tag(self.settings.home, trial.id, run_id),
         )
+
+    def _remove_stale_partials(self, exp: Experiment) -> None:
+        """Delete checkpoint directories that runs killed mid-save left half-written in the
+        experiment's storage (never one a live process is writing)."""
+        try:
+            removed = build_storage(exp.config["checkpoint_storage"]).remove_stale_partials()
+        except Exception as e:  # a cleanup must never stop a launch
+            logger.warning("experiment %d: partial checkpoints not cleaned: %s", exp.id, e)
+            return
+        for path in removed:
+            logger.info("experiment %d: removed partial checkpoint %s", exp.id, path)
 
     def _launch_failed(self, exp: Experiment, trial: Trial, run_id: int, exc: Exception) -> None:
         """A run that could not even start would fail the same way again (the model definition
