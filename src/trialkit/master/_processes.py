@@ -26,6 +26,13 @@ RUN_TAG_ENV = "TRIALKIT_TRIAL_RUN"
 LOG_CHUNK = 4 * 2**20
 
 
+def _tag_of(p: psutil.Process) -> str | None:
+    try:
+        return p.environ().get(RUN_TAG_ENV)
+    except (psutil.ZombieProcess, psutil.AccessDenied):
+        return None  # a zombie's environment is gone (its group still says whose it is)
+
+
 def run_tag(home: Path, trial_id: int, run_id: int) -> str:
     """The tag of one run of a trial of the master at ``home`` (unique on this machine)."""
     return f"{home}:{trial_id}:{run_id}"
@@ -99,26 +106,26 @@ class TrialProcess:
     def finished(self) -> bool:
         """Whether the run is over. A supervisor that died before the run's processes (it was
         killed) leaves them unsupervised: they are killed here, and the run is over once they
-        are gone, so a relaunch never runs beside them."""
+        are gone (zombies reaped too), so a relaunch never runs beside them."""
         if self.alive():
             return False
-        left = self.leftovers()
+        left = self.leftovers(zombies=True)
         for p in left:
             with contextlib.suppress(psutil.Error):
                 p.kill()
         return not left
 
-    def leftovers(self) -> list[psutil.Process]:
-        """Live processes of this run: its process group, and anything carrying its tag."""
+    def leftovers(self, *, zombies: bool = False) -> list[psutil.Process]:
+        """Processes of this run: its process group, and anything carrying its tag."""
         found = []
         me = os.getpid()
         for p in psutil.process_iter(["pid"]):
             if p.pid == me:
                 continue
             with contextlib.suppress(psutil.Error, OSError):
-                if p.status() == psutil.STATUS_ZOMBIE:
+                if not zombies and p.status() == psutil.STATUS_ZOMBIE:
                     continue
-                if self._in_group(p) or p.environ().get(RUN_TAG_ENV) == self.tag:
+                if self._in_group(p) or _tag_of(p) == self.tag:
                     found.append(p)
         return found
 
