@@ -400,3 +400,18 @@ def test_partial_checkpoint_of_a_run_killed_mid_save_is_removed_at_relaunch(
     assert sorted(p.name for p in base.iterdir()) == sorted(
         c["uuid"] for c in desc["checkpoints"]
     ), "a partial (or unregistered) checkpoint directory was left in storage"
+
+
+def test_a_missing_entrypoint_fails_after_two_runs_with_the_reason(
+    master: Master, model_dir: Path
+) -> None:
+    cfg = config("missing")
+    cfg["entrypoint"] = "python3 missing.py"
+    exp = master.create(cfg, model_dir)
+    desc = master.wait_state(exp, TERMINAL, timeout=60)
+    assert desc["experiment"]["state"] == "ERROR"
+    [trial] = desc["trials"]
+    assert trial["run_id"] == 2 and trial["restarts"] == 1
+    assert trial["error"].startswith("exit code 2; last output: "), trial["error"]
+    assert "missing.py" in trial["error"] and "No such file" in trial["error"]
+    assert trial["error"].endswith("(twice in a row before reporting anything)")
