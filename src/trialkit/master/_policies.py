@@ -96,14 +96,14 @@ _OWN_LINES = "[trialkit] "  # lines the master itself writes into a trial's log
 
 
 def failure_reason(exit_code: int, last_lines: Sequence[str], supervisor_lost: bool = False) -> str:
-    """Why a run failed, in one line: the exception line of the last Python traceback it
-    printed, else its exit code or signal and its last few log lines."""
+    """Why a run failed, in one line: its supervisor killed, else the exception line of the
+    last Python traceback it printed, else its exit code or signal and last few log lines."""
+    if supervisor_lost:
+        return "its supervisor was killed (the run's processes were stopped)"
     exception = _last_exception_line(last_lines)
     if exception is not None:
         return exception[: _REASON_LINE_CHARS * 2]
-    if supervisor_lost:
-        how = "its supervisor was killed (the run's processes were stopped)"
-    elif exit_code < 0:
+    if exit_code < 0:
         try:
             how = f"killed by signal {signal.Signals(-exit_code).name}"
         except ValueError:
