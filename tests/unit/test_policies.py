@@ -150,7 +150,8 @@ def test_failure_reason_without_traceback_is_exit_code_or_signal_and_last_lines(
     lines = ["a", "", "b", "c", "d"]
     assert failure_reason(3, lines) == "exit code 3; last output: b | c | d"
     assert failure_reason(-9, []) == "killed by signal SIGKILL"
-    assert failure_reason(-9, ["x"], supervisor_lost=True).startswith("its supervisor was killed")
+    lost = failure_reason(-9, ["Traceback (most recent call last):", "E: x"], supervisor_lost=True)
+    assert lost == "its supervisor was killed (the run's processes were stopped)"
 
 
 def test_experiment_error_names_the_first_failed_trial() -> None:
