@@ -123,8 +123,12 @@ class TrialProcess:
             if p.pid == me:
                 continue
             with contextlib.suppress(psutil.Error, OSError):
-                if not zombies and p.status() == psutil.STATUS_ZOMBIE:
-                    continue
+                if p.status() == psutil.STATUS_ZOMBIE:
+                    if not zombies:
+                        continue
+                    if p.ppid() == me:  # e.g. an adopted supervisor started by this process
+                        os.waitpid(p.pid, os.WNOHANG)
+                        continue
                 if self._in_group(p) or _tag_of(p) == self.tag:
                     found.append(p)
         return found
