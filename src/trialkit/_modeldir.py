@@ -7,6 +7,7 @@ import io
 import os
 import re
 import tarfile
+import zlib
 from pathlib import Path
 
 #: Determined's limit on a model definition; larger directories usually hold data by mistake.
@@ -73,6 +74,27 @@ def _ignored(rel: str, is_dir: bool, patterns: list[str]) -> bool:
     return ignored
 
 
+def _check_link(root: Path, link: Path, rel: str) -> None:
+    """A symlink may only point inside the model directory (it is packed as a link, and a link
+    out of the trial's working copy would not exist, or be someone else's file, on unpack)."""
+    target = os.readlink(link)
+    if os.path.isabs(target):
+        raise ModelDirError(
+            f"model directory: {rel!r} is a symlink to the absolute path {target!r}; "
+            "copy the file into the model directory or use a relative link inside it"
+        )
+    resolved = (link.parent / target).resolve()
+    if not resolved.is_relative_to(root.resolve()):
+        raise ModelDirError(
+            f"model directory: {rel!r} is a symlink to {target!r}, outside the model directory; "
+            "copy the file into the model directory instead"
+        )
+    if not resolved.exists():
+        raise ModelDirError(
+            f"model directory: {rel!r} is a dangling symlink (to {target!r}); remove or fix it"
+        )
+
+
 def pack(model_dir: str | os.PathLike[str], limit: int = MAX_MODEL_DEF_BYTES) -> bytes:
     """A gzipped tar of the model directory, without ignored files; ModelDirError if too big."""
     root = Path(model_dir)
@@ -90,8 +112,15 @@ def pack(model_dir: str | os.PathLike[str], limit: int = MAX_MODEL_DEF_BYTES) ->
             if _ignored(rel, False, patterns):
                 continue
             path = Path(dirpath) / f
+            if path.is_symlink():
+                _check_link(root, path, rel)
             total += path.stat().st_size
             files.append((path, rel))
+        for d in dirnames:
+            if (Path(dirpath) / d).is_symlink():
+                # os.walk does not descend into linked directories: pack the link itself.
+                _check_link(root, Path(dirpath) / d, prefix + d)
+                files.append((Path(dirpath) / d, prefix + d))
     if total > limit:
         biggest = sorted(files, key=lambda pr: pr[0].stat().st_size, reverse=True)[:3]
         names = ", ".join(f"{rel} ({p.stat().st_size / 2**20:.1f} MiB)" for p, rel in biggest)
@@ -108,10 +137,15 @@ def pack(model_dir: str | os.PathLike[str], limit: int = MAX_MODEL_DEF_BYTES) ->
 
 
 def unpack(archive: bytes, dest: str | os.PathLike[str]) -> None:
-    """Extract a packed model directory into ``dest`` (created if missing)."""
+    """Extract a packed model directory into ``dest`` (created if missing). Tarfile's "data"
+    filter refuses absolute paths, ``..`` and links leading outside ``dest``; anything that is
+    not a readable gzipped tar, or holds such a member, is a ModelDirError."""
     Path(dest).mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
-        tar.extractall(dest, filter="data")
+    try:
+        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+            tar.extractall(dest, filter="data")
+    except (tarfile.TarError, EOFError, zlib.error) as e:
+        raise ModelDirError(f"model definition cannot be unpacked: {e}") from e
 
 
 class ArchiveFiles:
@@ -139,7 +173,7 @@ class ArchiveFiles:
         """The archive's files, or None when it is not a packed model directory."""
         try:
             return cls(archive)
-        except (tarfile.TarError, OSError, EOFError):
+        except (tarfile.TarError, OSError, EOFError, zlib.error):
             return None
 
     def exists(self, rel: str) -> bool:

@@ -144,6 +144,72 @@ def test_unpack_refuses_paths_outside_the_destination(tmp_path: Path) -> None:
         info = tarfile.TarInfo("../escape.txt")
         info.size = 1
         tar.addfile(info, io.BytesIO(b"!"))
-    with pytest.raises(tarfile.TarError):
+    with pytest.raises(ModelDirError, match="outside the destination"):
         unpack(buf.getvalue(), tmp_path / "dest")
     assert not (tmp_path / "escape.txt").exists()
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("/etc/hostname", "symlink to the absolute path '/etc/hostname'"),
+        ("../outside.txt", "outside the model directory"),
+        ("missing.txt", "dangling symlink"),
+    ],
+)
+def test_pack_refuses_links_that_would_not_resolve_inside_the_copy(
+    tmp_path: Path, target: str, message: str
+) -> None:
+    write(tmp_path, "outside.txt")
+    root = tmp_path / "model"
+    write(root, "train.py")
+    (root / "data").symlink_to(target)
+    with pytest.raises(ModelDirError, match=message):
+        pack(root)
+
+
+def test_links_inside_the_model_directory_round_trip(tmp_path: Path) -> None:
+    src = tmp_path / "model"
+    write(src, "pkg/real.txt", "contents")
+    (src / "alias.txt").symlink_to("pkg/real.txt")
+    (src / "pkg_alias").symlink_to("pkg")
+    dest = tmp_path / "out"
+    unpack(pack(src), dest)
+    assert (dest / "alias.txt").is_symlink() and (dest / "alias.txt").read_text() == "contents"
+    assert (dest / "pkg_alias").is_symlink() and (dest / "pkg_alias" / "real.txt").exists()
+
+
+def _tar(*members: tarfile.TarInfo) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for m in members:
+            tar.addfile(m)
+    return buf.getvalue()
+
+
+def _link(name: str, target: str, kind: bytes = tarfile.SYMTYPE) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    info.linkname = target
+    return info
+
+
+@pytest.mark.parametrize(
+    "archive",
+    [
+        b"not a tarball",
+        _tar(_link("data", "/etc/hostname")),
+        _tar(_link("data", "../../outside")),
+        _tar(_link("data", "/etc/hostname", tarfile.LNKTYPE)),
+        _tar(tarfile.TarInfo("../escape.txt")),
+    ],
+    ids=["garbage", "absolute-symlink", "escaping-symlink", "hardlink", "dotdot"],
+)
+def test_unpack_refuses_archives_that_reach_outside_the_workdir(
+    tmp_path: Path, archive: bytes
+) -> None:
+    dest = tmp_path / "a" / "workdir"
+    with pytest.raises(ModelDirError, match="model definition cannot be unpacked"):
+        unpack(archive, dest)
+    assert not (tmp_path / "a" / "escape.txt").exists()
+    assert not any(p.is_symlink() for p in dest.rglob("*"))

@@ -9,15 +9,20 @@ import itertools
 import pytest
 
 from trialkit.master._policies import (
+    RESTART_DELAY_MAX,
     ExitFacts,
     Outcome,
     experiment_done,
+    experiment_error,
+    failure_reason,
     final_experiment_state,
     on_exit,
+    restart_delay,
     trial_state_for,
     wants_process,
 )
 from trialkit.store import ExperimentState as E
+from trialkit.store import Trial
 from trialkit.store import TrialState as T
 
 #: A clean, acknowledged exit of an active 0.38 trial with restarts to spare.
@@ -69,9 +74,99 @@ def test_crash_restarts_while_restarts_remain() -> None:
 
 def test_crash_restarts_even_if_it_had_acked() -> None:
     assert on_exit(facts(exit_code=2, acked=True)) is Outcome.RESTART
-    assert (
-        on_exit(facts(exit_code=2, acked=True, generation="0.37", op_complete=True))
-        is Outcome.RESTART
+    assert on_exit(facts(exit_code=2, acked=True, generation="0.37")) is Outcome.RESTART
+
+
+@pytest.mark.parametrize("acked", [True, False])
+def test_crash_after_the_last_op_completed_keeps_the_result(acked: bool) -> None:
+    """A 0.37 trial that fails after report_completed gets no op from a restart, so it would
+    stay ACTIVE with no process: its result stands (issue 12 item 3)."""
+    done = facts(exit_code=2, acked=acked, generation="0.37", op_complete=True, restarts=5)
+    assert on_exit(dataclasses.replace(done, closed=True)) is Outcome.COMPLETED
+    assert on_exit(dataclasses.replace(done, closed=False)) is Outcome.WAITING
+    for f in (done, dataclasses.replace(done, closed=True)):
+        outcome = on_exit(f)
+        assert outcome is not Outcome.RESTART or wants_process(
+            trial_state_for(outcome), E.ACTIVE, "0.37", f.op_complete, f.stop_requested
+        )
+
+
+@pytest.mark.parametrize("gen", ["0.37", "0.38"])
+def test_crash_after_a_searcher_stop_completes_the_trial(gen: str) -> None:
+    assert on_exit(facts(exit_code=-15, stop_requested=True, generation=gen)) is Outcome.COMPLETED
+
+
+def test_every_restart_leads_to_a_new_process() -> None:
+    """Whatever the facts, RESTART and RELAUNCH only happen to trials that want a process."""
+    for code, gen, closed, done, stop, acked in itertools.product(
+        [0, 1, -9], ["0.37", "0.38"], [True, False], [True, False], [True, False], [True, False]
+    ):
+        f = facts(exit_code=code, generation=gen, closed=closed, op_complete=done,
+                  stop_requested=stop, acked=acked)  # fmt: skip
+        if on_exit(f) in (Outcome.RESTART, Outcome.RELAUNCH):
+            assert wants_process(T.ACTIVE, E.ACTIVE, gen, done, stop), f
+
+
+def test_the_same_silent_failure_twice_is_not_restarted() -> None:
+    """Issue 13 item 5: failing twice in a row the same way before reporting anything."""
+    again = facts(exit_code=1, reported=False, failure="ModuleNotFoundError: x",
+                  previous_silent_failure="ModuleNotFoundError: x")  # fmt: skip
+    assert on_exit(again) is Outcome.ERROR
+    assert on_exit(dataclasses.replace(again, previous_silent_failure=None)) is Outcome.RESTART
+    assert on_exit(dataclasses.replace(again, previous_silent_failure="exit code 1")) is (
+        Outcome.RESTART
+    )
+    assert on_exit(dataclasses.replace(again, reported=True)) is Outcome.RESTART
+
+
+def test_restart_delay_doubles_from_one_second_up_to_a_minute() -> None:
+    delays = [restart_delay(n) for n in range(10)]
+    assert delays[:7] == [1, 2, 4, 8, 16, 32, 60]
+    assert all(d == RESTART_DELAY_MAX == 60 for d in delays[6:])
+    assert restart_delay(10**6) == 60
+
+
+def test_failure_reason_is_the_exception_line_of_the_last_traceback() -> None:
+    lines = [
+        "step 1",
+        "Traceback (most recent call last):",
+        '  File "t.py", line 3, in <module>',
+        "    raise KeyError('a')",
+        "KeyError: 'a'",
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "t.py", line 5, in <module>',
+        "    boom()",
+        "    ^^^^^^",
+        "ValueError: boom",
+        "cleanup done",
+    ]
+    assert failure_reason(1, lines) == "ValueError: boom"
+
+
+def test_failure_reason_without_traceback_is_exit_code_or_signal_and_last_lines() -> None:
+    lines = ["a", "", "b", "c", "d"]
+    assert failure_reason(3, lines) == "exit code 3; last output: b | c | d"
+    assert failure_reason(-9, []) == "killed by signal SIGKILL"
+    lost = failure_reason(-9, ["Traceback (most recent call last):", "E: x"], supervisor_lost=True)
+    assert lost == "its supervisor was killed (the run's processes were stopped)"
+
+
+def test_experiment_error_names_the_first_failed_trial() -> None:
+    def trial(id: int, state: T, error: str | None, restarts: int) -> Trial:
+        return Trial(id=id, experiment_id=1, request_id="r", hparams={}, seed=0, state=state,
+                     restarts=restarts, run_id=1, op_length=None, op_complete=False,
+                     closed=False, stop_requested=False, acked_run_id=None, early_exit=None,
+                     progress=None, status=None, error=error, pid=None, pid_started=None,
+                     log_offset=0, slots=[], created_at=0.0, ended_at=None)  # fmt: skip
+
+    one = [trial(3, T.ERROR, "ValueError: boom", 5), trial(4, T.COMPLETED, None, 0)]
+    assert experiment_error(one) == "trial 3 failed: ValueError: boom (restarted 5 times)"
+    two = [*one, trial(5, T.ERROR, "exit code 1", 0)]
+    assert experiment_error(two) == (
+        "2 trials failed; trial 3 failed: ValueError: boom (restarted 5 times)"
     )
 
 
@@ -116,7 +211,7 @@ def test_every_combination_has_an_outcome_with_a_trial_state() -> None:
         outcome = on_exit(f)
         assert isinstance(outcome, Outcome)
         if outcome is Outcome.WAITING:
-            assert gen == "0.37" and done and not closed and acked and code == 0
+            assert gen == "0.37" and done and not closed and (acked or code != 0)
 
 
 def test_trial_state_for_each_outcome() -> None:

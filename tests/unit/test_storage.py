@@ -264,3 +264,30 @@ def test_build_cloud_shortcut_is_rejected_too() -> None:
 def test_build_names_a_missing_required_field(config: dict[str, str], field: str) -> None:
     with pytest.raises(StorageConfigError, match=field):
         build(config)
+
+
+def test_stale_partials_are_removed_and_live_ones_kept(tmp_path: Path) -> None:
+    """A partial directory is named after its writer's pid; only dead writers' are removed
+    (and, from before the pid was in the name, those untouched for an hour)."""
+    import os
+    import subprocess
+    import sys
+
+    base = tmp_path / "base"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True, timeout=60)  # fmt: skip
+    for name in (f".a.{dead.stdout.strip()}.partial", f".b.{os.getpid()}.partial",
+                 ".c.partial", ".d.partial", "e"):  # fmt: skip
+        (base / name).mkdir(parents=True)
+    os.utime(base / ".c.partial", (0, 0))
+    sm = SharedFSStorageManager(base)
+    removed = sm.remove_stale_partials()
+    assert sorted(p.name for p in removed) == sorted(
+        [f".a.{dead.stdout.strip()}.partial", ".c.partial"]
+    )
+    assert sorted(p.name for p in base.iterdir()) == sorted(
+        [f".b.{os.getpid()}.partial", ".d.partial", "e"]
+    )
+    with sm.store_path("f") as path:
+        assert path.name == f".f.{os.getpid()}.partial"
+        assert sm.remove_stale_partials() == []  # being written by a live process

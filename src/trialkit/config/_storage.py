@@ -21,7 +21,12 @@ class _StorageBase(ConfigModel):
 
 
 class SharedFSStorage(_StorageBase):
-    """A host directory; ``checkpoint_path`` (legacy) is read as ``storage_path``."""
+    """A host directory; ``checkpoint_path`` (legacy) is read as ``storage_path``.
+
+    A relative ``host_path`` is relative to the master's home (``$TRIALKIT_HOME``, e.g.
+    ``host_path: ckpts`` means ``$TRIALKIT_HOME/ckpts``), fixed when the experiment is created,
+    so every run of every trial uses the same directory; in a local run without a master it is
+    relative to the current directory."""
 
     type: Literal["shared_fs"]
     host_path: str
@@ -48,7 +53,8 @@ class SharedFSStorage(_StorageBase):
 
 
 class DirectoryStorage(_StorageBase):
-    """A directory on the machine that runs the trials."""
+    """A directory on the machine that runs the trials; a relative ``container_path`` is
+    relative to the master's home, as for shared_fs's ``host_path``."""
 
     type: Literal["directory"]
     container_path: str

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -37,6 +38,35 @@ def _trial_class_length(config: dict[str, Any]) -> list[str]:
         f"length, but {got}; give searcher.max_length as {{batches|records|epochs: N}} or "
         "searcher.time_metric + max_time"
     ]
+
+
+#: Linux's MAX_ARG_STRLEN: the most one environment variable ("NAME=value" and its NUL) may
+#: hold. Each trial gets the whole config as DET_EXPERIMENT_CONFIG, so a bigger config could
+#: never start a trial (execve fails with "Argument list too long").
+MAX_ENV_STRING = 128 * 2**10
+_CONFIG_ENV = "DET_EXPERIMENT_CONFIG"
+
+
+def _check_env_sizes(config: dict[str, Any]) -> list[str]:
+    """Every value a trial receives through one environment variable must fit in it."""
+    errors = []
+    size = len(f"{_CONFIG_ENV}={json.dumps(config)}".encode()) + 1
+    if size > MAX_ENV_STRING:
+        errors.append(
+            f"config: {size / 2**10:.0f} KiB as JSON, over the {MAX_ENV_STRING // 2**10} KiB a "
+            f"trial's environment variable {_CONFIG_ENV} can hold; move large values "
+            "(data, long lists) into files in the model directory"
+        )
+    raw = (config.get("environment") or {}).get("environment_variables") or []
+    items = [v for vs in raw.values() for v in vs or []] if isinstance(raw, dict) else raw
+    for item in items:
+        if len(str(item).encode()) + 1 > MAX_ENV_STRING:
+            name = str(item).partition("=")[0][:40]
+            errors.append(
+                f"environment.environment_variables: {name!r} is over the "
+                f"{MAX_ENV_STRING // 2**10} KiB one environment variable can hold"
+            )
+    return errors
 
 
 def _check_runnable(config: dict[str, Any], slots: int) -> list[str]:
@@ -115,6 +145,18 @@ def _check_interpreter(config: dict[str, Any], from_config: bool) -> tuple[list[
     return [], []
 
 
+def _anchor_relative_storage(config: dict[str, Any], home: Path) -> None:
+    """A relative shared_fs host_path (or directory container_path) is taken relative to the
+    master's home, fixed here once: a trial runs in a working copy deleted on relaunch, so a
+    path relative to it would lose every checkpoint at the first restart."""
+    storage = config.get("checkpoint_storage") or {}
+    key = {"shared_fs": "host_path", "directory": "container_path"}.get(str(storage.get("type")))
+    if key and storage.get(key):
+        path = Path(os.path.expanduser(str(storage[key])))
+        if not path.is_absolute():
+            storage[key] = str(home / path)
+
+
 def prepare_experiment(
     raw: dict[str, Any],
     slots: int,
@@ -137,7 +179,8 @@ def prepare_experiment(
         python=python or sys.executable,
     )
     config = cfg.as_dict()
-    errors = _check_runnable(config, slots)
+    _anchor_relative_storage(config, home)
+    errors = _check_runnable(config, slots) + _check_env_sizes(config)
     where = "the model directory sent" if model_def else "the model directory (none was sent)"
     errors += entrypoint_check(config.get("entrypoint"), model_def, where)
     python_errors, python_warnings = _check_interpreter(config, from_config)

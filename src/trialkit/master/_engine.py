@@ -15,10 +15,11 @@ from typing import Any
 
 from .. import _modeldir
 from ..searcher import ExitedReason, SearcherError
+from ..storage import build as build_storage
 from ..store import Experiment, ExperimentState, Store, Trial, TrialState
 from . import _policies as policy
 from ._launch import build_launch, describe_argv
-from ._processes import TrialProcess
+from ._processes import TrialProcess, run_tag
 from ._searcher_driver import SearcherDriver
 
 logger = logging.getLogger("trialkit.master")
@@ -63,6 +64,10 @@ class Engine:
         self.lock = threading.RLock()
         self._procs: dict[int, TrialProcess] = {}
         self._preempt: set[int] = set()
+        #: trial id -> monotonic time before which a failed trial is not restarted (back-off).
+        self._restart_at: dict[int, float] = {}
+        #: trial id -> (run id, reason) of its last run that failed before reporting anything.
+        self._silent_failures: dict[int, tuple[int, str]] = {}
         self._drivers: dict[int, SearcherDriver] = {}
         self._free_slots = list(range(settings.slots))
         self._stop = threading.Event()
@@ -117,6 +122,7 @@ class Engine:
             if exp.unmanaged:
                 continue
             self._searcher_guard(exp, lambda exp=exp: self._driver(exp))
+            self._remove_stale_partials(exp)
             for trial in self.store.list_trials(exp.id):
                 if trial.pid is None or trial.state.terminal:
                     continue
@@ -129,6 +135,7 @@ class Engine:
                     trial.pid_started or 0.0,
                     d / f"run-{trial.run_id}.exit",
                     d / "output.log",
+                    run_tag(self.settings.home, trial.id, trial.run_id),
                     trial.log_offset,
                 )
                 self._procs[trial.id] = proc
@@ -345,29 +352,38 @@ class Engine:
             if state == ExperimentState.COMPLETED
             else min(exp.progress, _trained_share(exp, self.store.list_trials(exp.id)))
         )
-        self.store.update_experiment(exp.id, state=state, ended_at=time.time(), progress=progress)
+        fields: dict[str, Any] = {"state": state, "ended_at": time.time(), "progress": progress}
+        if state == ExperimentState.ERROR and not exp.error:
+            fields["error"] = policy.experiment_error(self.store.list_trials(exp.id))
+        self.store.update_experiment(exp.id, **fields)
         self._drivers.pop(exp.id, None)
         logger.info("experiment %d: %s", exp.id, state.value)
 
     def _reap_and_tail(self) -> bool:
-        """Tail every trial's log and handle the processes that exited; whether any did."""
+        """Tail every trial's log and handle the runs that ended; whether any did. A run is
+        handled once its processes are all gone and its whole log is stored, which for a long
+        log takes a few ticks (a chunk each, so the engine is never held up for long)."""
         exited = False
         for trial_id, proc in list(self._procs.items()):
-            alive = proc.alive()
-            self._tail(proc, final=not alive)
-            if not alive:
+            if not proc.ended:
+                proc.ended = proc.finished()
+            drained = self._tail(proc, final=proc.ended)
+            if proc.ended and drained:
                 del self._procs[trial_id]
                 self._on_exit(proc)
                 exited = True
         return exited
 
-    def _tail(self, proc: TrialProcess, final: bool) -> None:
-        lines, offset = proc.read_new_lines(proc.log_offset, final=final)
+    def _tail(self, proc: TrialProcess, final: bool) -> bool:
+        """Store the next chunk of the run's log; whether the end of the log was reached."""
+        lines, offset, at_end = proc.read_chunk(proc.log_offset, final=final)
         if lines:
             self.store.add_logs(proc.trial_id, proc.run_id, lines)
+            proc.recent_lines.extend(lines)
         if offset != proc.log_offset:
             proc.log_offset = offset
             self.store.update_trial(proc.trial_id, log_offset=offset)
+        return at_end
 
     def _on_exit(self, proc: TrialProcess) -> None:
         code = proc.exit_code()
@@ -381,6 +397,15 @@ class Engine:
             if drv
             else ("0.37" if exp.config["searcher"].get("max_length") else "0.38")
         )
+        failure = (
+            policy.failure_reason(
+                code, list(proc.recent_lines), proc.supervisor_lost and not proc.kill_sent
+            )
+            if code != 0
+            else None
+        )
+        reported = self._run_reported(trial.id, proc.run_id)
+        silent = self._silent_failures.pop(trial.id, None)
         facts = policy.ExitFacts(
             exit_code=code,
             acked=trial.acked_run_id == proc.run_id,
@@ -392,6 +417,9 @@ class Engine:
             stop_requested=trial.stop_requested,
             restarts=trial.restarts,
             max_restarts=int(exp.config.get("max_restarts", 5)),
+            reported=reported,
+            failure=failure,
+            previous_silent_failure=silent[1] if silent and silent[0] == proc.run_id - 1 else None,
         )
         outcome = policy.on_exit(facts)
         logger.info(
@@ -404,13 +432,30 @@ class Engine:
             "slots": [],
             "state": policy.trial_state_for(outcome),
         }
+        if failure is not None and outcome not in (policy.Outcome.CANCELED, policy.Outcome.PAUSED):
+            updates["error"] = failure
+            if not reported:
+                self._silent_failures[trial.id] = (proc.run_id, failure)
+            if outcome == policy.Outcome.ERROR and policy.repeats_silent_failure(facts):
+                updates["error"] = f"{failure} (twice in a row before reporting anything)"
         if outcome == policy.Outcome.RESTART:
             updates["restarts"] = trial.restarts + 1
+            delay = policy.restart_delay(trial.restarts)
+            self._restart_at[trial.id] = time.monotonic() + delay
+            logger.info("trial %d: restarting in %.0f s (%s)", trial.id, delay, failure)
         if policy.trial_state_for(outcome).terminal:
             updates["ended_at"] = time.time()
         trial = self.store.update_trial(trial.id, **updates)
         if drv is not None:
             self._tell_searcher(exp, drv, trial, outcome)
+
+    def _run_reported(self, trial_id: int, run_id: int) -> bool:
+        """Whether run ``run_id`` of the trial reported a metric or a checkpoint."""
+        for group in ("training", "validation"):
+            m = self.store.latest_metrics(trial_id, group)
+            if m is not None and m.run_id == run_id:
+                return True
+        return any(c.run_id == run_id for c in self.store.list_checkpoints(trial_id=trial_id))
 
     def _tell_searcher(
         self, exp: Experiment, drv: SearcherDriver, trial: Trial, outcome: policy.Outcome
@@ -444,16 +489,46 @@ class Engine:
                     t.state, exp.state, drv.generation, t.op_complete, t.stop_requested
                 ):
                     continue
+                if self._restart_at.get(t.id, 0.0) > time.monotonic():
+                    continue  # backing off after a failure
+                self._restart_at.pop(t.id, None)
                 if len(self._free_slots) < need:
                     return
-                self._launch(exp, t, need)
+                if not self._launch(exp, t, need):
+                    break  # the experiment is stopping; its other trials wait for nothing
 
     def _trial_dir(self, trial_id: int) -> Path:
         return self.settings.home / "trials" / str(trial_id)
 
-    def _launch(self, exp: Experiment, trial: Trial, need: int) -> None:
+    def _launch(self, exp: Experiment, trial: Trial, need: int) -> bool:
+        """Start the trial's next run on ``need`` free slots; whether it started. A failure to
+        prepare or spawn it gives the slots back and fails the trial and its experiment."""
         slots, self._free_slots = self._free_slots[:need], self._free_slots[need:]
         run_id = trial.run_id + 1
+        try:
+            proc = self._start_run(exp, trial, run_id, slots)
+        except Exception as e:  # whatever it is, it must not cost the slots or the engine
+            self._free_slots = sorted(self._free_slots + slots)
+            self._launch_failed(exp, trial, run_id, e)
+            return False
+        self._procs[trial.id] = proc
+        if trial.stop_requested:
+            self._preempt.add(trial.id)
+        self.store.update_trial(
+            trial.id,
+            run_id=run_id,
+            pid=proc.pid,
+            pid_started=proc.started,
+            slots=slots,
+            early_exit=None,
+        )
+        logger.info("trial %d run %d started (pid %d, slots %s)", trial.id, run_id, proc.pid, slots)
+        return True
+
+    def _start_run(
+        self, exp: Experiment, trial: Trial, run_id: int, slots: list[int]
+    ) -> TrialProcess:
+        """Unpack the model definition into a fresh working copy and spawn the run."""
         tdir = self._trial_dir(trial.id)
         workdir = tdir / "model"
         shutil.rmtree(workdir, ignore_errors=True)
@@ -462,6 +537,7 @@ class Engine:
             _modeldir.unpack(archive, workdir)
         else:
             workdir.mkdir(parents=True, exist_ok=True)
+        self._remove_stale_partials(exp)  # e.g. this trial's previous run, killed mid-save
         latest = self.store.latest_checkpoint(trial.id)
         spec = build_launch(
             experiment=exp,
@@ -480,7 +556,7 @@ class Engine:
         )
         with open(tdir / "output.log", "ab") as log:
             log.write(f"[trialkit] run {run_id}: {describe_argv(spec.argv)}\n".encode())
-        proc = TrialProcess.spawn(
+        return TrialProcess.spawn(
             trial_id=trial.id,
             experiment_id=exp.id,
             run_id=run_id,
@@ -490,19 +566,47 @@ class Engine:
             cwd=workdir,
             exit_file=tdir / f"run-{run_id}.exit",
             log_file=tdir / "output.log",
+            tag=run_tag(self.settings.home, trial.id, run_id),
         )
-        self._procs[trial.id] = proc
-        if trial.stop_requested:
-            self._preempt.add(trial.id)
-        self.store.update_trial(
+
+    def _remove_stale_partials(self, exp: Experiment) -> None:
+        """Delete checkpoint directories that runs killed mid-save left half-written in the
+        experiment's storage (never one a live process is writing)."""
+        try:
+            removed = build_storage(exp.config["checkpoint_storage"]).remove_stale_partials()
+        except Exception as e:  # a cleanup must never stop a launch
+            logger.warning("experiment %d: partial checkpoints not cleaned: %s", exp.id, e)
+            return
+        for path in removed:
+            logger.info("experiment %d: removed partial checkpoint %s", exp.id, path)
+
+    def _launch_failed(self, exp: Experiment, trial: Trial, run_id: int, exc: Exception) -> None:
+        """A run that could not even start would fail the same way again (the model definition
+        and config are the experiment's): the trial errors, and so does the experiment."""
+        reason = policy.launch_failure_reason(exc)
+        logger.error("trial %d run %d could not start: %s", trial.id, run_id, reason)
+        self.store.add_logs(
+            trial.id, run_id, [f"[trialkit] run {run_id} could not start: {reason}"]
+        )
+        trial = self.store.update_trial(
             trial.id,
-            run_id=run_id,
-            pid=proc.pid,
-            pid_started=proc.started,
-            slots=slots,
-            early_exit=None,
+            state=TrialState.ERROR,
+            error=reason,
+            pid=None,
+            slots=[],
+            ended_at=time.time(),
         )
-        logger.info("trial %d run %d started (pid %d, slots %s)", trial.id, run_id, proc.pid, slots)
+        drv = self._drivers.get(exp.id)
+        if drv is not None:
+            self._tell_searcher(exp, drv, trial, policy.Outcome.ERROR)
+        exp = self.store.get_experiment(exp.id)
+        if exp.state in _SEARCHING:
+            exp = self.store.update_experiment(
+                exp.id,
+                state=ExperimentState.STOPPING_ERROR,
+                error=f"trial {trial.id} could not start: {reason}",
+            )
+            self._stop_trials(exp)
 
 
 def _trained_share(exp: Experiment, trials: list[Trial]) -> float:

@@ -4,9 +4,11 @@ trial wants a process. No I/O; unit-tested without processes."""
 from __future__ import annotations
 
 import enum
+import signal
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..store import ExperimentState, TrialState
+from ..store import ExperimentState, Trial, TrialState
 
 
 class Outcome(enum.Enum):
@@ -31,6 +33,12 @@ class ExitFacts:
     stop_requested: bool
     restarts: int
     max_restarts: int
+    #: Whether this run reported anything (a metric or a checkpoint) before it exited.
+    reported: bool = True
+    #: Why this run failed (see failure_reason), and why the previous one did if it failed
+    #: without reporting anything: the same reason twice in a row is not worth a third try.
+    failure: str | None = None
+    previous_silent_failure: str | None = None
 
 
 _CANCELING = {ExperimentState.STOPPING_CANCELED, ExperimentState.CANCELED}
@@ -46,6 +54,13 @@ def on_exit(f: ExitFacts) -> Outcome:
     if f.experiment_state == ExperimentState.PAUSED:
         return Outcome.PAUSED
     if f.exit_code != 0:
+        if f.stop_requested:
+            return Outcome.COMPLETED  # the searcher was done with it: no run would follow
+        if f.generation == "0.37" and f.op_complete:
+            # Failed after reporting its op: the result stands (a restart would get no op).
+            return Outcome.COMPLETED if f.closed else Outcome.WAITING
+        if repeats_silent_failure(f):
+            return Outcome.ERROR
         return Outcome.RESTART if f.restarts < f.max_restarts else Outcome.ERROR
     if f.early_exit is not None or not f.acked or f.stop_requested:
         return Outcome.COMPLETED
@@ -55,6 +70,61 @@ def on_exit(f: ExitFacts) -> Outcome:
             return Outcome.RELAUNCH
         return Outcome.COMPLETED if f.closed else Outcome.WAITING
     return Outcome.RELAUNCH
+
+
+def repeats_silent_failure(f: ExitFacts) -> bool:
+    """A run that failed before reporting anything, exactly as the run before it did."""
+    return not f.reported and f.failure is not None and f.failure == f.previous_silent_failure
+
+
+#: Restart back-off: the first restart waits RESTART_DELAY_BASE seconds, each next one twice
+#: as long, up to RESTART_DELAY_MAX.
+RESTART_DELAY_BASE = 1.0
+RESTART_DELAY_MAX = 60.0
+
+
+def restart_delay(restarts_so_far: int) -> float:
+    """Seconds to wait before restarting a trial that has already been restarted this often."""
+    return min(RESTART_DELAY_BASE * 2.0 ** min(restarts_so_far, 32), RESTART_DELAY_MAX)
+
+
+_TRACEBACK = "Traceback (most recent call last):"
+#: How many of a run's last log lines a failure reason quotes when there is no traceback.
+REASON_LINES = 3
+_REASON_LINE_CHARS = 200
+_OWN_LINES = "[trialkit] "  # lines the master itself writes into a trial's log
+
+
+def failure_reason(exit_code: int, last_lines: Sequence[str], supervisor_lost: bool = False) -> str:
+    """Why a run failed, in one line: its supervisor killed, else the exception line of the
+    last Python traceback it printed, else its exit code or signal and last few log lines."""
+    if supervisor_lost:
+        return "its supervisor was killed (the run's processes were stopped)"
+    exception = _last_exception_line(last_lines)
+    if exception is not None:
+        return exception[: _REASON_LINE_CHARS * 2]
+    if exit_code < 0:
+        try:
+            how = f"killed by signal {signal.Signals(-exit_code).name}"
+        except ValueError:
+            how = f"killed by signal {-exit_code}"
+    else:
+        how = f"exit code {exit_code}"
+    output = [ln.strip() for ln in last_lines if ln.strip() and not ln.startswith(_OWN_LINES)]
+    tail = [ln[:_REASON_LINE_CHARS] for ln in output[-REASON_LINES:]]
+    return f"{how}; last output: {' | '.join(tail)}" if tail else how
+
+
+def _last_exception_line(lines: Sequence[str]) -> str | None:
+    """``SomeError: msg`` closing the last traceback: its first unindented line after the
+    traceback header (frames and carets are indented)."""
+    starts = [i for i, ln in enumerate(lines) if ln.strip() == _TRACEBACK]
+    if not starts:
+        return None
+    for ln in lines[starts[-1] + 1 :]:
+        if ln.strip() and not ln[0].isspace():
+            return ln.strip()
+    return None
 
 
 def wants_process(
@@ -95,3 +165,20 @@ def final_experiment_state(
     if searcher_failure or (trial_states and all(s == TrialState.ERROR for s in trial_states)):
         return ExperimentState.ERROR
     return ExperimentState.COMPLETED
+
+
+def launch_failure_reason(exc: BaseException) -> str:
+    """One line saying why a run could not be started."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def experiment_error(trials: Sequence[Trial]) -> str:
+    """Why an experiment ended ERROR, naming its first failed trial and that trial's reason."""
+    failed = [t for t in trials if t.state == TrialState.ERROR]
+    if not failed:
+        return "the searcher reported a failure"
+    first = failed[0]
+    restarted = f" (restarted {first.restarts} times)" if first.restarts else ""
+    why = f"trial {first.id} failed: {first.error or 'no reason recorded'}{restarted}"
+    return why if len(failed) == 1 else f"{len(failed)} trials failed; {why}"

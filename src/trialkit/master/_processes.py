@@ -1,17 +1,41 @@
-"""Trial processes: spawn under the supervisor, watch, signal, and tail their logs."""
+"""Trial processes: spawn under the supervisor, watch, signal, and tail their logs.
+
+A run is the supervisor's process group (the supervisor leads a new session; the stored pid is
+its pid, which is also the group id) plus every process carrying the run's tag in its
+environment (TRIALKIT_TRIAL_RUN, inherited by everything the trial starts, even after setsid).
+A run is over only when the supervisor is gone and so is every process of the run: when the
+supervisor dies first (killed), the master kills what is left before anything is relaunched."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
 _SUPERVISOR = str(Path(__file__).with_name("_supervise.py"))
+#: Environment variable naming the run a process belongs to (inherited by its descendants).
+RUN_TAG_ENV = "TRIALKIT_TRIAL_RUN"
+#: The most bytes of a log read in one go (one tick); a long log is drained over several.
+LOG_CHUNK = 4 * 2**20
+
+
+def _tag_of(p: psutil.Process) -> str | None:
+    try:
+        return p.environ().get(RUN_TAG_ENV)
+    except (psutil.ZombieProcess, psutil.AccessDenied):
+        return None  # a zombie's environment is gone (its group still says whose it is)
+
+
+def run_tag(home: Path, trial_id: int, run_id: int) -> str:
+    """The tag of one run of a trial of the master at ``home`` (unique on this machine)."""
+    return f"{home}:{trial_id}:{run_id}"
 
 
 @dataclass
@@ -25,11 +49,19 @@ class TrialProcess:
     started: float
     exit_file: Path
     log_file: Path
+    tag: str
     log_offset: int = 0  # bytes of the log file already stored
     popen: subprocess.Popen[bytes] | None = None
     preempt_sent_at: float | None = None
     term_sent_at: float | None = None
     kill_sent: bool = False
+    #: Set once the run is over (supervisor and all its processes gone); its log may still
+    #: be draining.
+    ended: bool = False
+    #: The run's last log lines, for the failure reason.
+    recent_lines: deque[str] = field(default_factory=lambda: deque(maxlen=200))
+    #: Set when the supervisor died without recording an exit code (it was killed).
+    supervisor_lost: bool = False
 
     @classmethod
     def spawn(
@@ -44,13 +76,14 @@ class TrialProcess:
         cwd: Path,
         exit_file: Path,
         log_file: Path,
+        tag: str,
     ) -> TrialProcess:
         exit_file.unlink(missing_ok=True)
         log_file.parent.mkdir(parents=True, exist_ok=True)
         popen = subprocess.Popen(
             [sys.executable, _SUPERVISOR, str(exit_file), str(log_file), "--", *argv],
             cwd=cwd,
-            env=env,
+            env={**env, RUN_TAG_ENV: tag},
             start_new_session=True,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -65,11 +98,47 @@ class TrialProcess:
             started,
             exit_file,
             log_file,
+            tag,
             log_offset,
             popen,
         )
 
+    def finished(self) -> bool:
+        """Whether the run is over. A supervisor that died before the run's processes (it was
+        killed) leaves them unsupervised: they are killed here, and the run is over once they
+        are gone (zombies reaped too), so a relaunch never runs beside them."""
+        if self.alive():
+            return False
+        left = self.leftovers(zombies=True)
+        for p in left:
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+        return not left
+
+    def leftovers(self, *, zombies: bool = False) -> list[psutil.Process]:
+        """Processes of this run: its process group, and anything carrying its tag."""
+        found = []
+        me = os.getpid()
+        for p in psutil.process_iter(["pid"]):
+            if p.pid == me:
+                continue
+            with contextlib.suppress(psutil.Error, OSError):
+                if p.status() == psutil.STATUS_ZOMBIE:
+                    if not zombies:
+                        continue
+                    if p.ppid() == me:  # e.g. an adopted supervisor started by this process
+                        os.waitpid(p.pid, os.WNOHANG)
+                        continue
+                if self._in_group(p) or _tag_of(p) == self.tag:
+                    found.append(p)
+        return found
+
+    def _in_group(self, p: psutil.Process) -> bool:
+        # A group id outlives its leader; the create time rules out a reused id.
+        return os.getpgid(p.pid) == self.pid and p.create_time() >= self.started - 0.01
+
     def alive(self) -> bool:
+        """Whether the supervisor is still running."""
         if self.popen is not None:
             return self.popen.poll() is None
         try:
@@ -86,25 +155,35 @@ class TrialProcess:
         try:
             return int(self.exit_file.read_text().strip())
         except (OSError, ValueError):
+            self.supervisor_lost = True
             return -int(signal.SIGKILL)
 
     def signal_group(self, sig: signal.Signals) -> None:
+        """Signal the run: its process group and the processes that left it (setsid)."""
         try:
             os.killpg(self.pid, sig)
         except (ProcessLookupError, PermissionError):
             pass
+        for p in self.leftovers():
+            with contextlib.suppress(psutil.Error):
+                if os.getpgid(p.pid) != self.pid:
+                    p.send_signal(sig)
 
-    def read_new_lines(self, offset: int, *, final: bool = False) -> tuple[list[str], int]:
-        """Complete lines written since ``offset`` (all of them when ``final``), and the new offset."""
+    def read_chunk(self, offset: int, *, final: bool = False) -> tuple[list[str], int, bool]:
+        """At most LOG_CHUNK bytes of complete lines from ``offset``: (lines, new offset,
+        whether the end of the file was reached). With ``final`` (the run is over) a last line
+        without its newline counts too; a line longer than a chunk is split."""
         try:
             with open(self.log_file, "rb") as f:
                 f.seek(offset)
-                data = f.read(4 * 2**20)
+                data = f.read(LOG_CHUNK + 1)
         except OSError:
-            return [], offset
-        if not data:
-            return [], offset
-        end = len(data) if final else data.rfind(b"\n") + 1
-        chunk = data[:end]
-        lines = chunk.decode("utf-8", errors="replace").splitlines()
-        return lines, offset + end
+            return [], offset, True
+        at_end = len(data) <= LOG_CHUNK
+        data = data[:LOG_CHUNK]
+        if final and at_end:
+            end = len(data)
+        else:
+            end = data.rfind(b"\n") + 1 or (len(data) if len(data) == LOG_CHUNK else 0)
+        lines = data[:end].decode("utf-8", errors="replace").splitlines()
+        return lines, offset + end, at_end and end == len(data)

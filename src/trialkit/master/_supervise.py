@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_PDEATHSIG = 1
 
 
 def _become_subreaper() -> None:
@@ -20,6 +21,15 @@ def _become_subreaper() -> None:
     for all of them: a trial has exited only when every process it started is gone."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _die_with_supervisor() -> None:
+    """Run in the child before exec: if the supervisor is killed, the trial gets SIGKILL at
+    once rather than run on unsupervised (the master then kills whatever else is left)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
     except (OSError, AttributeError):
         pass
 
@@ -43,7 +53,11 @@ def main() -> int:
     with open(log_file, "ab", buffering=0) as log:
         try:
             child = subprocess.Popen(
-                argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_supervisor,
             )
         except OSError as e:
             log.write(f"cannot start {argv[0]!r}: {e}\n".encode())

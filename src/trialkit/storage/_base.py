@@ -59,3 +59,7 @@ class StorageManager(abc.ABC):
     @abc.abstractmethod
     def exists(self, storage_id: str) -> bool:
         """Whether the checkpoint is in storage."""
+
+    def remove_stale_partials(self) -> list[Path]:
+        """Delete what writers that died mid-save left behind; return it (nothing by default)."""
+        return []

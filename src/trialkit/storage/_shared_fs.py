@@ -3,15 +3,33 @@
 from __future__ import annotations
 
 import contextlib
+import glob
 import logging
 import os
+import re
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from ._base import CheckpointNotFound, Selector, StorageManager, list_directory
 
 logger = logging.getLogger("trialkit.storage")
+
+#: ``.<storage id>.<writer pid>.partial`` (``.<storage id>.partial`` before the pid was added).
+_PARTIAL = re.compile(r"\.(?P<id>[^./]+)(?:\.(?P<pid>\d+))?\.partial")
+#: A partial directory without a writer pid is taken as abandoned after this many seconds.
+LEGACY_PARTIAL_AGE = 3600.0
+
+
+def _pid_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 class SharedFSStorageManager(StorageManager):
@@ -25,7 +43,31 @@ class SharedFSStorageManager(StorageManager):
         return self.base_path / storage_id
 
     def _partial(self, storage_id: str) -> Path:
-        return self.base_path / f".{storage_id}.partial"
+        """Hidden, and named after the writing process, so a partial directory whose writer
+        died mid-save (killed) can be told from one still being written."""
+        return self.base_path / f".{storage_id}.{os.getpid()}.partial"
+
+    def remove_stale_partials(self) -> list[Path]:
+        """Delete partial directories whose writer is gone (see _partial; from an older
+        trialkit, without a pid: untouched for LEGACY_PARTIAL_AGE); return them. Writers are
+        processes of this machine."""
+        try:
+            entries = list(self.base_path.iterdir())
+        except OSError:
+            return []
+        removed = []
+        for path in entries:
+            m = _PARTIAL.fullmatch(path.name)
+            if m is None or not path.is_dir():
+                continue
+            if m["pid"] is not None:
+                if _pid_running(int(m["pid"])):
+                    continue
+            elif time.time() - path.stat().st_mtime < LEGACY_PARTIAL_AGE:
+                continue
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+        return removed
 
     @contextlib.contextmanager
     def store_path(self, storage_id: str) -> Iterator[Path]:
@@ -92,7 +134,8 @@ class SharedFSStorageManager(StorageManager):
 
     def delete(self, storage_id: str) -> None:
         shutil.rmtree(self._final(storage_id), ignore_errors=True)
-        shutil.rmtree(self._partial(storage_id), ignore_errors=True)
+        for partial in self.base_path.glob(f".{glob.escape(storage_id)}.*partial"):
+            shutil.rmtree(partial, ignore_errors=True)
 
     def exists(self, storage_id: str) -> bool:
         return self._final(storage_id).is_dir()
