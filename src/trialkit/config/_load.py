@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from trialkit.config._errors import ConfigError, finalize, show
 from trialkit.config._experiment import ExperimentConfig
+from trialkit.config._limits import check_limits
 from trialkit.config._translate import translate
 from trialkit.config._yaml import YamlError, load_yaml
 
@@ -30,6 +31,9 @@ def entrypoint_kind(entrypoint: str | list[str] | None) -> EntrypointKind:
 
 def parse_config(raw: Mapping[str, Any]) -> ExperimentConfig:
     """Validate ``raw`` and fill every default; ConfigError lists all problems at once."""
+    problems = check_limits(raw)
+    if problems:
+        raise ConfigError(problems)
     try:
         return ExperimentConfig.model_validate(_plain(raw))
     except ValidationError as exc:

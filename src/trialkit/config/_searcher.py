@@ -18,7 +18,7 @@ from pydantic import (
 
 from trialkit.config._base import ConfigModel, JsonDict, drop_nulls
 from trialkit.config._errors import Issue, raise_issues, show, suggest, unknown_key_message
-from trialkit.config._length import MaxLength
+from trialkit.config._length import MAX_LENGTH, MaxLength
 
 SearcherName = Literal[
     "single", "random", "grid", "async_halving", "adaptive_asha", "custom", "optuna"
@@ -106,7 +106,7 @@ class SearcherConfig(ConfigModel):
     max_trials: int | None = Field(default=None, ge=1)
     max_concurrent_trials: int = Field(default=16, ge=0)
     time_metric: str | None = None
-    max_time: int | None = Field(default=None, ge=1)
+    max_time: int | None = Field(default=None, ge=1, le=MAX_LENGTH)
     mode: Literal["standard", "aggressive", "conservative"] = "standard"
     divisor: float = Field(default=4.0, gt=1)
     max_rungs: int = Field(default=5, ge=1)

@@ -1,0 +1,66 @@
+"""The master's app in-process: a real Store (SQLite in a temp dir, or any URL) and a real Engine
+that is not started, so no trial process is ever launched; requests go through a TestClient."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trialkit.master._app import create_app
+from trialkit.master._engine import Engine, EngineSettings
+from trialkit.store import Store
+
+TOKEN = "test-admin-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+#: A config the app accepts: one trial of a command entrypoint.
+SINGLE = {
+    "name": "inprocess",
+    "entrypoint": "python3 train.py",
+    "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 10}},
+}
+
+
+@dataclass
+class InProcessMaster:
+    client: Any  # fastapi.testclient.TestClient
+    store: Store
+    engine: Engine
+    app: Any
+
+    def call(self, method: str, path: str, body: Any = None, **kwargs: Any) -> Any:
+        """One authenticated request; ``body`` is sent as JSON (NaN and inf allowed)."""
+        import json
+
+        content = None if body is None else json.dumps(body, allow_nan=True)
+        headers = {**AUTH, "content-type": "application/json"}
+        return self.client.request(method, path, content=content, headers=headers, **kwargs)
+
+    def create(self, config: dict[str, Any] | None = None) -> int:
+        resp = self.call("POST", "/api/v1/experiments", {"config": config or SINGLE})
+        assert resp.status_code == 200, resp.text
+        return int(resp.json()["experiment"]["id"])
+
+
+@contextmanager
+def inprocess_master(home: Path, url: str | None = None) -> Iterator[InProcessMaster]:
+    """An app over a fresh store in ``home`` (or at ``url``); closed on exit."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from fastapi.testclient import TestClient
+    home.mkdir(parents=True, exist_ok=True)
+    store = Store(url) if url else Store.at(home)
+    engine = Engine(
+        store, EngineSettings(home=home, slots=2), "http://127.0.0.1:9", TOKEN, home / "master.json"
+    )
+    app = create_app(store, engine, TOKEN)
+    client = TestClient(app, raise_server_exceptions=False)
+    try:
+        yield InProcessMaster(client, store, engine, app)
+    finally:
+        client.close()
+        store.close()
