@@ -82,9 +82,11 @@ def _scalar_problem(value: Any) -> str | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int) and not -INT64_MAX - 1 <= value <= INT64_MAX:
-        digits = int(value.bit_length() * math.log10(2)) + 1  # str() refuses > 4300 digits
+        # str() refuses more than 4300 digits: estimate those
+        small = value.bit_length() < 14_000
+        digits = len(str(abs(value))) if small else int(value.bit_length() * math.log10(2)) + 1
         return (
-            f"integer of about {digits} digits is out of range; "
+            f"integer of {'' if small else 'about '}{digits} digits is out of range; "
             f"use a value between {-INT64_MAX - 1} and {INT64_MAX}"
         )
     if isinstance(value, float) and not math.isfinite(value):
