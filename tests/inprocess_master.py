@@ -47,6 +47,31 @@ class InProcessMaster:
 
 
 @contextmanager
+def served(app: Any) -> Iterator[str]:
+    """Serve ``app`` on a free loopback port in a thread; yields its URL."""
+    import threading
+    import time
+
+    import uvicorn
+
+    from trialkit.core._transport import free_port
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, name="test-uvicorn", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline, "the in-process server did not start"
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@contextmanager
 def inprocess_master(home: Path, url: str | None = None) -> Iterator[InProcessMaster]:
     """An app over a fresh store in ``home`` (or at ``url``); closed on exit."""
     with warnings.catch_warnings():

@@ -19,7 +19,15 @@ from pydantic import BaseModel, Field
 from .. import __version__
 from ..config import ConfigError
 from ..searcher import generation_of
-from ..store import ExperimentState, NewMetric, NotFound, Store, Trial
+from ..store import (
+    TERMINAL_TRIAL_STATES,
+    ExperimentState,
+    MetricBatch,
+    NewMetric,
+    NotFound,
+    Store,
+    Trial,
+)
 from ._create import CreateError, prepare_experiment
 from ._engine import Engine
 
@@ -59,6 +67,11 @@ class MetricReport(BaseModel):
 class MetricsBody(BaseModel):
     run_id: Count = 0
     reports: list[MetricReport]
+    #: The shipper's random id and the batch's number in it: a resend is stored once.
+    sender: (
+        Annotated[str, Field(min_length=1, max_length=32, pattern=r"^[A-Za-z0-9_-]+$")] | None
+    ) = None
+    seq: Count | None = None
 
 
 class CheckpointBody(BaseModel):
@@ -396,10 +409,38 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
         trial_or_404(trial_id)
         return {"metrics": [m.to_dict() for m in store.list_metrics(trial_id, group)]}
 
-    @app.post("/api/v1/trials/{trial_id}/metrics", dependencies=[Auth])
-    def report_metrics(trial_id: TrialId, body: MetricsBody) -> dict[str, int]:
+    def reporting_trial(trial_id: int, run_id: int) -> Trial:
+        """The trial, if ``run_id`` is its current run and it has not ended; else HTTP 409."""
         t = trial_or_404(trial_id)
-        store.add_metrics(
+        if t.run_id != run_id and t.state not in TERMINAL_TRIAL_STATES:
+            # The engine records a new run just after starting it: ask again once it is done.
+            with engine.lock:
+                t = trial_or_404(trial_id)
+        if t.state in TERMINAL_TRIAL_STATES:
+            raise HTTPException(
+                409, f"trial {trial_id} is {t.state.value}; it takes no more reports"
+            )
+        if t.run_id != run_id:
+            raise HTTPException(
+                409,
+                f"run {run_id} of trial {trial_id} is not its current run ({t.run_id}); "
+                "reports of a replaced run are refused",
+            )
+        return t
+
+    def metric_batch(trial_id: int, body: MetricsBody) -> MetricBatch | None:
+        if (body.sender is None) != (body.seq is None):
+            raise HTTPException(
+                422, {"errors": ["body.seq: give sender and seq together, or neither"]}
+            )
+        if body.sender is None or body.seq is None:
+            return None
+        return MetricBatch(trial_id, body.run_id, body.sender, body.seq)
+
+    @app.post("/api/v1/trials/{trial_id}/metrics", dependencies=[Auth])
+    def report_metrics(trial_id: TrialId, body: MetricsBody) -> dict[str, Any]:
+        t = reporting_trial(trial_id, body.run_id)
+        stored = store.add_metrics(
             [
                 NewMetric(
                     trial_id=trial_id,
@@ -410,8 +451,11 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
                     batch_metrics=r.batch_metrics,
                 )
                 for r in body.reports
-            ]
+            ],
+            metric_batch(trial_id, body),
         )
+        if not stored:
+            return {"stored": 0, "duplicate": True}
         validations = [r for r in body.reports if r.group == "validation"]
         if validations:
             with engine.lock:
