@@ -14,11 +14,12 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from .. import __version__
 from ..config import ConfigError
 from ..searcher import generation_of
+from ..storage import CheckpointNotFound, StorageConfigError, build, check_storage_id
 from ..store import (
     TERMINAL_TRIAL_STATES,
     ExperimentState,
@@ -74,13 +75,41 @@ class MetricsBody(BaseModel):
     seq: Count | None = None
 
 
+def _checkpoint_id(value: str) -> str:
+    try:
+        return check_storage_id(value)
+    except CheckpointNotFound as e:
+        raise ValueError(str(e)) from None
+
+
+def _resource_path(value: str) -> str:
+    """A file of a checkpoint: relative, inside it (no '..' part)."""
+    parts = value.split("/")
+    if not value or value.startswith("/") or "\\" in value or ".." in parts:
+        raise ValueError(f"{value!r} must be a relative path inside the checkpoint, without '..'")
+    return value
+
+
+def _storage_config(value: dict[str, Any]) -> dict[str, Any]:
+    try:
+        build(value)
+    except StorageConfigError as e:
+        raise ValueError(str(e)) from None
+    return value
+
+
+CheckpointId = Annotated[str, Field(max_length=64), AfterValidator(_checkpoint_id)]
+
+
 class CheckpointBody(BaseModel):
-    uuid: Annotated[str, Field(min_length=1, max_length=64)]
+    uuid: CheckpointId
     run_id: Count = 0
     steps_completed: Count
     metadata: dict[str, Any] = Field(default_factory=dict)
-    resources: dict[str, Annotated[int, Field(ge=0, le=MAX_INT64)]] = Field(default_factory=dict)
-    storage: dict[str, Any] = Field(default_factory=dict)
+    resources: dict[
+        Annotated[str, AfterValidator(_resource_path)], Annotated[int, Field(ge=0, le=MAX_INT64)]
+    ] = Field(default_factory=dict)
+    storage: Annotated[dict[str, Any], AfterValidator(_storage_config)]
 
 
 class CompletedOp(BaseModel):
