@@ -558,9 +558,9 @@ def test_searcher_ranges() -> None:
     bad = ASHA | {"max_time": 0, "time_metric": "b", "divisor": 1, "max_rungs": 0, "max_trials": 0}
     assert errors_of({"searcher": bad}) == [
         "searcher.divisor: expected a number > 1, got 1",
-        "searcher.max_rungs: expected an integer >= 1, got 0",
+        "searcher.max_rungs: expected an integer between 1 and 64, got 0",
         "searcher.max_time: expected an integer between 1 and 2147483647, got 0",
-        "searcher.max_trials: expected an integer >= 1, got 0",
+        "searcher.max_trials: expected an integer between 1 and 100000, got 0",
     ]
 
 

@@ -140,3 +140,39 @@ def test_cli_refuses_the_alias_bomb_in_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr  # the CLI's exit code for a bad config
     assert "Traceback" not in proc.stderr and "aliases" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("searcher", "hyperparameters", "expected"),
+    [
+        (
+            {"name": "grid"},
+            {"x": {"type": "int", "minval": 0, "maxval": 10**9, "count": 10**9}},
+            "hyperparameters.x.count: 1000000000 grid points is more than the 100000",
+        ),
+        (
+            {"name": "grid"},
+            {
+                "x": {"type": "double", "minval": 0, "maxval": 1, "count": 400},
+                "g": {"y": {"type": "log", "minval": 0, "maxval": 1, "count": 300}},
+            },
+            "hyperparameters: the grid has more than 100000 points",
+        ),
+        ({"name": "random", "max_trials": 10**9}, {}, "searcher.max_trials: expected an integer"),
+        (
+            {"name": "adaptive_asha", "max_trials": 4, "max_rungs": 10**6},
+            {},
+            "searcher.max_rungs: expected an integer between 1 and 64",
+        ),
+    ],
+)
+def test_searches_too_large_to_plan_are_refused(
+    searcher: dict[str, Any], hyperparameters: dict[str, Any], expected: str
+) -> None:
+    """A grid of 10**18 points once hung the master while it enumerated them."""
+    config = {
+        **SINGLE,
+        "searcher": {**SINGLE["searcher"], **searcher},
+        "hyperparameters": hyperparameters,
+    }
+    assert expected in refused(config)

@@ -18,6 +18,11 @@ MAX_CONFIG_BYTES = 1024 * 1024
 MAX_DEPTH = 64
 #: Most values (mappings, lists and scalars, aliases counted as many times as used).
 MAX_VALUES = 100_000
+#: Most trials a search may plan (max_trials, max_concurrent_trials, grid points): one machine's
+#: master keeps them all in memory, and a grid is enumerated when the experiment starts.
+MAX_TRIALS = 100_000
+#: Most rungs of an ASHA search.
+MAX_RUNGS = 64
 #: Integers are stored as signed 64-bit numbers.
 INT64_MAX = 2**63 - 1
 
