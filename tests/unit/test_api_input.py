@@ -107,3 +107,46 @@ def test_unexpected_error_is_one_json_line(api: InProcessMaster) -> None:
     resp = api.client.get("/boom")
     assert resp.status_code == 500
     assert resp.json() == {"detail": "internal error (RuntimeError); see the master log"}
+
+
+def _deep(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        (
+            "/api/v1/trials/1/metrics",
+            {"reports": [{"group": "g", "steps_completed": 1, "metrics": {"\ud800": 1}}]},
+            "body.reports.0.metrics",
+        ),
+        (
+            "/api/v1/trials/1/metrics",
+            {"reports": [{"group": "g", "steps_completed": 1, "metrics": {"x": _deep(500)}}]},
+            "body.reports.0.metrics",
+        ),
+        (
+            "/api/v1/trials/1/checkpoints",
+            {
+                "uuid": "c1",
+                "steps_completed": 1,
+                "metadata": {"note": "\udc80"},
+                "storage": {"type": "shared_fs", "host_path": "/tmp/x"},
+            },
+            "body.metadata",
+        ),
+        ("/api/v1/experiments", {"config": {**SINGLE, "description": "\ud800"}}, "description"),
+    ],
+)
+def test_values_that_cannot_be_stored_and_sent_back_are_refused(
+    api: InProcessMaster, path: str, body: Any, field: str
+) -> None:
+    """A lone surrogate was stored, then every read of it failed with a 500; so did deep JSON."""
+    api.create()
+    assert_refused(api.call("POST", path, body), field)
+    assert api.call("GET", "/api/v1/trials/1").status_code == 200
+    assert api.store.count_metrics(1) == 0 and api.store.list_checkpoints() == []

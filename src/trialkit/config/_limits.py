@@ -42,6 +42,11 @@ def check_limits(raw: Any) -> list[str]:
         if scalar is not None:
             problems.append(f"{format_path(loc)}: {scalar}")
         elif isinstance(value, dict):
+            problems.extend(
+                f"{format_path((*loc, str(k)))}: {problem}"
+                for k in value
+                if (problem := _scalar_problem(k)) is not None
+            )
             stack.extend((v, (*loc, str(k))) for k, v in reversed(value.items()))
         elif isinstance(value, (list, tuple)):
             stack.extend((v, (*loc, i)) for i, v in reversed(list(enumerate(value))))
@@ -96,4 +101,15 @@ def _scalar_problem(value: Any) -> str | None:
         )
     if isinstance(value, float) and not math.isfinite(value):
         return f"{value} is not allowed; use a finite number"
+    if isinstance(value, str) and not _is_unicode(value):
+        return "has an unpaired surrogate escape (such as \\ud800); use valid Unicode text"
     return None
+
+
+def _is_unicode(text: str) -> bool:
+    """Whether ``text`` can be stored as UTF-8 (YAML and JSON escapes can give lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -52,6 +52,42 @@ CheckpointUuid = Annotated[str, Path(min_length=1, max_length=64)]
 EARLY_EXIT_REASONS = ("INVALID_HP", "USER_REQUESTED_STOP")
 
 
+#: Deepest nesting accepted inside free-form JSON values (metrics, metadata, operations).
+MAX_JSON_DEPTH = 64
+
+
+def _plain_json(value: Any) -> Any:
+    """``value`` if it can be stored and sent back: valid Unicode, nested at most 64 deep."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep")
+        if isinstance(item, str):
+            _check_unicode(item)
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                _check_unicode(str(key))
+                stack.append((child, depth + 1))
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return value
+
+
+def _check_unicode(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            "has an unpaired surrogate escape (such as \\ud800); send valid Unicode"
+        ) from None
+
+
+#: Free-form JSON from a client: stored as is and sent back, so it must survive both.
+JsonObject = Annotated[dict[str, Any], AfterValidator(_plain_json)]
+JsonValue = Annotated[Any, AfterValidator(_plain_json)]
+
+
 class CreateExperiment(BaseModel):
     config: dict[str, Any]
     model_def: str | None = None  # base64 tar.gz
@@ -61,8 +97,8 @@ class CreateExperiment(BaseModel):
 class MetricReport(BaseModel):
     group: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^.]+$")]
     steps_completed: Count
-    metrics: dict[str, Any]
-    batch_metrics: list[dict[str, Any]] | None = None
+    metrics: JsonObject
+    batch_metrics: list[JsonObject] | None = None
 
 
 class MetricsBody(BaseModel):
@@ -105,20 +141,20 @@ class CheckpointBody(BaseModel):
     uuid: CheckpointId
     run_id: Count = 0
     steps_completed: Count
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: JsonObject = Field(default_factory=dict)
     resources: dict[
         Annotated[str, AfterValidator(_resource_path)], Annotated[int, Field(ge=0, le=MAX_INT64)]
     ] = Field(default_factory=dict)
-    storage: Annotated[dict[str, Any], AfterValidator(_storage_config)]
+    storage: Annotated[dict[str, Any], AfterValidator(_plain_json), AfterValidator(_storage_config)]
 
 
 class CompletedOp(BaseModel):
     length: Count
-    metric: Any
+    metric: JsonValue
 
 
 class SearcherOperations(BaseModel):
-    operations: list[dict[str, Any]]
+    operations: list[JsonObject]
     last_event_id: Count
     progress: FiniteFloat | None = None
 
