@@ -195,3 +195,31 @@ def test_random_argv_long(
     monkeypatch.setenv("TRIALKIT_HOME", str(master_home))
     monkeypatch.chdir(tmp_path)
     check(figures, data.draw(argvs(files)))
+
+
+def test_every_command_succeeds_on_valid_input(
+    files: dict[str, str], master_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI's own requests pass the master's input checks (a CLI bug would show as exit 2)."""
+    monkeypatch.setenv("TRIALKIT_HOME", str(master_home))
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(["experiment", "create", files["good.yaml"], files["model"]])
+    assert code == 0, err
+    exp = out.strip().split()[-1]
+    commands = [
+        ["experiment", "list", "--all"],
+        ["experiment", "describe", exp, "--json"],
+        ["experiment", "logs", exp],
+        ["experiment", "preview", files["good.yaml"]],
+        ["trial", "list", exp],
+        ["checkpoint", "list", exp],
+        ["master", "status"],
+    ]
+    for argv in commands:
+        code, _, err = run_cli(argv)
+        assert code == 0, f"trialkit {' '.join(argv)}: {err}"
+    code, out, _ = run_cli(["trial", "list", exp, "--json"])
+    for trial in json.loads(out):
+        for argv in (["trial", "describe", str(trial["id"])], ["trial", "logs", str(trial["id"])]):
+            code, _, err = run_cli(argv)
+            assert code == 0, f"trialkit {' '.join(argv)}: {err}"

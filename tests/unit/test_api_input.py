@@ -36,6 +36,7 @@ def assert_refused(resp: Any, field: str) -> None:
         ("GET", f"/api/v1/trials/{BIG}", None, "trial_id"),
         ("GET", f"/api/v1/trials/1/logs?after_id={BIG}", None, "after_id"),
         ("GET", f"/api/v1/trials/1/logs?limit={BIG}", None, "limit"),
+        ("GET", "/api/v1/trials/1/logs?limit=-1", None, "limit"),
         ("POST", "/api/v1/trials/1/metrics", {"run_id": BIG, "reports": []}, "run_id"),
         (
             "POST",

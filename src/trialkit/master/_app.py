@@ -40,7 +40,7 @@ MAX_INT = 2**31 - 1
 #: Free-form numbers inside JSON values (checkpoint resources) stay within a signed int64.
 MAX_INT64 = 2**63 - 1
 #: The longest long poll a client may ask for (the routes cap the wait at 60 s anyway).
-MAX_POLL_SECONDS = 3600.0
+MAX_POLL_SECONDS = 86_400.0
 
 Count = Annotated[int, Field(ge=0, le=MAX_INT)]
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
@@ -457,7 +457,7 @@ def create_app(store: Store, engine: Engine, token: str, on_shutdown: Any = None
     def trial_logs(
         trial_id: TrialId,
         after_id: QueryCount = 0,
-        limit: Annotated[int, Query(ge=1, le=100_000)] = 10_000,
+        limit: Annotated[int, Query(ge=0, le=100_000)] = 10_000,  # 0: only the state
     ) -> dict[str, Any]:
         t = trial_or_404(trial_id)
         logs = store.list_logs(trial_id, after_id=after_id, limit=limit)
