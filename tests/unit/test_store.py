@@ -401,3 +401,35 @@ def test_trialkit_db_selects_the_store_for_a_home(
     s.close()
     assert s.url == url and (tmp_path / "elsewhere.db").exists()
     assert not (tmp_path / "home" / "trialkit.db").exists()
+
+
+# --- metric batches: a resend after a lost reply is stored once (issue 12 item 5) -------------
+
+
+def test_metric_batch_is_stored_once(store: Store) -> None:
+    from trialkit.store import MetricBatch
+
+    trial = new_trial(store)
+    reports = [
+        NewMetric(trial_id=trial.id, group="training", steps_completed=s, values={"loss": 1.0})
+        for s in (1, 2, 3)
+    ]
+    batch = MetricBatch(trial.id, run_id=1, sender="abc", seq=1)
+    assert store.add_metrics(reports, batch) is True
+    assert store.add_metrics(reports, batch) is False  # the resend: acknowledged, not stored
+    assert store.count_metrics(trial.id, "training") == 3
+    assert store.metric_batch_stored(batch)
+    # Another batch number, sender or run is new data.
+    assert store.add_metrics(reports[:1], MetricBatch(trial.id, 1, "abc", 2)) is True
+    assert store.add_metrics(reports[:1], MetricBatch(trial.id, 1, "other", 1)) is True
+    assert store.add_metrics(reports[:1], MetricBatch(trial.id, 2, "abc", 1)) is True
+    assert store.count_metrics(trial.id, "training") == 6
+
+
+def test_metric_batch_of_a_missing_trial_is_a_store_error(store: Store) -> None:
+    from trialkit.store import MetricBatch
+
+    report = NewMetric(trial_id=999, group="training", steps_completed=1, values={})
+    with pytest.raises(StoreError):
+        store.add_metrics([report], MetricBatch(999, 1, "abc", 1))
+    assert not store.metric_batch_stored(MetricBatch(999, 1, "abc", 1))  # rolled back together

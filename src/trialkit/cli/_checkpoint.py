@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from ._common import (
+    CLIError,
     experiment_client,
     fmt_time,
     get_client,
@@ -72,13 +74,52 @@ def describe(uuid: str, as_json: bool) -> None:
     default=None,
     help="Where to put the files (default checkpoints/UUID).",
 )
-def download(uuid: str, output_dir: Path | None) -> None:
-    """Copy a checkpoint's files (UUID or a unique prefix of it) to a local directory."""
-    from ..storage import build
+@click.option(
+    "--storage-path",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Read from this checkpoint storage directory instead of the experiment's own "
+    "(for a checkpoint a trial saved elsewhere).",
+)
+def download(uuid: str, output_dir: Path | None, storage_path: Path | None) -> None:
+    """Copy a checkpoint's regular files (UUID or a unique prefix of it) to a local directory
+    (links are not followed out)."""
+    from ..storage import SharedFSStorageManager, StorageManager, check_storage_id
 
+    check_storage_id(uuid)
     client = get_client()
     uuid = resolve_checkpoint(client, uuid)
     c = client.request("GET", f"/api/v1/checkpoints/{uuid}")
+    manager: StorageManager = (
+        SharedFSStorageManager(storage_path)
+        if storage_path is not None
+        else _experiment_storage(client, c)
+    )
     dest = output_dir or Path("checkpoints") / uuid
-    build(c["storage"]).download(uuid, dest)
+    manager.download(uuid, dest)
     click.echo(f"checkpoint {uuid} downloaded to {dest}")
+
+
+def _experiment_storage(client: Any, ckpt: dict[str, Any]) -> Any:
+    """The storage the experiment was configured with, if the checkpoint says it is there.
+
+    The location a checkpoint record names was sent by the trial: it is trusted only when it
+    is the experiment's configured checkpoint_storage (which its creator wrote)."""
+    from ..storage import build
+
+    exp = client.request("GET", f"/api/v1/experiments/{ckpt['experiment_id']}")["experiment"]
+    configured = (exp.get("config") or {}).get("checkpoint_storage")
+    if not configured:
+        raise CLIError(f"experiment {exp['id']} has no checkpoint_storage; give --storage-path DIR")
+    expected, reported = build(configured), build(ckpt["storage"])
+    if _location(reported) != _location(expected):
+        raise CLIError(
+            f"checkpoint {ckpt['uuid']} was reported in {_location(reported)}, not in experiment "
+            f"{exp['id']}'s checkpoint storage {_location(expected)}; if you trust that "
+            "location, give it with --storage-path"
+        )
+    return expected
+
+
+def _location(manager: Any) -> str:
+    return str(getattr(manager, "base_path", manager))

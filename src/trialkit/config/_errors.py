@@ -91,8 +91,16 @@ def format_path(parts: Sequence[str | int]) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += f".{part}" if out else str(part)
+            out += f".{printable(part)}" if out else printable(part)
     return out or "config"
+
+
+def printable(text: object) -> str:
+    """``text`` on one line: newlines, control characters and lone surrogates escaped."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 def finalize(lines: Iterable[str]) -> list[str]:

@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from trialkit.config._errors import Issue, Loc, show, suggest, unknown_key_message
+from trialkit.config._limits import MAX_TRIALS
 
 HP_TYPES = ("const", "int", "double", "log", "categorical")
 _REQUIRED = object()
@@ -32,7 +33,32 @@ def normalize_hyperparameters(raw: object, *, grid: bool) -> tuple[dict[str, Any
     tree = _group(raw, ("hyperparameters",), issues)
     if grid:
         issues.extend(grid_count_issues(tree, ("hyperparameters",)))
+        if not issues and _grid_size(tree) > MAX_TRIALS:
+            msg = (
+                f"the grid has more than {MAX_TRIALS} points; lower the counts or use fewer values"
+            )
+            issues.append(Issue(("hyperparameters",), msg))
     return tree, issues
+
+
+def _grid_size(tree: dict[str, Any]) -> int:
+    """Points of the grid over ``tree`` (valid leaves), counted up to just past MAX_TRIALS."""
+    size = 1
+    for node in tree.values():
+        if not isinstance(node, dict):
+            continue
+        kind = node.get("type")
+        if kind == "categorical":
+            size *= len(node.get("vals") or [1])
+        elif kind == "int":
+            size *= max(1, min(int(node["count"]), int(node["maxval"]) - int(node["minval"]) + 1))
+        elif kind in _RANGED:
+            size *= int(node["count"])
+        elif "type" not in node:
+            size *= _grid_size(node)
+        if size > MAX_TRIALS:
+            return size
+    return size
 
 
 def _group(raw: dict[Any, Any], loc: Loc, issues: list[Issue]) -> dict[str, Any]:
@@ -117,6 +143,9 @@ def _check_range(leaf: dict[str, Any], loc: Loc, *, integer: bool) -> list[Issue
     count = leaf.get("count")
     if count is not None and (not _is_int(count) or count < 1):
         issues.append(Issue((*loc, "count"), f"expected an integer >= 1, got {show(count)}"))
+    elif count is not None and count > MAX_TRIALS:
+        msg = f"{count} grid points is more than the {MAX_TRIALS} a search may have; lower it"
+        issues.append(Issue((*loc, "count"), msg))
     return issues
 
 

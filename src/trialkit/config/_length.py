@@ -11,6 +11,8 @@ from trialkit.config._errors import custom_error, show, suggest
 
 Unit = Literal["batches", "records", "epochs"]
 UNITS: tuple[Unit, ...] = ("batches", "records", "epochs")
+#: Longest length: trial lengths are stored in 32-bit INTEGER columns (PostgreSQL).
+MAX_LENGTH = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ def parse_length(
     if _is_int(raw) and allow_bare:
         if raw < bare_minimum:
             raise ValueError(f"expected an integer >= {bare_minimum}, got {raw}")
+        _check_not_too_long(raw)
         return Length(None, raw)
     if _is_int(raw):
         raise ValueError(f"expected {form}, got a bare integer {raw}; write {{batches: {raw}}}")
@@ -68,7 +71,13 @@ def _parse_unit_dict(raw: dict[Any, Any], minimum: int) -> Length:
         raise ValueError(f"unknown unit {show(unit)}; {hint}")
     if not _is_int(value) or value < minimum:
         raise ValueError(f"expected {{{unit}: N}} with an integer N >= {minimum}, got {show(raw)}")
+    _check_not_too_long(value)
     return Length(unit, value)
+
+
+def _check_not_too_long(value: int) -> None:
+    if value > MAX_LENGTH:
+        raise ValueError(f"{show(value)} is too long; the longest length is {MAX_LENGTH}")
 
 
 def _pydantic(fn: Any) -> PlainValidator:

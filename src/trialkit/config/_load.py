@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from trialkit.config._errors import ConfigError, finalize, show
 from trialkit.config._experiment import ExperimentConfig
+from trialkit.config._limits import MAX_CONFIG_BYTES, check_limits
 from trialkit.config._translate import translate
 from trialkit.config._yaml import YamlError, load_yaml
 
@@ -31,7 +32,7 @@ def entrypoint_kind(entrypoint: str | list[str] | None) -> EntrypointKind:
 def parse_config(raw: Mapping[str, Any]) -> ExperimentConfig:
     """Validate ``raw`` and fill every default; ConfigError lists all problems at once."""
     try:
-        return ExperimentConfig.model_validate(_plain(raw))
+        return ExperimentConfig.model_validate(_checked_copy(raw))
     except ValidationError as exc:
         lines = [translate(err, ExperimentConfig) for err in exc.errors()]
         raise ConfigError(finalize(lines)) from None
@@ -41,7 +42,7 @@ def load_config(
     source: str | os.PathLike[str] | Mapping[str, Any], overrides: Sequence[str] = ()
 ) -> ExperimentConfig:
     """Read a YAML file (or take a mapping), apply ``a.b=value`` overrides, then validate."""
-    raw = _plain(source) if isinstance(source, Mapping) else _read(source)
+    raw = _checked_copy(source) if isinstance(source, Mapping) else _read(source)
     if raw is not None and not isinstance(raw, dict):
         where = os.fspath(source) if not isinstance(source, Mapping) else "config"
         raise ConfigError([f"{where}: expected a mapping at the top level, got {show(raw)}"])
@@ -57,7 +58,15 @@ def _read(path: str | os.PathLike[str]) -> Any:
     name = os.fspath(path)
     try:
         with open(name, encoding="utf-8") as stream:
-            return load_yaml(stream)
+            text = stream.read(MAX_CONFIG_BYTES + 1)
+        if len(text) > MAX_CONFIG_BYTES:
+            raise ConfigError(
+                [
+                    f"{name}: larger than {MAX_CONFIG_BYTES // 1024} KiB, the most a config may be; "
+                    "shrink it"
+                ]
+            )
+        return load_yaml(text)
     except FileNotFoundError:
         raise ConfigError([f"{name}: file not found; check the path"]) from None
     except IsADirectoryError:
@@ -65,7 +74,8 @@ def _read(path: str | os.PathLike[str]) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError([f"{name}: cannot read ({exc}); check the file"]) from None
     except YamlError as exc:
-        raise ConfigError([f"{name}: {exc.describe()}; fix the syntax there"]) from None
+        fix = "" if ";" in exc.problem else "; fix the syntax there"  # limits say their own fix
+        raise ConfigError([f"{name}: {exc.describe()}{fix}"]) from None
 
 
 def apply_override(raw: dict[str, Any], override: str) -> str | None:
@@ -122,6 +132,15 @@ def with_defaults(
     filled = parse_config(raw)
     filled._warnings = cfg.warnings
     return filled
+
+
+def _checked_copy(raw: Any) -> Any:
+    """``_plain(raw)`` once ``raw`` is known to be within the limits (copying an alias bomb
+    would take gigabytes, a deep one the whole stack)."""
+    problems = check_limits(raw)
+    if problems:
+        raise ConfigError(problems)
+    return _plain(raw)
 
 
 def _plain(value: Any) -> Any:

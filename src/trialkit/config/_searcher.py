@@ -18,7 +18,8 @@ from pydantic import (
 
 from trialkit.config._base import ConfigModel, JsonDict, drop_nulls
 from trialkit.config._errors import Issue, raise_issues, show, suggest, unknown_key_message
-from trialkit.config._length import MaxLength
+from trialkit.config._length import MAX_LENGTH, MaxLength
+from trialkit.config._limits import MAX_RUNGS, MAX_TRIALS
 
 SearcherName = Literal[
     "single", "random", "grid", "async_halving", "adaptive_asha", "custom", "optuna"
@@ -103,16 +104,18 @@ class SearcherConfig(ConfigModel):
     source_trial_id: int | None = None
     source_checkpoint_uuid: str | None = None
     max_length: MaxLength | None = None
-    max_trials: int | None = Field(default=None, ge=1)
-    max_concurrent_trials: int = Field(default=16, ge=0)
+    max_trials: int | None = Field(default=None, ge=1, le=MAX_TRIALS)
+    max_concurrent_trials: int = Field(default=16, ge=0, le=MAX_TRIALS)
     time_metric: str | None = None
-    max_time: int | None = Field(default=None, ge=1)
+    max_time: int | None = Field(default=None, ge=1, le=MAX_LENGTH)
     mode: Literal["standard", "aggressive", "conservative"] = "standard"
     divisor: float = Field(default=4.0, gt=1)
-    max_rungs: int = Field(default=5, ge=1)
-    bracket_rungs: list[Annotated[int, Field(ge=1)]] = []
+    max_rungs: int = Field(default=5, ge=1, le=MAX_RUNGS)
+    bracket_rungs: list[Annotated[int, Field(ge=1, le=MAX_TRIALS)]] = Field(
+        default=[], max_length=MAX_RUNGS
+    )
     stop_once: bool = False
-    num_rungs: int | None = Field(default=None, ge=1)
+    num_rungs: int | None = Field(default=None, ge=1, le=MAX_RUNGS)
     unit: Literal["batches", "records", "epochs"] | None = None
     sampler: str = "TPESampler"
     sampler_kwargs: JsonDict = {}

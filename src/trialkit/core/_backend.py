@@ -22,6 +22,11 @@ class TrialBackend(abc.ABC):
     def ship_metrics(self, reports: list[dict[str, Any]]) -> None:
         """Store a batch of reports {group, steps_completed, metrics, batch_metrics}."""
 
+    def ship_metric_batch(self, reports: list[dict[str, Any]], sender: str, seq: int) -> None:
+        """Store batch ``seq`` of the shipper ``sender``; backends that may see a batch twice
+        (a resend after a lost reply) pass the pair on so it is stored once."""
+        self.ship_metrics(reports)
+
     @abc.abstractmethod
     def report_checkpoint(self, record: dict[str, Any]) -> None:
         """Register a complete checkpoint {uuid, steps_completed, metadata, resources, storage}."""

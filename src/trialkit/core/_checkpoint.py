@@ -134,7 +134,11 @@ class CheckpointContext:
         shard: bool = False,
         selector: Callable[[str], bool] | None = None,
     ) -> str:
-        """Copy ``ckpt_dir`` into storage under a new storage id, register it, return the id."""
+        """Copy ``ckpt_dir`` into storage under a new storage id, register it, return the id.
+
+        A symlink in ``ckpt_dir`` that dangles or leads outside it, or a special file, raises
+        CheckpointContentError naming it, before anything is stored (a link to a file inside
+        the directory is stored as that file)."""
         self._require_chief("upload", shard)
         if ckpt_dir is None and not shard:
             raise RuntimeError("upload(): ckpt_dir is required when shard=False")
@@ -246,7 +250,10 @@ class CheckpointContext:
         stage each rank's files in its own temporary directory and merge them, so two ranks
         writing one path with different contents is an error instead of a silent last writer
         wins, and the code is the same for every storage type; the price is one copy of the
-        files (staged under ``$TMPDIR``)."""
+        files (staged under ``$TMPDIR``).
+
+        A symlink left in the directory that dangles or leads outside it raises
+        CheckpointContentError naming it, and nothing is published or registered."""
         self._require_chief("store_path", shard)
         metadata = dict(metadata or {})
         if self._dist.rank == 0:

@@ -36,6 +36,11 @@ class HttpBackend(TrialBackend):
             "POST", self._t + "/metrics", json_body={"run_id": self.run_id, "reports": reports}
         )
 
+    def ship_metric_batch(self, reports: list[dict[str, Any]], sender: str, seq: int) -> None:
+        # The master stores a (run, sender, seq) once: a resend after a lost reply is acknowledged.
+        body = {"run_id": self.run_id, "sender": sender, "seq": seq, "reports": reports}
+        self.client.request("POST", self._t + "/metrics", json_body=body)
+
     def report_checkpoint(self, record: dict[str, Any]) -> None:
         self._post("/checkpoints", {**record, "run_id": self.run_id})
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -28,7 +29,11 @@ def _transient(e: APIError) -> bool:
 
 
 class MetricsShipper:
-    """Owns the queue between the training loop and the backend."""
+    """Owns the queue between the training loop and the backend.
+
+    Each batch carries this shipper's random ``sender`` id and a sequence number, the same on
+    every resend of it, so a master that stored a batch but died before replying stores it once.
+    """
 
     BATCH = 5000
 
@@ -49,6 +54,9 @@ class MetricsShipper:
         self._progress_sent = 0  # the version delivered; a failed one is retried next round
         self._progress_tried = 0  # the version last attempted; flush() waits for an attempt
         self.shipped = 0
+        self.sender = secrets.token_hex(8)
+        self._seq = 0  # the number of the newest batch taken from the queue
+        self._resend: tuple[int, int] | None = None  # (seq, size) of a batch put back unsent
         self._thread = threading.Thread(target=self._run, name="trialkit-metrics", daemon=True)
         self._thread.start()
 
@@ -95,21 +103,27 @@ class MetricsShipper:
         err, self._error = self._error, None
         raise RuntimeError(f"shipping metrics to the master failed: {err}") from err
 
-    def _take_batch(self) -> list[dict[str, Any]]:
+    def _take_batch(self) -> tuple[int, list[dict[str, Any]]]:
+        """The next batch and its number: a batch put back unsent goes again, same number."""
+        if self._resend is not None:
+            (seq, size), self._resend = self._resend, None
+        else:
+            self._seq += 1
+            seq, size = self._seq, self.BATCH
         batch: list[dict[str, Any]] = []
         q = self._queue
-        while q and len(batch) < self.BATCH:
+        while q and len(batch) < size:
             batch.append(q.popleft())
-        return batch
+        return seq, batch
 
-    def _send(self, batch: list[dict[str, Any]]) -> None:
+    def _send(self, seq: int, batch: list[dict[str, Any]]) -> None:
         """Send one batch, retrying transient failures; a rejected batch is an error."""
         payload = batch  # the client encodes it: plain json.dumps, numpy/NaN handled on demand
         delay = 0.05
         deadline = time.monotonic() + self._drain_timeout
         while True:
             try:
-                self._backend.ship_metrics(payload)
+                self._backend.ship_metric_batch(payload, self.sender, seq)
                 for sink in self._sinks:
                     sink(batch)
                 self.shipped += len(batch)
@@ -145,15 +159,16 @@ class MetricsShipper:
             self._send_progress()
 
     def _ship_batch(self) -> None:
-        batch = self._take_batch()
+        seq, batch = self._take_batch()
         try:
-            self._send(batch)
+            self._send(seq, batch)
         except APIError as e:  # the master refused the data itself: retrying cannot help
             logger.error("the master rejected %d metric reports: %s", len(batch), e)
             self._undelivered -= len(batch)
             self._error = e
         except BaseException as e:  # still unreachable after the timeout: keep the data
             self._queue.extendleft(reversed(batch))
+            self._resend = (seq, len(batch))  # it may have been stored: same number next time
             self._error = e
 
     def flush(self) -> None:

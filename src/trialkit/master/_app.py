@@ -5,23 +5,91 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import binascii
+import logging
 import os
 import sys
 import threading
 import time
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from .. import __version__
 from ..config import ConfigError
 from ..searcher import generation_of
-from ..store import ExperimentState, NewMetric, NotFound, Store, Trial
+from ..storage import CheckpointNotFound, StorageConfigError, build, check_storage_id
+from ..store import (
+    TERMINAL_TRIAL_STATES,
+    ExperimentState,
+    MetricBatch,
+    NewMetric,
+    NotFound,
+    Store,
+    Trial,
+)
 from ._auth import TokenAuth
 from ._create import CreateError, prepare_experiment
 from ._engine import Engine
+
+logger = logging.getLogger(__name__)
+
+#: Ids, counts and step numbers live in INTEGER columns, 32 bits wide on PostgreSQL: anything
+#: larger is refused as bad input (422) instead of failing in the store (500).
+MAX_INT = 2**31 - 1
+#: Free-form numbers inside JSON values (checkpoint resources) stay within a signed int64.
+MAX_INT64 = 2**63 - 1
+#: The longest long poll a client may ask for (the routes cap the wait at 60 s anyway).
+MAX_POLL_SECONDS = 86_400.0
+
+Count = Annotated[int, Field(ge=0, le=MAX_INT)]
+FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
+ExperimentId = Annotated[int, Path(ge=1, le=MAX_INT)]
+TrialId = Annotated[int, Path(ge=1, le=MAX_INT)]
+PollSeconds = Annotated[float, Query(ge=0.0, le=MAX_POLL_SECONDS, allow_inf_nan=False)]
+QueryCount = Annotated[int, Query(ge=0, le=MAX_INT)]
+CheckpointUuid = Annotated[str, Path(min_length=1, max_length=64)]
+EARLY_EXIT_REASONS = ("INVALID_HP", "USER_REQUESTED_STOP")
+
+
+#: Deepest nesting accepted inside free-form JSON values (metrics, metadata, operations).
+MAX_JSON_DEPTH = 64
+
+
+def _plain_json(value: Any) -> Any:
+    """``value`` if it can be stored and sent back: valid Unicode, nested at most 64 deep."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep")
+        if isinstance(item, str):
+            _check_unicode(item)
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                _check_unicode(str(key))
+                stack.append((child, depth + 1))
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return value
+
+
+def _check_unicode(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            "has an unpaired surrogate escape (such as \\ud800); send valid Unicode"
+        ) from None
+
+
+#: Free-form JSON from a client: stored as is and sent back, so it must survive both.
+JsonObject = Annotated[dict[str, Any], AfterValidator(_plain_json)]
+JsonValue = Annotated[Any, AfterValidator(_plain_json)]
 
 
 class CreateExperiment(BaseModel):
@@ -34,40 +102,108 @@ class CreateExperiment(BaseModel):
 
 
 class MetricReport(BaseModel):
-    group: str
-    steps_completed: int
-    metrics: dict[str, Any]
-    batch_metrics: list[dict[str, Any]] | None = None
+    group: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^.]+$")]
+    steps_completed: Count
+    metrics: JsonObject
+    batch_metrics: list[JsonObject] | None = None
 
 
 class MetricsBody(BaseModel):
-    run_id: int = 0
+    run_id: Count = 0
     reports: list[MetricReport]
+    #: The shipper's random id and the batch's number in it: a resend is stored once.
+    sender: (
+        Annotated[str, Field(min_length=1, max_length=32, pattern=r"^[A-Za-z0-9_-]+$")] | None
+    ) = None
+    seq: Count | None = None
+
+
+def _checkpoint_id(value: str) -> str:
+    try:
+        return check_storage_id(value)
+    except CheckpointNotFound as e:
+        raise ValueError(str(e)) from None
+
+
+def _resource_path(value: str) -> str:
+    """A file of a checkpoint: relative, inside it (no '..' part)."""
+    parts = value.split("/")
+    if not value or value.startswith("/") or "\\" in value or ".." in parts:
+        raise ValueError(f"{value!r} must be a relative path inside the checkpoint, without '..'")
+    return value
+
+
+def _storage_config(value: dict[str, Any]) -> dict[str, Any]:
+    try:
+        build(value)
+    except StorageConfigError as e:
+        raise ValueError(str(e)) from None
+    return value
+
+
+CheckpointId = Annotated[str, Field(max_length=64), AfterValidator(_checkpoint_id)]
 
 
 class CheckpointBody(BaseModel):
-    uuid: str
-    run_id: int = 0
-    steps_completed: int
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    resources: dict[str, int] = Field(default_factory=dict)
-    storage: dict[str, Any] = Field(default_factory=dict)
+    uuid: CheckpointId
+    run_id: Count = 0
+    steps_completed: Count
+    metadata: JsonObject = Field(default_factory=dict)
+    resources: dict[
+        Annotated[str, AfterValidator(_resource_path)], Annotated[int, Field(ge=0, le=MAX_INT64)]
+    ] = Field(default_factory=dict)
+    storage: Annotated[dict[str, Any], AfterValidator(_plain_json), AfterValidator(_storage_config)]
 
 
 class CompletedOp(BaseModel):
-    length: int
-    metric: Any
+    length: Count
+    metric: JsonValue
 
 
 class SearcherOperations(BaseModel):
-    operations: list[dict[str, Any]]
-    last_event_id: int
-    progress: float | None = None
+    operations: list[JsonObject]
+    last_event_id: Count
+    progress: FiniteFloat | None = None
 
 
 class ProgressBody(BaseModel):
-    progress: float
+    progress: FiniteFloat
     is_raw: bool = False
+
+
+class RunBody(BaseModel):
+    run_id: Count = 0
+
+
+class StatusBody(BaseModel):
+    status: Annotated[str, Field(max_length=4096)] = ""
+
+
+class EarlyExitBody(BaseModel):
+    reason: Annotated[str, Field(pattern="^(" + "|".join(EARLY_EXIT_REASONS) + ")$")] = (
+        "USER_REQUESTED_STOP"
+    )
+
+
+def _field_errors(exc: RequestValidationError) -> list[str]:
+    """One ``where.field: problem`` line per invalid input (the input itself is not echoed)."""
+    lines = []
+    for err in exc.errors():
+        where = ".".join(str(part) for part in err.get("loc", ())) or "request"
+        lines.append(f"{where}: {err.get('msg', 'invalid')}")
+    return lines
+
+
+def _decode_model_def(text: str | None) -> bytes | None:
+    """The model directory tarball sent as base64; HTTP 400 when it is not valid base64."""
+    if not text:
+        return None
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise HTTPException(
+            400, {"errors": ["model_def: not valid base64; send the tar.gz base64-encoded"]}
+        ) from None
 
 
 _BEARER = HTTPBearer(auto_error=False, description="the master token or a trial's own token")
@@ -112,11 +248,27 @@ def create_app(
 
     @app.exception_handler(NotFound)
     async def not_found(_: Request, exc: NotFound) -> Any:
-        from fastapi.responses import JSONResponse
-
         return JSONResponse(status_code=404, content={"detail": str(exc)})
 
-    def trial_or_404(trial_id: int) -> Trial:
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_: Request, exc: RequestValidationError) -> Any:
+        return JSONResponse(status_code=422, content={"detail": {"errors": _field_errors(exc)}})
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> Any:
+        # A bug, not bad input: one line to the client, the traceback to the master's log.
+        logger.error(
+            "%s %s failed",
+            request.method,
+            request.url.path,
+            exc_info=(type(exc), exc, exc.__traceback__),
+        )
+        return JSONResponse(
+            status_code=500,
+            content={"detail": f"internal error ({type(exc).__name__}); see the master log"},
+        )
+
+    def trial_or_404(trial_id: TrialId) -> Trial:
         return store.get_trial(trial_id)
 
     @app.get("/health")
@@ -148,7 +300,7 @@ def create_app(
 
     @app.post("/api/v1/experiments", dependencies=[Auth])
     def create_experiment(body: CreateExperiment) -> dict[str, Any]:
-        model_def = base64.b64decode(body.model_def) if body.model_def else None
+        model_def = _decode_model_def(body.model_def)
         try:
             config, warnings = prepare_experiment(
                 body.config,
@@ -167,7 +319,17 @@ def create_app(
             model_def=model_def,
             state=ExperimentState.ACTIVE if body.activate else ExperimentState.PAUSED,
         )
-        engine.start_experiment(exp)
+        try:
+            engine.start_experiment(exp)
+        except Exception as e:
+            # Never leave an experiment ACTIVE that nothing will advance.
+            store.update_experiment(
+                exp.id,
+                state=ExperimentState.ERROR,
+                error=f"could not start: {e}",
+                ended_at=time.time(),
+            )
+            raise
         return {"experiment": store.get_experiment(exp.id).to_dict(), "warnings": warnings}
 
     @app.get("/api/v1/experiments", dependencies=[Auth])
@@ -176,7 +338,7 @@ def create_app(
         return {"experiments": [e.to_dict() for e in exps]}
 
     @app.get("/api/v1/experiments/{experiment_id}", dependencies=[Auth])
-    def describe_experiment(experiment_id: int) -> dict[str, Any]:
+    def describe_experiment(experiment_id: ExperimentId) -> dict[str, Any]:
         exp = store.get_experiment(experiment_id)
         trials = store.list_trials(experiment_id)
         metric = (exp.config.get("searcher") or {}).get("metric")
@@ -217,13 +379,19 @@ def create_app(
             exp = store.update_experiment(exp.id, archived=action == "archive")
         return {"experiment": exp.to_dict()}
 
+    def _command_route(action: str) -> Any:
+        def command(experiment_id: ExperimentId) -> dict[str, Any]:
+            return _command(experiment_id, action)
+
+        return command
+
     for action in ("pause", "activate", "kill", "archive", "unarchive"):
         app.post(
             f"/api/v1/experiments/{{experiment_id}}/{action}", dependencies=[Auth], name=action
-        )((lambda a: lambda experiment_id: _command(experiment_id, a))(action))
+        )(_command_route(action))
 
     @app.get("/api/v1/experiments/{experiment_id}/checkpoints", dependencies=[Auth])
-    def experiment_checkpoints(experiment_id: int) -> dict[str, Any]:
+    def experiment_checkpoints(experiment_id: ExperimentId) -> dict[str, Any]:
         store.get_experiment(experiment_id)
         return {
             "checkpoints": [
@@ -232,7 +400,7 @@ def create_app(
         }
 
     @app.get("/api/v1/experiments/{experiment_id}/best_validation", dependencies=[Auth])
-    def best_validation(experiment_id: int) -> dict[str, Any]:
+    def best_validation(experiment_id: ExperimentId) -> dict[str, Any]:
         exp = store.get_experiment(experiment_id)
         s = exp.config.get("searcher") or {}
         if not s.get("metric"):
@@ -246,7 +414,7 @@ def create_app(
 
     # Custom searchers run by the user's process (LocalSearchRunner) ---------------------------
 
-    def _event_queue(experiment_id: int) -> Any:
+    def _event_queue(experiment_id: ExperimentId) -> Any:
         store.get_experiment(experiment_id)
         drv = engine.driver(experiment_id)
         queue = getattr(drv, "method", None)
@@ -256,7 +424,7 @@ def create_app(
 
     @app.get("/api/v1/experiments/{experiment_id}/searcher/events", dependencies=[Auth])
     async def searcher_events(
-        experiment_id: int, after: int = 0, timeout_seconds: float = 0.0
+        experiment_id: ExperimentId, after: QueryCount = 0, timeout_seconds: PollSeconds = 0.0
     ) -> dict[str, Any]:
         deadline = time.monotonic() + min(timeout_seconds, 60.0)
 
@@ -281,7 +449,9 @@ def create_app(
             await asyncio.sleep(0.05)
 
     @app.post("/api/v1/experiments/{experiment_id}/searcher/operations", dependencies=[Auth])
-    def searcher_operations(experiment_id: int, body: SearcherOperations) -> dict[str, Any]:
+    def searcher_operations(
+        experiment_id: ExperimentId, body: SearcherOperations
+    ) -> dict[str, Any]:
         from ..searcher import SearcherError
         from ..searcher._custom import decode_operation
 
@@ -304,7 +474,7 @@ def create_app(
     # Trials ------------------------------------------------------------------------------------
 
     @app.get("/api/v1/trials/{trial_id}", dependencies=[Auth])
-    def describe_trial(trial_id: int) -> dict[str, Any]:
+    def describe_trial(trial_id: TrialId) -> dict[str, Any]:
         t = trial_or_404(trial_id)
         exp = store.get_experiment(t.experiment_id)
         s = exp.config.get("searcher") or {}
@@ -315,7 +485,7 @@ def create_app(
         }
 
     @app.get("/api/v1/experiments/{experiment_id}/trials", dependencies=[Auth])
-    def list_trials(experiment_id: int) -> dict[str, Any]:
+    def list_trials(experiment_id: ExperimentId) -> dict[str, Any]:
         exp = store.get_experiment(experiment_id)
         s = exp.config.get("searcher") or {}
         return {
@@ -326,7 +496,11 @@ def create_app(
         }
 
     @app.get("/api/v1/trials/{trial_id}/logs", dependencies=[Auth])
-    def trial_logs(trial_id: int, after_id: int = 0, limit: int = 10_000) -> dict[str, Any]:
+    def trial_logs(
+        trial_id: TrialId,
+        after_id: QueryCount = 0,
+        limit: Annotated[int, Query(ge=0, le=100_000)] = 10_000,  # 0: only the state
+    ) -> dict[str, Any]:
         t = trial_or_404(trial_id)
         logs = store.list_logs(trial_id, after_id=after_id, limit=limit)
         return {
@@ -336,17 +510,44 @@ def create_app(
         }
 
     @app.get("/api/v1/trials/{trial_id}/metrics", dependencies=[Auth])
-    def trial_metrics(trial_id: int, group: str | None = None) -> dict[str, Any]:
+    def trial_metrics(
+        trial_id: TrialId, group: Annotated[str | None, Query(max_length=64)] = None
+    ) -> dict[str, Any]:
         trial_or_404(trial_id)
         return {"metrics": [m.to_dict() for m in store.list_metrics(trial_id, group)]}
 
-    @app.post("/api/v1/trials/{trial_id}/metrics", dependencies=[Auth])
-    def report_metrics(trial_id: int, body: MetricsBody) -> dict[str, int]:
+    def reporting_trial(trial_id: int, run_id: int) -> Trial:
+        """The trial, if ``run_id`` is its current run and it has not ended; else HTTP 409."""
         t = trial_or_404(trial_id)
-        for r in body.reports:
-            if not r.group or "." in r.group:
-                raise HTTPException(400, f"metric group {r.group!r}: must be non-empty without '.'")
-        store.add_metrics(
+        if t.run_id != run_id and t.state not in TERMINAL_TRIAL_STATES:
+            # The engine records a new run just after starting it: ask again once it is done.
+            with engine.lock:
+                t = trial_or_404(trial_id)
+        if t.state in TERMINAL_TRIAL_STATES:
+            raise HTTPException(
+                409, f"trial {trial_id} is {t.state.value}; it takes no more reports"
+            )
+        if t.run_id != run_id:
+            raise HTTPException(
+                409,
+                f"run {run_id} of trial {trial_id} is not its current run ({t.run_id}); "
+                "reports of a replaced run are refused",
+            )
+        return t
+
+    def metric_batch(trial_id: int, body: MetricsBody) -> MetricBatch | None:
+        if (body.sender is None) != (body.seq is None):
+            raise HTTPException(
+                422, {"errors": ["body.seq: give sender and seq together, or neither"]}
+            )
+        if body.sender is None or body.seq is None:
+            return None
+        return MetricBatch(trial_id, body.run_id, body.sender, body.seq)
+
+    @app.post("/api/v1/trials/{trial_id}/metrics", dependencies=[Auth])
+    def report_metrics(trial_id: TrialId, body: MetricsBody) -> dict[str, Any]:
+        t = reporting_trial(trial_id, body.run_id)
+        stored = store.add_metrics(
             [
                 NewMetric(
                     trial_id=trial_id,
@@ -357,8 +558,11 @@ def create_app(
                     batch_metrics=r.batch_metrics,
                 )
                 for r in body.reports
-            ]
+            ],
+            metric_batch(trial_id, body),
         )
+        if not stored:
+            return {"stored": 0, "duplicate": True}
         validations = [r for r in body.reports if r.group == "validation"]
         if validations:
             with engine.lock:
@@ -367,7 +571,7 @@ def create_app(
         return {"stored": len(body.reports)}
 
     @app.post("/api/v1/trials/{trial_id}/checkpoints", dependencies=[Auth])
-    def report_checkpoint(trial_id: int, body: CheckpointBody) -> dict[str, Any]:
+    def report_checkpoint(trial_id: TrialId, body: CheckpointBody) -> dict[str, Any]:
         t = trial_or_404(trial_id)
         ckpt = store.add_checkpoint(
             uuid=body.uuid,
@@ -383,7 +587,7 @@ def create_app(
 
     @app.get("/api/v1/trials/{trial_id}/preemption", dependencies=[Auth])
     async def preemption(
-        trial_id: int, timeout_seconds: float = 0.0, run_id: int = 0
+        trial_id: TrialId, timeout_seconds: PollSeconds = 0.0, run_id: QueryCount = 0
     ) -> dict[str, bool]:
         deadline = time.monotonic() + min(timeout_seconds, 60.0)
         while True:
@@ -394,20 +598,20 @@ def create_app(
             await asyncio.sleep(0.05)
 
     @app.post("/api/v1/trials/{trial_id}/ack_preemption", dependencies=[Auth])
-    def ack_preemption(trial_id: int, body: dict[str, int]) -> dict[str, str]:
+    def ack_preemption(trial_id: TrialId, body: RunBody) -> dict[str, str]:
         with engine.lock:
-            engine.ack(trial_or_404(trial_id), int(body.get("run_id", 0)))
+            engine.ack(trial_or_404(trial_id), body.run_id)
         return {"status": "ok"}
 
     @app.get("/api/v1/trials/{trial_id}/searcher/operation", dependencies=[Auth])
-    def searcher_operation(trial_id: int) -> dict[str, Any]:
+    def searcher_operation(trial_id: TrialId) -> dict[str, Any]:
         t = trial_or_404(trial_id)
         if t.op_length is None or t.op_complete:
             return {"length": None, "completed": True}
         return {"length": t.op_length, "completed": False}
 
     @app.post("/api/v1/trials/{trial_id}/searcher/completed_operation", dependencies=[Auth])
-    def completed_operation(trial_id: int, body: CompletedOp) -> dict[str, str]:
+    def completed_operation(trial_id: TrialId, body: CompletedOp) -> dict[str, str]:
         with engine.lock:
             try:
                 engine.operation_completed(trial_or_404(trial_id), body.length, body.metric)
@@ -416,26 +620,26 @@ def create_app(
         return {"status": "ok"}
 
     @app.post("/api/v1/trials/{trial_id}/progress", dependencies=[Auth])
-    def progress(trial_id: int, body: ProgressBody) -> dict[str, str]:
+    def progress(trial_id: TrialId, body: ProgressBody) -> dict[str, str]:
         with engine.lock:
             engine.progress_reported(trial_or_404(trial_id), body.progress, body.is_raw)
         return {"status": "ok"}
 
     @app.post("/api/v1/trials/{trial_id}/status", dependencies=[Auth])
-    def status(trial_id: int, body: dict[str, str]) -> dict[str, str]:
-        store.update_trial(trial_or_404(trial_id).id, status=body.get("status") or None)
+    def status(trial_id: TrialId, body: StatusBody) -> dict[str, str]:
+        store.update_trial(trial_or_404(trial_id).id, status=body.status or None)
         return {"status": "ok"}
 
     @app.post("/api/v1/trials/{trial_id}/early_exit", dependencies=[Auth])
-    def early_exit(trial_id: int, body: dict[str, str]) -> dict[str, str]:
+    def early_exit(trial_id: TrialId, body: EarlyExitBody) -> dict[str, str]:
         t = trial_or_404(trial_id)
         if t.early_exit:
             raise HTTPException(400, f"trial {trial_id} already reported an early exit")
-        store.update_trial(t.id, early_exit=body.get("reason", "USER_REQUESTED_STOP"))
+        store.update_trial(t.id, early_exit=body.reason)
         return {"status": "ok"}
 
     @app.get("/api/v1/trials/{trial_id}/last_validation", dependencies=[Auth])
-    def last_validation(trial_id: int) -> dict[str, Any]:
+    def last_validation(trial_id: TrialId) -> dict[str, Any]:
         return {"steps_completed": store.last_validation_steps(trial_or_404(trial_id).id)}
 
     # Checkpoints -------------------------------------------------------------------------------
@@ -449,11 +653,11 @@ def create_app(
         return {"uuids": [c.uuid for c in store.list_checkpoints() if c.uuid.startswith(prefix)]}
 
     @app.get("/api/v1/checkpoints/{uuid}", dependencies=[Auth])
-    def get_checkpoint(uuid: str) -> dict[str, Any]:
+    def get_checkpoint(uuid: CheckpointUuid) -> dict[str, Any]:
         return store.get_checkpoint(uuid).to_dict()
 
     @app.delete("/api/v1/checkpoints/{uuid}", dependencies=[Auth])
-    def delete_checkpoint(uuid: str) -> dict[str, str]:
+    def delete_checkpoint(uuid: CheckpointUuid) -> dict[str, str]:
         store.get_checkpoint(uuid)
         store.set_checkpoint_state(uuid, "DELETED")
         return {"status": "ok"}

@@ -5,6 +5,8 @@ from __future__ import annotations
 import abc
 import contextlib
 import os
+import re
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,17 +17,71 @@ class CheckpointNotFound(FileNotFoundError):
     """The checkpoint directory is not in storage."""
 
 
+class CheckpointContentError(ValueError):
+    """A checkpoint holds something storage refuses: a symlink that dangles or leads outside
+    the checkpoint directory, or a file that is not a regular file (a FIFO, a socket)."""
+
+
+_STORAGE_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+
+
+def check_storage_id(storage_id: str) -> str:
+    """``storage_id`` if it is one plain path component (a uuid); CheckpointNotFound if not."""
+    if not _STORAGE_ID.fullmatch(storage_id) or ".." in storage_id:
+        raise CheckpointNotFound(
+            f"{storage_id!r} is not a checkpoint id (expected a name such as a uuid, "
+            "without '/' or '..')"
+        )
+    return storage_id
+
+
+def inside(path: Path, root: Path) -> Path | None:
+    """Where ``path`` leads (links followed) if that is inside ``root`` and exists, else None."""
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError):  # dangling, or a link loop
+        return None
+    real_root = root.resolve()
+    return target if target == real_root or real_root in target.parents else None
+
+
+def _entry_problem(path: Path, root: Path, is_dir: bool) -> str | None:
+    """Why ``path`` cannot be part of the checkpoint rooted at ``root``, or None."""
+    if path.is_symlink():
+        target = inside(path, root)
+        if target is None:
+            return (
+                f"{path}: a symlink to {os.readlink(path)!r}, which does not exist or is outside "
+                "the checkpoint directory; copy the file in instead of linking it"
+            )
+        path = target
+    mode = path.stat().st_mode
+    if not (stat.S_ISDIR(mode) if is_dir else stat.S_ISREG(mode)):
+        return f"{path}: not a regular file; a checkpoint holds regular files and directories"
+    return None
+
+
 def list_directory(root: str | os.PathLike[str]) -> dict[str, int]:
-    """Every file and directory under ``root`` as relpath -> size (dirs end with '/', size 0)."""
+    """Every file and directory under ``root`` as relpath -> size (dirs end with '/', size 0).
+
+    A symlink that dangles or leads outside ``root``, or a special file, raises
+    CheckpointContentError naming it: such a checkpoint is refused when it is saved (reading or
+    copying it would crash, hang, or expose files that are not the checkpoint's). A link to a
+    file inside the checkpoint counts as that file.
+    """
     root = Path(root)
     out: dict[str, int] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         rel = Path(dirpath).relative_to(root)
-        for d in dirnames:
-            out[f"{(rel / d).as_posix()}/"] = 0
-        for f in filenames:
-            p = Path(dirpath) / f
-            out[(rel / f).as_posix()] = p.stat().st_size
+        for name, is_dir in [*((d, True) for d in dirnames), *((f, False) for f in filenames)]:
+            p = Path(dirpath) / name
+            problem = _entry_problem(p, root, is_dir)
+            if problem is not None:
+                raise CheckpointContentError(problem)
+            if is_dir:
+                out[f"{(rel / name).as_posix()}/"] = 0
+            else:
+                out[(rel / name).as_posix()] = p.stat().st_size
     return dict(sorted(out.items()))
 
 

@@ -8,11 +8,19 @@ import logging
 import os
 import re
 import shutil
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from ._base import CheckpointNotFound, Selector, StorageManager, list_directory
+from ._base import (
+    CheckpointNotFound,
+    Selector,
+    StorageManager,
+    check_storage_id,
+    inside,
+    list_directory,
+)
 
 logger = logging.getLogger("trialkit.storage")
 
@@ -40,12 +48,12 @@ class SharedFSStorageManager(StorageManager):
         self.base_path = Path(base_path).expanduser().absolute()
 
     def _final(self, storage_id: str) -> Path:
-        return self.base_path / storage_id
+        return self.base_path / check_storage_id(storage_id)
 
     def _partial(self, storage_id: str) -> Path:
         """Hidden, and named after the writing process, so a partial directory whose writer
         died mid-save (killed) can be told from one still being written."""
-        return self.base_path / f".{storage_id}.{os.getpid()}.partial"
+        return self.base_path / f".{check_storage_id(storage_id)}.{os.getpid()}.partial"
 
     def remove_stale_partials(self) -> list[Path]:
         """Delete partial directories whose writer is gone (see _partial; from an older
@@ -75,6 +83,7 @@ class SharedFSStorageManager(StorageManager):
         partial.mkdir(parents=True, exist_ok=False)
         try:
             yield partial
+            list_directory(partial)  # CheckpointContentError for a bad symlink: nothing published
         except BaseException:
             shutil.rmtree(partial, ignore_errors=True)
             raise
@@ -118,19 +127,25 @@ class SharedFSStorageManager(StorageManager):
     def download(
         self, storage_id: str, dst: str | os.PathLike[str], selector: Selector | None = None
     ) -> None:
+        """Copy the checkpoint's regular files into ``dst``. Links are never recreated: one to
+        a file inside the checkpoint is copied as that file; one that dangles or leads outside
+        it, and any special file, is skipped with a warning naming it."""
         src = self._final(storage_id)
-        if not src.is_dir():
+        if src.is_symlink() or not src.is_dir():
             raise CheckpointNotFound(f"checkpoint {storage_id} not found in {self.base_path}")
         dst = Path(dst)
         dst.mkdir(parents=True, exist_ok=True)
-        for rel in list_directory(src):
-            if selector is not None and not selector(rel):
-                continue
-            if rel.endswith("/"):
-                (dst / rel).mkdir(parents=True, exist_ok=True)
-            else:
-                (dst / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(src / rel, dst / rel)
+        for dirpath, dirnames, filenames in os.walk(src):
+            rel_dir = Path(dirpath).relative_to(src)
+            for name in dirnames:
+                rel = f"{(rel_dir / name).as_posix()}/"
+                linked = (Path(dirpath) / name).is_symlink()  # its contents: at the real path
+                if not linked and (selector is None or selector(rel)):
+                    (dst / rel).mkdir(parents=True, exist_ok=True)
+            for name in filenames:
+                rel = (rel_dir / name).as_posix()
+                if selector is None or selector(rel):
+                    _copy_regular_file(Path(dirpath) / name, src, dst / rel)
 
     def delete(self, storage_id: str) -> None:
         shutil.rmtree(self._final(storage_id), ignore_errors=True)
@@ -139,3 +154,26 @@ class SharedFSStorageManager(StorageManager):
 
     def exists(self, storage_id: str) -> bool:
         return self._final(storage_id).is_dir()
+
+
+def _copy_regular_file(path: Path, root: Path, target: Path) -> None:
+    """Copy ``path`` (a file of the checkpoint at ``root``) to ``target`` if it is a regular
+    file inside the checkpoint; otherwise warn and skip it. Never writes through a link."""
+    source = inside(path, root)
+    if source is None:
+        logger.warning("skipped %s: a symlink that dangles or leads outside the checkpoint", path)
+        return
+    # O_NONBLOCK: opening a FIFO must not hang; O_NOFOLLOW: no link swapped in since resolving.
+    fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as reader:
+        info = os.fstat(reader.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            logger.warning("skipped %s: not a regular file", path)
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink():
+            target.unlink()
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+        with os.fdopen(os.open(target, flags, info.st_mode & 0o777), "wb") as writer:
+            shutil.copyfileobj(reader, writer)
+    os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))

@@ -75,6 +75,22 @@ class MetricRow(Base):
     reported_at: Mapped[float] = mapped_column(Float)
 
 
+class MetricBatchRow(Base):
+    """A metric batch already stored, so a resend of it (the reply was lost) is not stored twice.
+
+    Written in the same transaction as the batch's metric rows. ``sender`` is random per metric
+    shipper (one per trial process and rank), ``seq`` counts that shipper's batches.
+    """
+
+    __tablename__ = "metric_batches"
+
+    trial_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    sender: Mapped[str] = mapped_column(String(32), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    stored_at: Mapped[float] = mapped_column(Float)
+
+
 class CheckpointRow(Base):
     __tablename__ = "checkpoints"
 

@@ -28,17 +28,26 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from .._json import dumps
-from ._models import Base, CheckpointRow, ExperimentRow, LogRow, MetricRow, TrialRow
+from ._models import (
+    Base,
+    CheckpointRow,
+    ExperimentRow,
+    LogRow,
+    MetricBatchRow,
+    MetricRow,
+    TrialRow,
+)
 from ._types import (
     Checkpoint,
     Experiment,
     ExperimentState,
     LogLine,
     Metric,
+    MetricBatch,
     NewMetric,
     Trial,
     TrialState,
@@ -344,9 +353,11 @@ class Store:
 
     # Metrics -----------------------------------------------------------------------------------
 
-    def add_metrics(self, reports: Sequence[NewMetric]) -> None:
-        if not reports:
-            return
+    def add_metrics(self, reports: Sequence[NewMetric], batch: MetricBatch | None = None) -> bool:
+        """Store ``reports``; with ``batch``, at most once: False when that batch was already
+        stored (a resend after a lost reply), True when its rows were written now."""
+        if not reports and batch is None:
+            return True
         now = time.time()
         row = self._metric_row
         rows = [
@@ -367,9 +378,26 @@ class Store:
         # here, several times cheaper per row than SQLAlchemy's per-row bind processing.
         try:
             with self._engine.begin() as conn:
-                conn.exec_driver_sql(self._insert_metrics_sql, rows)
+                if batch is not None:
+                    # First, so a concurrent resend waits on (or fails at) the same key.
+                    conn.execute(
+                        insert(MetricBatchRow), [{**dataclasses.asdict(batch), "stored_at": now}]
+                    )
+                if rows:
+                    conn.exec_driver_sql(self._insert_metrics_sql, rows)
+        except IntegrityError as e:
+            if batch is not None and self.metric_batch_stored(batch):
+                return False
+            raise StoreError(f"store error: {e.__class__.__name__}: {e}") from e
         except SQLAlchemyError as e:
             raise StoreError(f"store error: {e.__class__.__name__}: {e}") from e
+        return True
+
+    def metric_batch_stored(self, batch: MetricBatch) -> bool:
+        """Whether ``batch`` was stored already."""
+        key = (batch.trial_id, batch.run_id, batch.sender, batch.seq)
+        with self._session() as s:
+            return s.get(MetricBatchRow, key) is not None
 
     def list_metrics(self, trial_id: int, group: str | None = None) -> list[Metric]:
         with self._session() as s:

@@ -134,6 +134,16 @@ class LogLine(_Record):
 
 
 @dataclass(frozen=True)
+class MetricBatch:
+    """Which delivery a batch of metrics is: ``seq`` of the shipper ``sender`` in a trial's run."""
+
+    trial_id: int
+    run_id: int
+    sender: str
+    seq: int
+
+
+@dataclass(frozen=True)
 class NewMetric:
     """One report from a trial, as the trial shipped it."""
 

@@ -1,0 +1,58 @@
+"""``trialkit checkpoint download`` against a real master (issue 12 item 11): it copies regular
+files only (a link to /etc/passwd-like files stays behind) and reads only from the experiment's
+configured checkpoint storage unless the user names another with --storage-path."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tests.integration.conftest import Master
+from trialkit.storage import build
+
+SLEEPER = {
+    "name": "ckpt-download",
+    "entrypoint": ["python3", "-c", "import time; time.sleep(300)"],
+    "searcher": {"name": "single", "metric": "loss", "max_length": 1},
+}
+
+
+def report(master: Master, uuid: str, storage: dict[str, object]) -> None:
+    master.client.request(
+        "POST",
+        "/api/v1/trials/1/checkpoints",
+        json_body={"uuid": uuid, "steps_completed": 1, "resources": {}, "storage": storage},
+    )
+
+
+def test_download_stays_inside_the_checkpoint_and_its_storage(
+    master: Master, tmp_path: Path
+) -> None:
+    exp = master.client.request("POST", "/api/v1/experiments", json_body={"config": SLEEPER})
+    storage = exp["experiment"]["config"]["checkpoint_storage"]
+    base = build(storage).base_path  # type: ignore[attr-defined]
+    secret = tmp_path / "secret.txt"
+    secret.write_text("private")
+    ckpt = base / "c1"
+    ckpt.mkdir(parents=True)
+    (ckpt / "model.pt").write_bytes(b"weights")
+    (ckpt / "passwd").symlink_to(secret)
+    (ckpt / "dangling").symlink_to(base / "nowhere")
+    report(master, "c1", storage)
+
+    out = tmp_path / "out"
+    proc = master.cli("checkpoint", "download", "c1", "-o", str(out))
+    assert "Traceback" not in proc.stderr
+    assert sorted(os.listdir(out)) == ["model.pt"]
+
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "c2").mkdir(parents=True)
+    (elsewhere / "c2" / "f").write_text("x")
+    report(master, "c2", {"type": "shared_fs", "host_path": str(elsewhere)})
+    refused = master.cli("checkpoint", "download", "c2", "-o", str(tmp_path / "o2"), check=False)
+    assert refused.returncode == 2, refused.stderr
+    assert "--storage-path" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o2").exists()
+    trusted = tmp_path / "o3"
+    master.cli("checkpoint", "download", "c2", "-o", str(trusted), "--storage-path", str(elsewhere))
+    assert (trusted / "f").read_text() == "x"
