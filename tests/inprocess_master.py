@@ -25,7 +25,6 @@ SINGLE = {
 }
 
 
-
 def _model_def(files: dict[str, str]) -> str:
     """A packed model directory (base64 tar.gz, as the CLI sends it) holding ``files``."""
     import base64
