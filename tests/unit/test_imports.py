@@ -37,6 +37,10 @@ def test_the_shared_loop_imports_no_framework() -> None:
     assert _imported("trialkit.harness", ("torch", "tensorflow", "keras")) == []
 
 
+def test_the_keras_harness_never_imports_torch() -> None:
+    assert _imported("trialkit.keras", ("torch",)) == []
+
+
 def test_the_pytorch_harness_never_imports_tensorflow_or_keras() -> None:
     pytest.importorskip("torch", reason="trialkit.pytorch needs torch")
     assert _imported("trialkit.pytorch", ("tensorflow", "keras")) == []
