@@ -36,6 +36,21 @@ class Slow(keras.callbacks.Callback):
         print(f"workload end at {batches_trained}: loss={logs['loss']:.4f}", flush=True)
 
 
+class Batches(keras.utils.PyDataset):
+    """The arrays as a PyDataset of fixed-size batches."""
+
+    def __init__(self, x: Any, y: Any, batch_size: int) -> None:
+        super().__init__()
+        self.x, self.y, self.batch_size = x, y, batch_size
+
+    def __len__(self) -> int:
+        return -(-len(self.x) // self.batch_size)
+
+    def __getitem__(self, i: int) -> tuple[Any, Any]:
+        rows = slice(i * self.batch_size, (i + 1) * self.batch_size)
+        return self.x[rows], self.y[rows]
+
+
 class ResumableTrial(tk.TFKerasTrial):
     def __init__(self, context: tk.TFKerasTrialContext) -> None:
         self.context = context
@@ -66,6 +81,8 @@ class ResumableTrial(tk.TFKerasTrial):
         if kind == "dataset":
             ds = tf.data.Dataset.from_tensor_slices(self.train)
             return self.context.wrap_dataset(ds.batch(self.context.get_per_slot_batch_size()))
+        if kind == "pydataset":
+            return Batches(*self.train, self.context.get_per_slot_batch_size())
         return self.train
 
     def build_validation_data_loader(self) -> Any:

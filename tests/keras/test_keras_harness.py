@@ -90,6 +90,44 @@ def test_iris_const_trains_for_epochs_validates_and_checkpoints(
         assert name in files, files
 
 
+def test_iris_adaptive_asha_search_runs_to_completion(master: Master, tmp_path: Path) -> None:
+    model_dir = Path(shutil.copytree(IRIS, tmp_path / "iris"))
+    cfg = yaml.safe_load((IRIS / "adaptive.yaml").read_text())
+    cfg["searcher"].update(max_trials=4, max_length={"epochs": 8})
+    desc = _run(master, cfg, model_dir, timeout=300)
+    assert desc["experiment"]["state"] == "COMPLETED", desc
+    trials = desc["trials"]
+    assert len(trials) == 4 and all(t["state"] == "COMPLETED" for t in trials)
+    lengths = sorted(t["latest_validation"]["steps_completed"] for t in trials)
+    assert lengths[-1] == 8 * 4 and lengths[0] < 8 * 4  # promoted vs. stopped at a lower rung
+    for t in trials:
+        assert 0 <= t["latest_validation"]["values"]["val_categorical_accuracy"] <= 1
+
+
+def test_invalid_hp_from_build_model_ends_the_trial_as_an_early_exit(
+    master: Master, tmp_path: Path
+) -> None:
+    d = tmp_path / "invalid"
+    d.mkdir()
+    (d / "model_def.py").write_text(
+        "import trialkit\n"
+        "from trialkit import keras as tk\n"
+        "class Invalid(tk.TFKerasTrial):\n"
+        "    def build_model(self):\n"
+        "        raise trialkit.InvalidHP('layer size too small')\n"
+    )
+    cfg = {
+        "name": "invalid",
+        "entrypoint": "model_def:Invalid",
+        "hyperparameters": {"global_batch_size": 4},
+        "searcher": {"name": "single", "metric": "val_loss", "max_length": {"batches": 2}},
+        "max_restarts": 0,
+    }
+    desc = _run(master, cfg, d, timeout=120)
+    [trial] = desc["trials"]
+    assert trial["state"] == "COMPLETED" and trial["early_exit"] == "INVALID_HP", trial
+
+
 def _resumable_dir(tmp_path: Path, name: str) -> Path:
     d = tmp_path / name
     d.mkdir()
@@ -115,7 +153,7 @@ def _resumable_config(data: str) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("data", ["arrays", "dataset"])
+@pytest.mark.parametrize("data", ["arrays", "dataset", "pydataset"])
 def test_pause_mid_epoch_then_activate_ends_on_the_uninterrupted_weights(
     master: Master, tmp_path: Path, data: str
 ) -> None:
