@@ -104,6 +104,20 @@ def test_iris_adaptive_asha_search_runs_to_completion(master: Master, tmp_path: 
         assert 0 <= t["latest_validation"]["values"]["val_categorical_accuracy"] <= 1
 
 
+def test_0_38_time_metric_in_records_trains_to_max_time(master: Master, tmp_path: Path) -> None:
+    model_dir = Path(shutil.copytree(IRIS, tmp_path / "iris"))
+    searcher = {"name": "adaptive_asha", "metric": "val_loss", "time_metric": "records",
+                "max_time": 600, "max_trials": 2, "max_concurrent_trials": 2, "max_rungs": 2}  # fmt: skip
+    cfg = _iris_config(searcher=searcher, min_validation_period={"batches": 10})
+    desc = _run(master, cfg, model_dir, timeout=300)
+    assert desc["experiment"]["state"] == "COMPLETED", desc
+    for t in desc["trials"]:
+        values = t["latest_validation"]["values"]
+        assert values["records"] == 30 * t["latest_validation"]["steps_completed"]
+        assert values["batches"] in (5, 10, 20)  # rungs at 150 and 600 records, 30 a batch
+    assert max(t["latest_validation"]["values"]["records"] for t in desc["trials"]) == 600
+
+
 def test_invalid_hp_from_build_model_ends_the_trial_as_an_early_exit(
     master: Master, tmp_path: Path
 ) -> None:
@@ -223,4 +237,6 @@ def test_a_keras_trial_without_wrap_model_fails_with_one_line(
     desc = _run(master, cfg, d, timeout=120)
     assert desc["experiment"]["state"] == "ERROR"
     logs = master.cli("trial", "logs", str(desc["trials"][0]["id"])).stdout
-    assert "did not call context.wrap_model(model)" in logs
+    # The contract error is one line, not a traceback.
+    assert "error: Bad.build_model() did not call context.wrap_model(model)" in logs, logs
+    assert "Traceback" not in logs, logs

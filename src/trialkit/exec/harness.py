@@ -143,4 +143,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the importable module's main, not this __main__ copy: a Trial package's errors
+    # subclass trialkit.exec.harness.HarnessError, which must be the class main() catches.
+    from trialkit.exec.harness import main as _main
+
+    sys.exit(_main())

@@ -7,6 +7,7 @@ import logging
 from typing import Any
 
 from .. import core
+from ._trial import TrialContractError
 
 logger = logging.getLogger("trialkit.keras")
 
@@ -45,12 +46,12 @@ class TFKerasTrialContext:
         self.fit_config = FitConfig()
         gbs = self._hparams.get("global_batch_size")
         if not isinstance(gbs, int) or isinstance(gbs, bool) or gbs < 1:
-            raise ValueError(
+            raise TrialContractError(
                 f"hyperparameters.global_batch_size: got {gbs!r}; a TFKerasTrial needs a positive "
                 "int (the batch size summed over all workers)"
             )
         if gbs % self.distributed.size:
-            raise ValueError(
+            raise TrialContractError(
                 f"hyperparameters.global_batch_size: {gbs} is not divisible by the "
                 f"{self.distributed.size} workers"
             )
@@ -63,7 +64,7 @@ class TFKerasTrialContext:
 
     def get_hparam(self, name: str) -> Any:
         if name not in self._hparams:
-            raise ValueError(
+            raise TrialContractError(
                 f"hyperparameter {name!r} is not defined; the trial has "
                 f"{', '.join(sorted(self._hparams)) or 'none'}"
             )
@@ -97,7 +98,7 @@ class TFKerasTrialContext:
     def wrap_model(self, model: Any) -> Any:
         """Register the model the harness trains; compile it afterwards as usual."""
         if self.model is not None and self.model is not model:
-            raise RuntimeError(
+            raise TrialContractError(
                 "context.wrap_model was called twice; a TFKerasTrial trains one model"
             )
         self.model = model

@@ -1,6 +1,11 @@
 """Training and validation inputs of a TFKerasTrial: ``tf.data.Dataset``,
 ``keras.utils.PyDataset`` / ``Sequence``, NumPy ``(x, y[, sample_weight])``, and Determined's
-``SequenceAdapter``, turned into an endless batch iterator that can start mid-epoch."""
+``SequenceAdapter``, turned into an endless batch iterator that can start mid-epoch.
+
+NumPy arrays and PyDatasets are shuffled by the harness (the loop's seed and the epoch), so a
+resumed trial sees the same order. A ``tf.data.Dataset`` is iterated as given, one pass an
+epoch; its own ``shuffle(reshuffle_each_iteration=True)`` starts over on resume, so shuffle it
+with a fixed order (or ``reshuffle_each_iteration=False``) to resume exactly."""
 
 from __future__ import annotations
 
@@ -10,6 +15,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+
+from ._trial import TrialContractError
 
 
 class SequenceAdapter:
@@ -46,7 +53,7 @@ def _is_sequence(data: Any) -> bool:
 def _as_triple(batch: Any) -> tuple[Any, Any, Any]:
     if isinstance(batch, (tuple, list)):
         if not 1 <= len(batch) <= 3:
-            raise ValueError(
+            raise TrialContractError(
                 f"a training batch must be x, (x, y) or (x, y, sample_weight); got {len(batch)} items"
             )
         x, y, w = (*batch, None, None)[:3]
@@ -102,12 +109,12 @@ class TrainingData:
             self.rows = np.arange(_rows(self.x))[rank::size]
             self.epoch_len = math.ceil(len(self.rows) / batch_size)
         else:
-            raise TypeError(
+            raise TrialContractError(
                 f"training data of type {type(data).__name__}: return a tf.data.Dataset, a "
                 "keras.utils.PyDataset (or Sequence), or NumPy arrays (x, y[, sample_weight])"
             )
         if self.epoch_len < 1:
-            raise ValueError("the training data has no batches")
+            raise TrialContractError("the training data has no batches")
 
     def _order(self, epoch: int, seed: int, n: int) -> np.ndarray:
         if not self.shuffle:
@@ -151,7 +158,7 @@ def evaluate(model: Any, data: Any, batch_size: int, steps: int | None, callback
     if isinstance(data, (tuple, list)) or hasattr(data, "shape"):
         x, y, w = _as_triple(tuple(data) if isinstance(data, list) else data)
         return model.evaluate(x, y, sample_weight=w, batch_size=batch_size, **kwargs)
-    raise TypeError(
+    raise TrialContractError(
         f"validation data of type {type(data).__name__}: return a tf.data.Dataset, a "
         "keras.utils.PyDataset (or Sequence), or NumPy arrays (x, y[, sample_weight])"
     )

@@ -11,7 +11,6 @@ import numpy as np
 
 from .. import core
 from ..harness import (
-    NEVER,
     Batch,
     LoopSettings,
     TrainLoop,
@@ -19,7 +18,7 @@ from ..harness import (
     searcher_targets,
 )
 from ._context import TFKerasTrialContext
-from ._trial import TFKerasTrial
+from ._trial import TFKerasTrial, TrialContractError
 
 logger = logging.getLogger("trialkit.keras")
 
@@ -46,14 +45,14 @@ def run_under_master(trial_class: type[TFKerasTrial], info: Any) -> None:
     seed_all(info.trial.trial_seed)
     policy = str(config.get("checkpoint_policy") or "best")
     if policy not in _POLICIES:
-        raise ValueError(f"checkpoint_policy: got {policy!r}; expected one of {_POLICIES}")
+        raise TrialContractError(f"checkpoint_policy: got {policy!r}; expected one of {_POLICIES}")
     searcher = dict(config.get("searcher") or {})
     with core.init() as core_context:
         context = TFKerasTrialContext(
             core_context, hparams=hparams, exp_conf=config, trial_seed=info.trial.trial_seed
         )
         if context.distributed.size > 1:
-            raise RuntimeError(
+            raise TrialContractError(
                 "TFKerasTrial runs on one worker for now: set resources.slots_per_trial: 1"
             )
         from ._strategy import KerasStrategy
@@ -62,8 +61,8 @@ def run_under_master(trial_class: type[TFKerasTrial], info: Any) -> None:
         strategy = KerasStrategy(trial, context)
         gbs = context.get_global_batch_size()
         settings = LoopSettings(
-            validation_period=_period(config, "min_validation_period", gbs) or NEVER,
-            checkpoint_period=_period(config, "min_checkpoint_period", gbs) or NEVER,
+            validation_period=_period(config, "min_validation_period", gbs),
+            checkpoint_period=_period(config, "min_checkpoint_period", gbs),
             reporting_period=Batch(int(config.get("scheduling_unit") or 100)),
             checkpoint_policy=policy,
             searcher_metric=searcher.get("metric"),

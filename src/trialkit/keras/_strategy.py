@@ -17,7 +17,7 @@ import numpy as np
 from ._callbacks import KerasHooks
 from ._context import TFKerasTrialContext
 from ._data import TrainingData, batch_length, evaluate
-from ._trial import TFKerasTrial
+from ._trial import TFKerasTrial, TrialContractError
 
 logger = logging.getLogger("trialkit.keras")
 
@@ -47,17 +47,17 @@ class KerasStrategy:
         self.dist = context.distributed
         model = trial.build_model()
         if context.model is None:
-            raise RuntimeError(
+            raise TrialContractError(
                 f"{type(trial).__name__}.build_model() did not call context.wrap_model(model); "
                 "wrap the model, then compile it"
             )
         if model is not context.model:
-            raise RuntimeError(
+            raise TrialContractError(
                 f"{type(trial).__name__}.build_model() must return the model passed to "
                 "context.wrap_model"
             )
         if getattr(model, "optimizer", None) is None or not getattr(model, "compiled", True):
-            raise RuntimeError(
+            raise TrialContractError(
                 f"{type(trial).__name__}.build_model(): compile the wrapped model "
                 "(model.compile(optimizer=..., loss=...)) before returning it"
             )
@@ -71,6 +71,7 @@ class KerasStrategy:
             else None
         )
         self._data: TrainingData | None = None
+        self._validation: Any = None
         self._class_weight = context.fit_config.class_weight
 
     def callbacks(self) -> dict[str, Any]:
@@ -131,9 +132,14 @@ class KerasStrategy:
 
     def validate(self, test_mode: bool) -> dict[str, Any]:
         steps = 1 if test_mode else self.context.fit_config.validation_steps
-        data = self.trial.build_validation_data_loader()
+        if self._validation is None:
+            self._validation = self.trial.build_validation_data_loader()
         logs = evaluate(
-            self.model, data, self.context.get_per_slot_batch_size(), steps, self._cb_list
+            self.model,
+            self._validation,
+            self.context.get_per_slot_batch_size(),
+            steps,
+            self._cb_list,
         )
         metrics = {f"val_{k}": v for k, v in dict(logs).items()}
         self.hooks.validated(metrics)
@@ -201,13 +207,14 @@ class KerasStrategy:
         if not weights.exists():
             old = [f for f in _TF1_WEIGHTS if (path / f).exists()]
             hint = (
-                f"; it holds {old[0]} (a tf.keras 2 checkpoint: run it with TF_USE_LEGACY_KERAS=1)"
+                f"; it holds {old[0]}, a tf.keras 2 checkpoint (Determined's layout), which this "
+                "Keras 3 harness cannot load yet"
                 if old
                 else ""
             )
             raise RuntimeError(f"checkpoint at {path} has no {MODEL_WEIGHTS}{hint}")
         if not self.model.built:
-            raise RuntimeError(
+            raise TrialContractError(
                 f"{type(self.trial).__name__}.build_model(): the model is not built, so its "
                 "weights cannot be restored; give it a keras.Input (or call model.build)"
             )

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..exec.harness import HarnessError
+
 if TYPE_CHECKING:
     from ._context import TFKerasTrialContext
+
+
+class TrialContractError(HarnessError, ValueError):
+    """A TFKerasTrial or its config breaks the harness contract; the trial log shows one line."""
 
 
 class TFKerasTrial:
