@@ -35,6 +35,10 @@ class Slow(keras.callbacks.Callback):
         self.workloads += 1
         print(f"workload end at {batches_trained}: loss={logs['loss']:.4f}", flush=True)
 
+    def on_checkpoint_end(self, checkpoint_dir: str) -> None:
+        weights = Path(checkpoint_dir) / "determined-keras-model.weights.h5"
+        print(f"checkpoint end: weights written={weights.exists()}", flush=True)
+
 
 class Batches(keras.utils.PyDataset):
     """The arrays as a PyDataset of fixed-size batches."""

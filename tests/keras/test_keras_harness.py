@@ -211,6 +211,10 @@ def test_pause_mid_epoch_then_activate_ends_on_the_uninterrupted_weights(
     [t] = resumed["trials"]
     steps = [m["steps_completed"] for m in _metrics(master, t["id"], "training")]
     assert steps == sorted(set(steps)) and steps[-1] == 60
+    # Determined's TFKerasTrial callback hooks ran: after each report and each checkpoint.
+    logs = master.cli("trial", "logs", str(t["id"])).stdout
+    assert "workload end at 5: loss=" in logs and "workload end at 60: loss=" in logs, logs
+    assert "checkpoint end: weights written=True" in logs, logs
 
 
 def test_a_keras_trial_without_wrap_model_fails_with_one_line(
