@@ -66,7 +66,7 @@ def main() -> None:
     )
 
     from trialkit import pytorch
-    from trialkit.pytorch._loop import LoopSettings, TrainLoop
+    from trialkit.harness import LoopSettings, TrainLoop
     from trialkit.pytorch._strategy import TorchStrategy
 
     class Big(pytorch.PyTorchTrial):

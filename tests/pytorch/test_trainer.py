@@ -310,13 +310,13 @@ def test_on_training_epoch_callbacks_see_epoch_indices() -> None:
 def test_searcher_lengths_convert_as_determined_pytorchtrial(
     unit: str, n: int, expected: Any
 ) -> None:
-    from trialkit.pytorch._trainer import _Units
+    from trialkit.harness import SearcherUnits
 
-    assert _Units(unit, 32).length(n) == expected
+    assert SearcherUnits(unit, 32).length(n) == expected
     with pytest.raises(ValueError, match="global_batch_size"):
-        _Units("records", None)
+        SearcherUnits("records", None)
     with pytest.raises(ValueError, match="batches, records or epochs"):
-        _Units("seconds", 32)
+        SearcherUnits("seconds", 32)
 
 
 def test_load_trial_from_code_dir_of_a_dotted_module(tmp_path: Path) -> None:

@@ -3,8 +3,11 @@ so the HTTP client and the store are imported only by the backend that needs the
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+
+import pytest
 
 
 def test_import_trialkit_pulls_in_neither_httpx_nor_sqlalchemy() -> None:
@@ -16,3 +19,28 @@ def test_import_trialkit_pulls_in_neither_httpx_nor_sqlalchemy() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.strip() == "[]"
+
+
+def _imported(module: str, candidates: tuple[str, ...]) -> list[str]:
+    """Which of ``candidates`` a fresh interpreter has loaded after ``import module``."""
+    code = (
+        f"import json, sys, {module}\n"
+        f"print(json.dumps(sorted(m for m in {candidates!r} if m in sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    return list(json.loads(out.stdout))
+
+
+def test_the_shared_loop_imports_no_framework() -> None:
+    assert _imported("trialkit.harness", ("torch", "tensorflow", "keras")) == []
+
+
+def test_the_keras_harness_never_imports_torch() -> None:
+    assert _imported("trialkit.keras", ("torch",)) == []
+
+
+def test_the_pytorch_harness_never_imports_tensorflow_or_keras() -> None:
+    pytest.importorskip("torch", reason="trialkit.pytorch needs torch")
+    assert _imported("trialkit.pytorch", ("tensorflow", "keras")) == []

@@ -21,7 +21,13 @@ class HarnessError(Exception):
 
 
 #: Frameworks a Trial class may need, with the extra that installs each.
-_FRAMEWORK_EXTRAS = {"torch": "trialkit[pytorch]", "deepspeed": "deepspeed", "horovod": "horovod"}
+_FRAMEWORK_EXTRAS = {
+    "torch": "trialkit[pytorch]",
+    "deepspeed": "deepspeed",
+    "horovod": "horovod",
+    "tensorflow": "tensorflow-cpu",
+    "keras": "keras",
+}
 
 
 def _missing_module(spec: str, e: ModuleNotFoundError) -> HarnessError:
@@ -72,6 +78,14 @@ def run(spec: str) -> None:
             "trialkit.pytorch.init() and Trainer(trial, context).fit(max_length=...)"
         )
     trial_class = load_trial_class(spec)
+    # A Trial base class other than PyTorchTrial (TFKerasTrial) says how it runs.
+    runner = getattr(trial_class, "_trialkit_run", None)
+    if runner is not None:
+        try:
+            runner(info)
+        except ModuleNotFoundError as e:
+            raise _missing_module(spec, e) from None
+        return
     try:
         from trialkit import pytorch
     except ModuleNotFoundError as e:
@@ -129,4 +143,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the importable module's main, not this __main__ copy: a Trial package's errors
+    # subclass trialkit.exec.harness.HarnessError, which must be the class main() catches.
+    from trialkit.exec.harness import main as _main
+
+    sys.exit(_main())

@@ -1,6 +1,7 @@
 """PyTorchTrial and its harness: subclass ``PyTorchTrial``, then run it with
 ``Trainer(trial, context).fit(...)`` locally or as ``entrypoint: model_def:MyTrial``."""
 
+from ..harness import Batch, Epoch, TrainUnit
 from . import samplers
 from ._callback import PyTorchCallback
 from ._context import PyTorchExperimentalContext, PyTorchTrialContext
@@ -11,7 +12,6 @@ from ._reducer import MetricReducer, Reducer
 from ._samplers import adapt_batch_sampler
 from ._trainer import Trainer, init
 from ._trial import PyTorchTrial
-from ._units import Batch, Epoch, TrainUnit
 
 __all__ = [
     "Batch",

@@ -18,6 +18,7 @@ from ._callback import PyTorchCallback
 from ._context import PyTorchTrialContext
 from ._data import DataLoader, data_length, to_device
 from ._reducer import reduce_batches, reduce_workers
+from ._rng import capture_rng, restore_rng
 from ._trial import PyTorchTrial, check_trial, evaluate_batch_takes_index
 
 logger = logging.getLogger("trialkit.pytorch")
@@ -112,6 +113,20 @@ class TorchStrategy:
 
     def callbacks(self) -> dict[str, Any]:
         return self._callbacks
+
+    # RNG ----------------------------------------------------------------------------------------
+
+    def capture_rng(self) -> dict[str, Any]:
+        return capture_rng(self.device)
+
+    def restore_rng(self, state: dict[str, Any]) -> None:
+        restore_rng(state, self.device)
+
+    def fresh_seed(self) -> int:
+        return int(torch.initial_seed()) % 2**31
+
+    def checkpoint_metadata(self) -> dict[str, Any]:
+        return {"framework": f"torch-{torch.__version__}", "format": "pickle"}
 
     # Data ---------------------------------------------------------------------------------------
 

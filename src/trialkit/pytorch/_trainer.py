@@ -14,12 +14,12 @@ import torch
 
 from .. import core
 from .._info import get_cluster_info
+from ..harness import NEVER, Batch, Epoch, LoopSettings, Target, TrainLoop, TrainUnit
+from ..harness import searcher_targets as _searcher_targets
 from ._context import PyTorchTrialContext
-from ._loop import LoopSettings, Progress, Target, TrainLoop
 from ._rng import seed_all
 from ._strategy import TorchStrategy
 from ._trial import PyTorchTrial
-from ._units import NEVER, Batch, Epoch, TrainUnit
 
 logger = logging.getLogger("trialkit.pytorch")
 
@@ -91,38 +91,6 @@ def _check_length(max_length: Any) -> TrainUnit:
             f"fit(max_length=...): expected Batch(int) or Epoch(int), got {max_length!r}"
         )
     return max_length
-
-
-class _Units:
-    """Converts searcher lengths (batches / records / epochs) to loop lengths and back.
-
-    As Determined's PyTorchTrial: records divide by the global batch size, and an epoch is one
-    pass over the training loader (``records_per_epoch`` plays no part, reference §7.6.7)."""
-
-    def __init__(self, unit: str, gbs: int | None) -> None:
-        self.unit = unit
-        self.gbs = gbs
-        if unit == "records" and not gbs:
-            raise ValueError("a searcher length in records needs hyperparameters.global_batch_size")
-        if unit not in ("batches", "records", "epochs"):
-            raise ValueError(
-                f"searcher unit {unit!r}: the PyTorchTrial harness trains in batches, records or epochs"
-            )
-
-    def length(self, n: int) -> TrainUnit:
-        if self.unit == "batches":
-            return Batch(n)
-        if self.unit == "records":
-            assert self.gbs
-            return Batch._from_records(n, self.gbs)
-        return Epoch(n)
-
-    def done(self, p: Progress, epoch_len: int) -> float:
-        if self.unit == "batches":
-            return float(p.batches_trained)
-        if self.unit == "records":
-            return float(p.records_trained)
-        return p.batches_trained / epoch_len
 
 
 class Trainer:
@@ -218,51 +186,12 @@ class Trainer:
     def _cluster_targets(
         self, max_length: TrainUnit | None, searcher: dict[str, Any], config: dict[str, Any]
     ) -> Any:
-        gbs = self._context._global_batch_size
         if max_length is not None:
             return [Target(_check_length(max_length))]
-        length = searcher.get("max_length")
-        if length:
-            if not isinstance(length, dict):
-                raise ValueError(
-                    f"searcher.max_length: {length!r} has no unit; write {{batches: {length}}} "
-                    "(or records / epochs) for a Trial class entrypoint"
-                )
-            [(unit, _)] = length.items()
-            return self._operation_targets(_Units(unit, gbs))
-        time_metric, max_time = searcher.get("time_metric"), searcher.get("max_time")
-        if time_metric and max_time:
-            units = _Units(str(time_metric), gbs)
-            return [
-                Target(
-                    units.length(int(max_time)),
-                    report_progress=self._fraction(units, int(max_time)),
-                )
-            ]
-        raise ValueError(
-            "fit(max_length=...) must be set: the experiment config has neither searcher.max_length "
-            "nor searcher.time_metric + max_time"
+        return _searcher_targets(
+            self._core, searcher, self._context._global_batch_size, self._epoch_len
         )
 
-    def _fraction(self, units: _Units, max_time: int) -> Any:
-        def report(p: Progress, total: int) -> None:
-            assert self.loop is not None
-            self._core.train.report_progress(
-                min(units.done(p, self.loop.epoch_len) / max_time, 1.0)
-            )
-
-        return report
-
-    def _operation_targets(self, units: _Units) -> Iterator[Target]:
-        chief = self._core.distributed.rank == 0
-        for op in self._core.searcher.operations():
-
-            def reached(metric: Any, op: Any = op) -> None:
-                if chief:
-                    op.report_completed(metric)
-
-            def progress(p: Progress, total: int, op: Any = op) -> None:
-                assert self.loop is not None
-                op.report_progress(min(units.done(p, self.loop.epoch_len), op.length))
-
-            yield Target(units.length(op.length), reached=reached, report_progress=progress)
+    def _epoch_len(self) -> int:
+        assert self.loop is not None
+        return self.loop.epoch_len

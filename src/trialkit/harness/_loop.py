@@ -1,8 +1,9 @@
-"""The one training loop shared by the Trial harnesses (PyTorchTrial, later DeepSpeedTrial).
+"""The one training loop shared by the Trial harnesses (PyTorchTrial, TFKerasTrial, DeepSpeedTrial).
 
 The loop owns *when* things happen: boundaries for validation, checkpoints, metric reports and
-stop requests, the serializable progress counters, the data position and the RNG state. A
-strategy object owns *how*: stepping a batch, validating, saving and loading framework state.
+stop requests, the serializable progress counters, the data position and when the RNG state is
+captured. A strategy object owns *how*: stepping a batch, validating, saving and loading
+framework state, capturing and restoring the framework's RNG. Nothing here imports a framework.
 """
 
 from __future__ import annotations
@@ -20,41 +21,15 @@ from typing import Any, Protocol
 
 from .. import core
 from ..errors import InvalidHP
-from ._rng import capture_rng, restore_rng
+from ._progress import TRIAL_STATE, Progress
+from ._report import Bar, average_batches, format_metrics, scalar
 from ._units import Epoch, TrainUnit
 
-logger = logging.getLogger("trialkit.pytorch")
-
-TRIAL_STATE = "trial_state.pkl"
-
-
-@dataclasses.dataclass
-class Progress:
-    """Serializable loop state (``trial_state.pkl``; Determined's keys plus trialkit's)."""
-
-    trial_id: int = 0
-    batches_trained: int = 0
-    epochs_trained: int = 0
-    records_trained: int = 0
-    last_val: int = 0
-    last_ckpt: int = 0
-    step_id: int = 0
-    shuffle_seed: int = 0
-    last_searcher_metric: Any = None
-
-    def state_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_state_dict(cls, state: dict[str, Any]) -> Progress:
-        known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in state.items() if k in known})
+logger = logging.getLogger("trialkit.harness")
 
 
 class Strategy(Protocol):
     """How a framework trains, validates, saves and loads; the loop calls nothing else."""
-
-    device: Any
 
     def callbacks(self) -> dict[str, Any]: ...
     def build_train_iterator(self, skip: int, seed: int) -> tuple[Iterator[Any], int]: ...
@@ -70,6 +45,15 @@ class Strategy(Protocol):
     def load(self, path: Path) -> dict[str, Any] | None: ...
     def training_started(self) -> None: ...
     def training_ended(self) -> None: ...
+    def capture_rng(self) -> dict[str, Any]: ...
+    def restore_rng(self, state: dict[str, Any]) -> None: ...
+    def fresh_seed(self) -> int:
+        """A data-order seed for a fresh start (the loop broadcasts the chief's)."""
+        ...
+
+    def checkpoint_metadata(self) -> dict[str, Any]:
+        """``framework`` and ``format`` for the checkpoint's metadata."""
+        ...
 
 
 @dataclasses.dataclass
@@ -129,86 +113,6 @@ class _Stop(Exception):
     """Unwinds the loop at a batch boundary after a stop request or preemption."""
 
 
-def _scalar(value: Any) -> Any:
-    if hasattr(value, "detach"):
-        value = value.detach()
-        return value.item() if value.numel() == 1 else value.cpu().tolist()
-    if hasattr(value, "item") and getattr(value, "size", 2) == 1:
-        return value.item()
-    return value
-
-
-def average_batches(batch_metrics: list[dict[str, Any]]) -> dict[str, Any]:
-    """Mean over batches of each scalar metric (None where a metric is not a number)."""
-    out: dict[str, Any] = {}
-    for key in batch_metrics[0] if batch_metrics else []:
-        values: list[Any] = [m[key] for m in batch_metrics if m.get(key) is not None]
-        if values and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-            out[key] = sum(values) / len(values)
-        else:
-            out[key] = None
-    return out
-
-
-_COUNTERS = ("batches", "epochs", "records")
-
-
-def format_metrics(metrics: dict[str, Any]) -> str:
-    """``loss=0.123, accuracy=0.9`` for a log line (the step counters left out)."""
-    return ", ".join(
-        f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-        for k, v in metrics.items()
-        if k not in _COUNTERS
-    )
-
-
-class _Bar:
-    """A progress bar on the terminal for local runs; updated per batch, drawn 10 times a second."""
-
-    def __init__(self) -> None:
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeRemainingColumn,
-        )
-
-        self._progress = Progress(
-            TextColumn("training"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("batches"),
-            TimeRemainingColumn(),
-            TextColumn("{task.fields[metrics]}"),
-            console=Console(stderr=True),
-            transient=False,
-        )
-        self._task: Any = None
-
-    def start(self, done: int, total: int) -> None:
-        if self._task is None:
-            self._progress.start()
-            self._task = self._progress.add_task("train", total=total, completed=done, metrics="")
-        else:
-            self._progress.update(self._task, total=total, completed=done)
-
-    def advance(self) -> None:
-        self._progress.advance(self._task)
-
-    def show(self, metrics: dict[str, Any]) -> None:
-        self._progress.update(self._task, metrics=format_metrics(metrics))
-
-    def log(self, line: str) -> None:
-        """A line printed above the bar (a plain log line would tear it)."""
-        self._progress.console.print(line, markup=False, highlight=False)
-
-    def stop(self) -> None:
-        if self._task is not None:
-            self._progress.stop()
-
-
 def _better(new: float, best: float | None, smaller_is_better: bool) -> bool:
     if best is None:
         return True
@@ -232,7 +136,7 @@ class TrainLoop:
         self.last_validation: dict[str, Any] = {}
         self.last_checkpoint: str | None = None
         self._status_shown = ""
-        self._bar: _Bar | None = _Bar() if settings.progress_bar and self._chief else None
+        self._bar: Bar | None = Bar() if settings.progress_bar and self._chief else None
 
     # Hooks --------------------------------------------------------------------------------------
 
@@ -275,7 +179,7 @@ class TrainLoop:
         )
         self.epoch_len = max(int(self.dist.broadcast(epoch_len)), 1)
         if rng is not None:
-            restore_rng(rng, self.strategy.device)
+            self.strategy.restore_rng(rng)
         self.strategy.training_started()
         self._cb("on_training_start")
         try:
@@ -307,10 +211,7 @@ class TrainLoop:
             self.strategy.training_ended()
 
     def _fresh_seed(self) -> int:
-        import torch
-
-        seed = int(torch.initial_seed()) % 2**31
-        return int(self.dist.broadcast(seed))
+        return int(self.dist.broadcast(self.strategy.fresh_seed()))
 
     def _master_has_validation(self) -> bool:
         if not self.s.on_cluster:
@@ -390,7 +291,7 @@ class TrainLoop:
         return self.core.preempt.should_preempt() or mine
 
     def _report_training(self) -> None:
-        batches = [{k: _scalar(v) for k, v in m.items()} for m in self._batch_metrics]
+        batches = [{k: scalar(v) for k, v in m.items()} for m in self._batch_metrics]
         self._batch_metrics = []
         if self.dist.size > 1:
             gathered = self.dist.allgather(batches)
@@ -431,17 +332,17 @@ class TrainLoop:
     def _validate(self) -> None:
         # Validation must not move the training RNG: a run resumed after a checkpoint and one
         # that validated at other points then draw identical dropout masks and shuffles.
-        rng = capture_rng(self.strategy.device)
+        rng = self.strategy.capture_rng()
         self._set_status("validating")
         try:
             metrics = self.strategy.validate(self.s.test_mode)
         finally:
-            restore_rng(rng, self.strategy.device)
+            self.strategy.restore_rng(rng)
         p = self.progress
         p.last_val = p.batches_trained
         save = False
         if self._chief:
-            metrics = {k: _scalar(v) for k, v in metrics.items()}
+            metrics = {k: scalar(v) for k, v in metrics.items()}
             metrics.setdefault("batches", p.batches_trained)
             metrics.setdefault("epochs", p.epochs_trained)
             metrics.setdefault("records", p.records_trained)
@@ -484,15 +385,9 @@ class TrainLoop:
         storage_id = None
         if self._chief:
             self._set_status("checkpointing")
-            import torch
-
-            metadata = {
-                "steps_completed": p.batches_trained,
-                "framework": f"torch-{torch.__version__}",
-                "format": "pickle",
-            }
+            metadata = {"steps_completed": p.batches_trained, **self.strategy.checkpoint_metadata()}
             with self.core.checkpoint.store_path(metadata) as (path, storage_id):
-                self.strategy.save(path, capture_rng(self.strategy.device))
+                self.strategy.save(path, self.strategy.capture_rng())
                 with (path / TRIAL_STATE).open("wb") as f:
                     pickle.dump(p.state_dict(), f)
                 self._cb("on_checkpoint_end", str(path))

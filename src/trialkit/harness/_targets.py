@@ -1,0 +1,92 @@
+"""What to train to under the master: the searcher's lengths (0.37 operations or 0.38
+``time_metric`` + ``max_time``) as loop targets, with progress reported in the searcher's unit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from .. import core
+from ._loop import Target
+from ._progress import Progress
+from ._units import Batch, Epoch, TrainUnit
+
+
+class SearcherUnits:
+    """Converts searcher lengths (batches / records / epochs) to loop lengths and back.
+
+    As Determined's Trial harnesses: records divide by the global batch size, and an epoch is
+    one pass over the training data (``records_per_epoch`` plays no part, reference §7.6.7)."""
+
+    def __init__(self, unit: str, gbs: int | None) -> None:
+        self.unit = unit
+        self.gbs = gbs
+        if unit == "records" and not gbs:
+            raise ValueError("a searcher length in records needs hyperparameters.global_batch_size")
+        if unit not in ("batches", "records", "epochs"):
+            raise ValueError(
+                f"searcher unit {unit!r}: a Trial harness trains in batches, records or epochs"
+            )
+
+    def length(self, n: int) -> TrainUnit:
+        if self.unit == "batches":
+            return Batch(n)
+        if self.unit == "records":
+            assert self.gbs
+            return Batch._from_records(n, self.gbs)
+        return Epoch(n)
+
+    def done(self, p: Progress, epoch_len: int) -> float:
+        if self.unit == "batches":
+            return float(p.batches_trained)
+        if self.unit == "records":
+            return float(p.records_trained)
+        return p.batches_trained / epoch_len
+
+
+def searcher_targets(
+    core_context: core.Context,
+    searcher: dict[str, Any],
+    gbs: int | None,
+    epoch_len: Callable[[], int],
+) -> Iterator[Target] | list[Target]:
+    """Targets from the experiment's ``searcher`` section; ``epoch_len()`` is read when
+    progress is reported (the loop knows it once the training data is built)."""
+    length = searcher.get("max_length")
+    if length:
+        if not isinstance(length, dict):
+            raise ValueError(
+                f"searcher.max_length: {length!r} has no unit; write {{batches: {length}}} "
+                "(or records / epochs) for a Trial class entrypoint"
+            )
+        [(unit, _)] = length.items()
+        return _operation_targets(core_context, SearcherUnits(unit, gbs), epoch_len)
+    time_metric, max_time = searcher.get("time_metric"), searcher.get("max_time")
+    if time_metric and max_time:
+        units = SearcherUnits(str(time_metric), gbs)
+        total = int(max_time)
+
+        def report(p: Progress, _: int) -> None:
+            core_context.train.report_progress(min(units.done(p, epoch_len()) / total, 1.0))
+
+        return [Target(units.length(total), report_progress=report)]
+    raise ValueError(
+        "fit(max_length=...) must be set: the experiment config has neither searcher.max_length "
+        "nor searcher.time_metric + max_time"
+    )
+
+
+def _operation_targets(
+    core_context: core.Context, units: SearcherUnits, epoch_len: Callable[[], int]
+) -> Iterator[Target]:
+    chief = core_context.distributed.rank == 0
+    for op in core_context.searcher.operations():
+
+        def reached(metric: Any, op: Any = op) -> None:
+            if chief:
+                op.report_completed(metric)
+
+        def progress(p: Progress, _: int, op: Any = op) -> None:
+            op.report_progress(min(units.done(p, epoch_len()), op.length))
+
+        yield Target(units.length(op.length), reached=reached, report_progress=progress)

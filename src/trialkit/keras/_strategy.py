@@ -1,0 +1,242 @@
+"""The Keras strategy for the shared loop: each batch runs the compiled model's own train step
+(``train_on_batch``), validation is ``model.evaluate``, checkpoints use Keras 3's native weights
+format plus the optimizer's variables."""
+
+from __future__ import annotations
+
+import json
+import logging
+import pickle
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._callbacks import KerasHooks
+from ._context import TFKerasTrialContext
+from ._data import TrainingData, batch_length, evaluate
+from ._trial import TFKerasTrial, TrialContractError
+
+logger = logging.getLogger("trialkit.keras")
+
+MODEL_WEIGHTS = "determined-keras-model.weights.h5"
+OPTIMIZER_STATE = "determined-keras-optimizer-state.npz"
+RNG_STATE = "rng_state.pkl"
+LOAD_DATA = "load_data.json"
+_TF1_WEIGHTS = ("determined-keras-model-weights.index", "determined-keras-model.h5")
+
+
+def _seed_generators(model: Any) -> list[Any]:
+    """Every layer's SeedGenerator (dropout and friends): their states are not in the weights."""
+    out: list[Any] = []
+    for layer in model._flatten_layers(include_self=True):
+        out.extend(getattr(layer, "_seed_generators", []))
+    return out
+
+
+class KerasStrategy:
+    """Everything the loop needs from a TFKerasTrial and its compiled model."""
+
+    def __init__(self, trial: TFKerasTrial, context: TFKerasTrialContext) -> None:
+        import keras
+
+        self.trial = trial
+        self.context = context
+        self.dist = context.distributed
+        model = trial.build_model()
+        if context.model is None:
+            raise TrialContractError(
+                f"{type(trial).__name__}.build_model() did not call context.wrap_model(model); "
+                "wrap the model, then compile it"
+            )
+        if model is not context.model:
+            raise TrialContractError(
+                f"{type(trial).__name__}.build_model() must return the model passed to "
+                "context.wrap_model"
+            )
+        if getattr(model, "optimizer", None) is None or not getattr(model, "compiled", True):
+            raise TrialContractError(
+                f"{type(trial).__name__}.build_model(): compile the wrapped model "
+                "(model.compile(optimizer=..., loss=...)) before returning it"
+            )
+        self.model = model
+        user = list(trial.keras_callbacks() or [])
+        self.hooks = KerasHooks(model, user)
+        self._batch_hooks = bool(user)
+        self._cb_list: Any = (
+            keras.callbacks.CallbackList(user, add_history=False, add_progbar=False, model=model)
+            if user
+            else None
+        )
+        self._data: TrainingData | None = None
+        self._validation: Any = None
+        self._class_weight = context.fit_config.class_weight
+
+    def callbacks(self) -> dict[str, Any]:
+        return {"keras": self.hooks}
+
+    # Data -----------------------------------------------------------------------------------------
+
+    def build_train_iterator(self, skip: int, seed: int) -> tuple[Iterator[Any], int]:
+        data = self.trial.build_training_data_loader()
+        self._data = TrainingData(
+            data,
+            self.context.get_per_slot_batch_size(),
+            self.dist.rank,
+            self.dist.size,
+            self.context.fit_config.shuffle,
+        )
+        return self._data.batches(skip, seed), self._data.epoch_len
+
+    def batch_length(self, batch: Any) -> int:
+        return batch_length(batch)
+
+    # Training -------------------------------------------------------------------------------------
+
+    def training_started(self) -> None:
+        self.model.stop_training = False
+        self.hooks.set_training_cb(self._cb_list)
+
+    def training_ended(self) -> None:
+        self.hooks.train_end()
+
+    def train_batch(
+        self, batch: Any, epoch_idx: int, batch_idx: int, epoch_len: int
+    ) -> dict[str, Any]:
+        x, y, w = batch
+        step = batch_idx % epoch_len
+        if self._batch_hooks:
+            self._cb_list.on_train_batch_begin(step)
+        if self._class_weight is not None and w is None:
+            logs = self.model.train_on_batch(
+                x, y, class_weight=self._class_weight, return_dict=True
+            )
+        else:
+            logs = self.model.train_on_batch(x, y, sample_weight=w, return_dict=True)
+        if self._batch_hooks:
+            self._cb_list.on_train_batch_end(step, logs)
+        return logs  # type: ignore[no-any-return]
+
+    def stop_requested(self) -> bool:
+        return bool(self.model.stop_training)
+
+    def reset_reducers(self) -> None:
+        pass
+
+    def training_reducer_metrics(self) -> dict[str, Any]:
+        return {}
+
+    # Validation -----------------------------------------------------------------------------------
+
+    def validate(self, test_mode: bool) -> dict[str, Any]:
+        steps = 1 if test_mode else self.context.fit_config.validation_steps
+        if self._validation is None:
+            self._validation = self.trial.build_validation_data_loader()
+        logs = evaluate(
+            self.model,
+            self._validation,
+            self.context.get_per_slot_batch_size(),
+            steps,
+            self._cb_list,
+        )
+        metrics = {f"val_{k}": v for k, v in dict(logs).items()}
+        self.hooks.validated(metrics)
+        return metrics
+
+    # RNG ------------------------------------------------------------------------------------------
+
+    def capture_rng(self) -> dict[str, Any]:
+        return {
+            "np_rng_state": np.random.get_state(),
+            "random_rng_state": random.getstate(),
+            "keras_seed_generators": [
+                np.asarray(g.state.numpy()) for g in _seed_generators(self.model)
+            ],
+        }
+
+    def restore_rng(self, state: dict[str, Any]) -> None:
+        missing = [k for k in ("np_rng_state", "random_rng_state") if k not in state]
+        if missing:
+            raise RuntimeError(
+                f"checkpoint rng_state lacks {', '.join(missing)}: cannot resume exactly"
+            )
+        np.random.set_state(state["np_rng_state"])
+        random.setstate(state["random_rng_state"])
+        gens = _seed_generators(self.model)
+        saved = state.get("keras_seed_generators", [])
+        if len(saved) != len(gens):
+            raise RuntimeError(
+                f"checkpoint has {len(saved)} Keras seed generator states; the model has {len(gens)}"
+            )
+        for g, s in zip(gens, saved, strict=True):
+            g.state.assign(s)
+
+    def fresh_seed(self) -> int:
+        return random.randrange(2**31)
+
+    def checkpoint_metadata(self) -> dict[str, Any]:
+        import keras
+
+        return {"framework": f"keras-{keras.__version__}", "format": "keras_weights"}
+
+    # Checkpoints ----------------------------------------------------------------------------------
+
+    def save(self, path: Path, rng_state: dict[str, Any]) -> None:
+        self.model.save_weights(path / MODEL_WEIGHTS)
+        store: dict[str, Any] = {}
+        self.model.optimizer.save_own_variables(store)
+        np.savez(path / OPTIMIZER_STATE, **store)
+        with (path / RNG_STATE).open("wb") as f:
+            pickle.dump(rng_state, f)
+        (path / "determined-callbacks.v1.pkl").write_bytes(pickle.dumps(self.hooks.state()))
+        cls = type(self.trial)
+        load_data = {
+            "trial_type": "TFKerasTrial",
+            "experiment_config": self.context._exp_conf,
+            "hparams": self.context._hparams,
+            "trial_cls_spec": f"{cls.__module__}:{cls.__qualname__}",
+        }
+        (path / LOAD_DATA).write_text(json.dumps(load_data, indent=2, default=str))
+        self.hooks.checkpoint_written(str(path))
+
+    def load(self, path: Path) -> dict[str, Any] | None:
+        """Restore weights and optimizer state; return the RNG state."""
+        weights = path / MODEL_WEIGHTS
+        if not weights.exists():
+            old = [f for f in _TF1_WEIGHTS if (path / f).exists()]
+            hint = (
+                f"; it holds {old[0]}, a tf.keras 2 checkpoint (Determined's layout), which this "
+                "Keras 3 harness cannot load yet"
+                if old
+                else ""
+            )
+            raise RuntimeError(f"checkpoint at {path} has no {MODEL_WEIGHTS}{hint}")
+        if not self.model.built:
+            raise TrialContractError(
+                f"{type(self.trial).__name__}.build_model(): the model is not built, so its "
+                "weights cannot be restored; give it a keras.Input (or call model.build)"
+            )
+        self.model.load_weights(weights)
+        opt_file = path / OPTIMIZER_STATE
+        if opt_file.exists():
+            with np.load(opt_file) as saved:
+                store = {k: saved[k] for k in saved.files}
+            optimizer = self.model.optimizer
+            if not optimizer.built:
+                optimizer.build(self.model.trainable_variables)
+            if len(store) != len(optimizer.variables):
+                raise RuntimeError(
+                    f"checkpoint optimizer state has {len(store)} variables; the model's "
+                    f"optimizer has {len(optimizer.variables)}"
+                )
+            optimizer.load_own_variables(store)
+        cb_file = path / "determined-callbacks.v1.pkl"
+        if cb_file.exists():
+            self.hooks.load_state(pickle.loads(cb_file.read_bytes()))
+        rng_file = path / RNG_STATE
+        if not rng_file.exists():
+            return None
+        with rng_file.open("rb") as f:
+            return pickle.load(f)  # type: ignore[no-any-return]
