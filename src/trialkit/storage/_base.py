@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import errno
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +14,42 @@ Selector = Callable[[str], bool]
 
 class CheckpointNotFound(FileNotFoundError):
     """The checkpoint directory is not in storage."""
+
+
+class CheckpointStorageError(OSError):
+    """A checkpoint could not be written: storage full, read-only or not writable."""
+
+    __module__ = "trialkit.storage"  # its public name, shown in tracebacks
+
+
+_WHAT_TO_DO = {
+    errno.ENOSPC: "free space there",
+    errno.EDQUOT: "free space there or raise your quota",
+    errno.EFBIG: "raise the file size limit (ulimit -f) or save smaller files",
+    errno.EROFS: "remount it read-write",
+    errno.EACCES: "fix its permissions",
+}
+
+
+def _on_the_way(root: Path, path: Path) -> bool:
+    """Whether ``path`` is ``root``, inside it, or one of the directories leading to it."""
+    path = path.absolute()
+    return path == root or root in path.parents or path in root.parents
+
+
+def storage_error(root: Path, checkpoint: Path, e: BaseException) -> CheckpointStorageError | None:
+    """The one-line error for ``e`` when it is the storage under ``root`` refusing a write of
+    ``checkpoint`` (full, read-only, not writable), else None (e.g. a file elsewhere that the
+    saving code could not read)."""
+    if not isinstance(e, OSError) or e.errno not in _WHAT_TO_DO:
+        return None
+    if e.filename is not None and not _on_the_way(root, Path(os.fsdecode(e.filename))):
+        return None
+    return CheckpointStorageError(
+        f"cannot save checkpoint {checkpoint}: {os.strerror(e.errno)} "
+        f"({errno.errorcode[e.errno]}); {_WHAT_TO_DO[e.errno]}, or choose another "
+        "checkpoint_storage.host_path"
+    )
 
 
 def list_directory(root: str | os.PathLike[str]) -> dict[str, int]:
