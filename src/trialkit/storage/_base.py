@@ -43,7 +43,8 @@ def storage_error(root: Path, checkpoint: Path, e: BaseException) -> CheckpointS
     saving code could not read)."""
     if not isinstance(e, OSError) or e.errno not in _WHAT_TO_DO:
         return None
-    if e.filename is not None and not _on_the_way(root, Path(os.fsdecode(e.filename))):
+    named = [Path(os.fsdecode(f)) for f in (e.filename, e.filename2) if f is not None]
+    if named and not any(_on_the_way(root, p) for p in named):
         return None
     return CheckpointStorageError(
         f"cannot save checkpoint {checkpoint}: {os.strerror(e.errno)} "
