@@ -134,3 +134,14 @@ def test_master_drops_a_journal_entry_whose_files_are_missing(
     assert register_journaled_checkpoints(store, trial, trial_dir) == []
     assert store.list_checkpoints(trial_id=trial.id) == []
     assert not list((trial_dir / "unregistered-checkpoints").iterdir())
+
+
+def test_without_a_trial_directory_the_error_is_unchanged(
+    tmp_path: Path, unreachable: HttpBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No cluster info file (e.g. Determined's /run/determined/info layout): nowhere to journal."""
+    monkeypatch.delenv(INFO_ENV, raising=False)
+    with pytest.raises(MasterUnavailable, match="cannot reach the master"):
+        with _ckpt_ctx(tmp_path, unreachable).store_path({"steps_completed": 5}):
+            pass
+    assert not list(tmp_path.rglob("unregistered-checkpoints"))

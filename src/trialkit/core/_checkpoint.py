@@ -127,7 +127,10 @@ class CheckpointContext:
         try:
             self._backend.report_checkpoint(record)
         except MasterUnavailable as e:
-            raise self._journal_unregistered(record, e) from e
+            journaled = self._journal_unregistered(record, e)
+            if journaled is e:
+                raise
+            raise journaled from None  # its message carries the connection error
         logger.info("saved checkpoint %s", storage_id)
 
     def _journal_unregistered(
