@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -375,8 +376,10 @@ def test_disk_full_is_a_clear_error_and_registers_nothing_half_written(
     assert list(run.storage.iterdir()) == [], "a half-written checkpoint was left in storage"
     log = _log(master, desc["trials"][0]["id"])
     assert "File too large" in log, log[-2000:]
-    # The reason is recorded with the trial, where describe shows it (issue 13, item 1).
+    # The reason is recorded with the trial, where describe shows it (issue 13, item 1): one
+    # line naming the checkpoint, the OS reason and what to do.
     assert "File too large" in (desc["trials"][0].get("error") or ""), desc["trials"][0]
+    _assert_storage_error(desc["trials"][0], run.storage, "File too large (EFBIG)", "ulimit -f")
 
 
 def test_read_only_storage_is_a_clear_error_and_registers_nothing(
@@ -396,6 +399,20 @@ def test_read_only_storage_is_a_clear_error_and_registers_nothing(
     log = _log(master, desc["trials"][0]["id"])
     assert "Read-only file system" in log and str(run.storage) in log, log[-2000:]
     assert "Read-only file system" in (desc["trials"][0].get("error") or ""), desc["trials"][0]
+    _assert_storage_error(
+        desc["trials"][0], run.storage, "Read-only file system (EROFS)", "remount it read-write"
+    )
+
+
+def _assert_storage_error(trial: dict[str, Any], storage: Path, reason: str, todo: str) -> None:
+    """The trial's recorded error is the storage manager's one line, naming the checkpoint."""
+    error = trial.get("error") or ""
+    pattern = (
+        rf"trialkit\.storage\.CheckpointStorageError: cannot save checkpoint "
+        rf"{re.escape(str(storage))}/[0-9a-f-]{{36}}: {re.escape(reason)}; "
+        rf"[^;\n]*{re.escape(todo)}[^;\n]*, or choose another checkpoint_storage\.host_path"
+    )
+    assert re.fullmatch(pattern, error), error
 
 
 def _read_only_entrypoint(probe: Path) -> str:

@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from .. import _journal
+from ..errors import MasterUnavailable
 from ..storage import StorageManager, list_directory
 from ._backend import TrialBackend
 from ._distributed import DistributedContext
@@ -115,16 +117,44 @@ class CheckpointContext:
             raise RuntimeError(f"cannot call .{call}(shard=False) from a non-chief worker")
 
     def _report(self, storage_id: str, metadata: dict[str, Any], resources: dict[str, int]) -> None:
-        self._backend.report_checkpoint(
-            {
-                "uuid": storage_id,
-                "steps_completed": int(metadata["steps_completed"]),
-                "metadata": metadata,
-                "resources": resources,
-                "storage": self._storage_config,
-            }
-        )
+        record = {
+            "uuid": storage_id,
+            "steps_completed": int(metadata["steps_completed"]),
+            "metadata": metadata,
+            "resources": resources,
+            "storage": self._storage_config,
+        }
+        try:
+            self._backend.report_checkpoint(record)
+        except MasterUnavailable as e:
+            journaled = self._journal_unregistered(record, e)
+            if journaled is e:
+                raise
+            raise journaled from None  # its message carries the connection error
         logger.info("saved checkpoint %s", storage_id)
+
+    def _journal_unregistered(
+        self, record: dict[str, Any], error: MasterUnavailable
+    ) -> MasterUnavailable:
+        """Keep the report of a checkpoint the master could not be told about in the trial's
+        journal, for the master to register when it is back; the error to raise."""
+        directory = _journal.trial_journal_dir()
+        uuid_ = record["uuid"]
+        if directory is None:
+            return error
+        backend = self._backend
+        entry = {**record, "trial_id": backend.trial_id, "run_id": backend.run_id}
+        try:
+            path = _journal.write_entry(directory, entry)
+        except OSError as e:
+            return MasterUnavailable(
+                f"checkpoint {uuid_} is saved but could not be registered ({error}) nor "
+                f"journaled for later registration ({e})"
+            )
+        return MasterUnavailable(
+            f"checkpoint {uuid_} is saved but the master could not be reached to register it "
+            f"({error}); it will be registered when the master is back (journal: {path})"
+        )
 
     def upload(
         self,

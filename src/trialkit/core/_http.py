@@ -2,17 +2,36 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from .._client import MasterClient
 from ..errors import APIError
 from ._backend import TrialBackend
 
+#: Overrides HttpBackend.RETRY_FOR (seconds): how long a trial keeps retrying an unreachable master.
+RETRY_ENV = "TRIALKIT_MASTER_RETRY_SECONDS"
+
+
+def retry_window(default: float) -> float:
+    """``$TRIALKIT_MASTER_RETRY_SECONDS`` when set, else ``default``."""
+    raw = os.environ.get(RETRY_ENV, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise ValueError(f"{RETRY_ENV}={raw!r}: expected a number of seconds >= 0, e.g. 300")
+    return value
+
 
 class HttpBackend(TrialBackend):
     """The trial side of the master's REST API."""
 
-    #: Connection failures are retried this long before an operation gives up.
+    #: Connection failures are retried this long before an operation gives up (the default;
+    #: ``$TRIALKIT_MASTER_RETRY_SECONDS`` overrides it).
     RETRY_FOR = 300.0
 
     def __init__(
@@ -23,12 +42,13 @@ class HttpBackend(TrialBackend):
         self.experiment_id = experiment_id
         self.run_id = run_id
         self._t = f"/api/v1/trials/{trial_id}"
+        self.retry_for = retry_window(self.RETRY_FOR)
 
     def _post(self, path: str, body: Any) -> Any:
-        return self.client.request("POST", self._t + path, json_body=body, retry_for=self.RETRY_FOR)
+        return self.client.request("POST", self._t + path, json_body=body, retry_for=self.retry_for)
 
     def _get(self, path: str, **params: Any) -> Any:
-        return self.client.request("GET", path, params=params or None, retry_for=self.RETRY_FOR)
+        return self.client.request("GET", path, params=params or None, retry_for=self.retry_for)
 
     def ship_metrics(self, reports: list[dict[str, Any]]) -> None:
         # One attempt: the shipper owns retries and backoff for metrics.
@@ -53,7 +73,7 @@ class HttpBackend(TrialBackend):
             raise
 
     def delete_checkpoint(self, uuid: str) -> None:
-        self.client.request("DELETE", f"/api/v1/checkpoints/{uuid}", retry_for=self.RETRY_FOR)
+        self.client.request("DELETE", f"/api/v1/checkpoints/{uuid}", retry_for=self.retry_for)
 
     def preemption_requested(self, timeout: float) -> bool:
         resp = self.client.request(

@@ -18,6 +18,7 @@ from ..searcher import ExitedReason, SearcherError
 from ..storage import build as build_storage
 from ..store import Experiment, ExperimentState, Store, Trial, TrialState
 from . import _policies as policy
+from ._journal import register_journaled_checkpoints
 from ._launch import build_launch, describe_argv
 from ._processes import TrialProcess, run_tag
 from ._searcher_driver import SearcherDriver
@@ -124,6 +125,7 @@ class Engine:
             self._searcher_guard(exp, lambda exp=exp: self._driver(exp))
             self._remove_stale_partials(exp)
             for trial in self.store.list_trials(exp.id):
+                self._register_journal(trial)
                 if trial.pid is None or trial.state.terminal:
                     continue
                 d = self._trial_dir(trial.id)
@@ -538,6 +540,7 @@ class Engine:
         else:
             workdir.mkdir(parents=True, exist_ok=True)
         self._remove_stale_partials(exp)  # e.g. this trial's previous run, killed mid-save
+        self._register_journal(trial)  # saved while the master was away: resume from them
         latest = self.store.latest_checkpoint(trial.id)
         spec = build_launch(
             experiment=exp,
@@ -579,6 +582,13 @@ class Engine:
             return
         for path in removed:
             logger.info("experiment %d: removed partial checkpoint %s", exp.id, path)
+
+    def _register_journal(self, trial: Trial) -> None:
+        """Register the checkpoints the trial saved but could not report (master away)."""
+        try:
+            register_journaled_checkpoints(self.store, trial, self._trial_dir(trial.id))
+        except Exception as e:  # never stops a launch or a recovery; retried next time
+            logger.warning("trial %d: journaled checkpoints not registered: %s", trial.id, e)
 
     def _launch_failed(self, exp: Experiment, trial: Trial, run_id: int, exc: Exception) -> None:
         """A run that could not even start would fail the same way again (the model definition

@@ -3,6 +3,7 @@
 from ._base import (
     CheckpointContentError,
     CheckpointNotFound,
+    CheckpointStorageError,
     Selector,
     StorageManager,
     check_storage_id,
@@ -14,6 +15,7 @@ from ._shared_fs import SharedFSStorageManager
 __all__ = [
     "CheckpointContentError",
     "CheckpointNotFound",
+    "CheckpointStorageError",
     "Selector",
     "SharedFSStorageManager",
     "StorageConfigError",

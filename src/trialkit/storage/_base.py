@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import errno
 import os
 import re
 import stat
@@ -59,6 +60,43 @@ def _entry_problem(path: Path, root: Path, is_dir: bool) -> str | None:
     if not (stat.S_ISDIR(mode) if is_dir else stat.S_ISREG(mode)):
         return f"{path}: not a regular file; a checkpoint holds regular files and directories"
     return None
+
+
+class CheckpointStorageError(OSError):
+    """A checkpoint could not be written: storage full, read-only or not writable."""
+
+    __module__ = "trialkit.storage"  # its public name, shown in tracebacks
+
+
+_WHAT_TO_DO = {
+    errno.ENOSPC: "free space there",
+    errno.EDQUOT: "free space there or raise your quota",
+    errno.EFBIG: "raise the file size limit (ulimit -f) or save smaller files",
+    errno.EROFS: "remount it read-write",
+    errno.EACCES: "fix its permissions",
+}
+
+
+def _on_the_way(root: Path, path: Path) -> bool:
+    """Whether ``path`` is ``root``, inside it, or one of the directories leading to it."""
+    path = path.absolute()
+    return path == root or root in path.parents or path in root.parents
+
+
+def storage_error(root: Path, checkpoint: Path, e: BaseException) -> CheckpointStorageError | None:
+    """The one-line error for ``e`` when it is the storage under ``root`` refusing a write of
+    ``checkpoint`` (full, read-only, not writable), else None (e.g. a file elsewhere that the
+    saving code could not read)."""
+    if not isinstance(e, OSError) or e.errno not in _WHAT_TO_DO:
+        return None
+    named = [Path(os.fsdecode(f)) for f in (e.filename, e.filename2) if f is not None]
+    if named and not any(_on_the_way(root, p) for p in named):
+        return None
+    return CheckpointStorageError(
+        f"cannot save checkpoint {checkpoint}: {os.strerror(e.errno)} "
+        f"({errno.errorcode[e.errno]}); {_WHAT_TO_DO[e.errno]}, or choose another "
+        "checkpoint_storage.host_path"
+    )
 
 
 def list_directory(root: str | os.PathLike[str]) -> dict[str, int]:

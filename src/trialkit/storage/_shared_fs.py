@@ -20,6 +20,7 @@ from ._base import (
     check_storage_id,
     inside,
     list_directory,
+    storage_error,
 )
 
 logger = logging.getLogger("trialkit.storage")
@@ -78,16 +79,26 @@ class SharedFSStorageManager(StorageManager):
         return removed
 
     @contextlib.contextmanager
+    def _saving(self, storage_id: str) -> Iterator[None]:
+        """Storage refusing the writes (full, read-only, not writable) becomes one clear
+        CheckpointStorageError; whatever the failure, the partial directory is removed."""
+        try:
+            yield
+        except BaseException as e:
+            shutil.rmtree(self._partial(storage_id), ignore_errors=True)
+            clear = storage_error(self.base_path, self._final(storage_id), e)
+            if clear is not None:
+                raise clear from None
+            raise
+
+    @contextlib.contextmanager
     def store_path(self, storage_id: str) -> Iterator[Path]:
         partial = self._partial(storage_id)
-        partial.mkdir(parents=True, exist_ok=False)
-        try:
+        with self._saving(storage_id):
+            partial.mkdir(parents=True, exist_ok=False)
             yield partial
             list_directory(partial)  # CheckpointContentError for a bad symlink: nothing published
-        except BaseException:
-            shutil.rmtree(partial, ignore_errors=True)
-            raise
-        self._publish(partial, self._final(storage_id))
+            self._publish(partial, self._final(storage_id))
 
     @staticmethod
     def _publish(partial: Path, final: Path) -> None:
@@ -101,8 +112,8 @@ class SharedFSStorageManager(StorageManager):
     def upload(self, src: str | os.PathLike[str], storage_id: str, paths: list[str]) -> None:
         src = Path(src)
         partial = self._partial(storage_id)
-        partial.mkdir(parents=True, exist_ok=True)
-        try:
+        with self._saving(storage_id):
+            partial.mkdir(parents=True, exist_ok=True)
             for rel in paths:
                 target = partial / rel
                 if rel.endswith("/"):
@@ -110,10 +121,7 @@ class SharedFSStorageManager(StorageManager):
                     continue
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src / rel, target)
-        except BaseException:
-            shutil.rmtree(partial, ignore_errors=True)
-            raise
-        self._publish(partial, self._final(storage_id))
+            self._publish(partial, self._final(storage_id))
 
     @contextlib.contextmanager
     def restore_path(self, storage_id: str, selector: Selector | None = None) -> Iterator[Path]:
