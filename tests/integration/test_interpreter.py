@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import trialkit
 from trialkit.master import start_background
 from trialkit.store import Store
 
@@ -68,6 +69,8 @@ def venv_b(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for entry in Path(site.getsitepackages()[0]).iterdir():
         if not entry.name.startswith(_LEFT_OUT) and entry.suffix != ".pth":
             (deps / entry.name).symlink_to(entry)
+    # trialkit itself, from wherever this run imports it (an editable install, a PYTHONPATH).
+    (deps / "trialkit").symlink_to(Path(trialkit.__file__).parent)
     [b_site] = venv.glob("lib/python*/site-packages")
     (b_site / "deps.pth").write_text(f"{deps}\n")
     (b_site / "marker_b.py").write_text("WHERE = 'venv b'\n")
