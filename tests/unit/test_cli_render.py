@@ -149,6 +149,17 @@ def test_events_one_line_each() -> None:
     assert trial_events(failed, failed, "loss") == []
 
 
+def test_events_of_a_restart_name_the_failed_run_and_count_from_the_first() -> None:
+    # The master counts the restart when run 1 exits, before run 2 starts (after a back-off).
+    run1 = {**_trial(1, "ACTIVE", pid=7), "run_id": 1, "restarts": 0}
+    run1_failed = {**run1, "restarts": 1, "pid": None, "error": "OSError: disk\nlast lines"}
+    run2 = {**run1_failed, "run_id": 2, "pid": 8}
+    assert trial_events(None, run1_failed, None)[0] == "trial 1 failed, restarting: OSError: disk"
+    assert trial_events(None, run1_failed, None)[1].startswith("trial 1 started: ")
+    assert trial_events(run1, run1_failed, None) == ["trial 1 failed, restarting: OSError: disk"]
+    assert trial_events(run1_failed, run2, None)[0].startswith("trial 1 started (restart 1): ")
+
+
 def test_state_shows_status_only_while_running() -> None:
     assert trial_state(_trial(1, "ACTIVE", status="validating")) == "ACTIVE (validating)"
     assert trial_state(_trial(1, "COMPLETED", status="checkpointing")) == "COMPLETED"

@@ -168,6 +168,8 @@ def test_experiment_error_names_the_first_failed_trial() -> None:
     assert experiment_error(two) == (
         "2 trials failed; trial 3 failed: ValueError: boom (restarted 5 times)"
     )
+    once = [trial(6, T.ERROR, "ValueError: boom", 1)]
+    assert experiment_error(once) == "trial 6 failed: ValueError: boom (restarted once)"
 
 
 def test_clean_exit_without_ack_completes_the_trial() -> None:

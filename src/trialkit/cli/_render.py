@@ -163,8 +163,12 @@ def trial_events(
     """One line per thing that happened to a trial between two describe responses."""
     tid, prev = now["id"], before or {}
     lines: list[str] = []
-    if (now.get("run_id") or 0) > (prev.get("run_id") or 0):
-        again = f" (restart {now['restarts']})" if now.get("restarts") else ""
+    if (now.get("restarts") or 0) > (prev.get("restarts") or 0):
+        reason = first_line(now.get("error") or "") or "no reason recorded"
+        lines.append(f"trial {tid} failed, restarting: {reason}")
+    run_id = now.get("run_id") or 0
+    if run_id > (prev.get("run_id") or 0):
+        again = f" (restart {run_id - 1})" if run_id > 1 else ""
         lines.append(f"trial {tid} started{again}: {fmt_metrics(now['hparams']) or 'no hparams'}")
     val, old_val = now.get("latest_validation") or {}, prev.get("latest_validation") or {}
     if val and (val.get("steps_completed"), val.get("reported_at")) != (

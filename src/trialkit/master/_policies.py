@@ -179,6 +179,7 @@ def experiment_error(trials: Sequence[Trial]) -> str:
     if not failed:
         return "the searcher reported a failure"
     first = failed[0]
-    restarted = f" (restarted {first.restarts} times)" if first.restarts else ""
+    times = "once" if first.restarts == 1 else f"{first.restarts} times"
+    restarted = f" (restarted {times})" if first.restarts else ""
     why = f"trial {first.id} failed: {first.error or 'no reason recorded'}{restarted}"
     return why if len(failed) == 1 else f"{len(failed)} trials failed; {why}"
