@@ -18,10 +18,15 @@ SLEEPER = {
 
 
 def report(master: Master, uuid: str, storage: dict[str, object]) -> None:
+    """Report a checkpoint as trial 1's current run (the master refuses other runs' reports)."""
+
+    def run_id() -> int:
+        return int(master.client.request("GET", "/api/v1/trials/1")["trial"]["run_id"])
+
+    master.wait_for(lambda: run_id() >= 1, what="trial 1 to start its run")
+    body = {"uuid": uuid, "run_id": run_id(), "steps_completed": 1, "resources": {}}
     master.client.request(
-        "POST",
-        "/api/v1/trials/1/checkpoints",
-        json_body={"uuid": uuid, "steps_completed": 1, "resources": {}, "storage": storage},
+        "POST", "/api/v1/trials/1/checkpoints", json_body={**body, "storage": storage}
     )
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import _journal
-from ..errors import MasterUnavailable
+from ..errors import APIError, MasterUnavailable
 from ..storage import StorageManager, list_directory
 from ._backend import TrialBackend
 from ._distributed import DistributedContext
@@ -131,7 +131,23 @@ class CheckpointContext:
             if journaled is e:
                 raise
             raise journaled from None  # its message carries the connection error
+        except APIError as e:
+            if e.status != 409:
+                raise
+            raise self._refused(storage_id, e) from None
         logger.info("saved checkpoint %s", storage_id)
+
+    def _refused(self, storage_id: str, error: APIError) -> APIError:
+        """The master refused the checkpoint (this run was replaced or the trial ended): it
+        will never be registered, so its files are deleted; the one-line error to raise."""
+        try:
+            self._storage.delete(storage_id)
+            fate = "its files were deleted"
+        except Exception as e:  # any storage backend's error: the refusal is what to report
+            fate = f"its files could not be deleted ({e})"
+        return APIError(
+            error.status, f"checkpoint {storage_id} was not registered: {error}; {fate}"
+        )
 
     def _journal_unregistered(
         self, record: dict[str, Any], error: MasterUnavailable

@@ -572,7 +572,9 @@ def create_app(
 
     @app.post("/api/v1/trials/{trial_id}/checkpoints", dependencies=[Auth])
     def report_checkpoint(trial_id: TrialId, body: CheckpointBody) -> dict[str, Any]:
-        t = trial_or_404(trial_id)
+        # A trial's final checkpoint comes while it is still ACTIVE; checkpoints journaled in an
+        # outage are registered by the master itself (_journal), not through this route.
+        t = reporting_trial(trial_id, body.run_id)
         ckpt = store.add_checkpoint(
             uuid=body.uuid,
             trial_id=t.id,

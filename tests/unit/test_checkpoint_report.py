@@ -1,0 +1,83 @@
+"""Checkpoint reports are taken only from the trial's current run while it has not ended (issue
+12 leftovers, as for metrics): a replaced run's checkpoint is refused with 409, and the trial
+side turns that answer into one line and deletes the files nothing will ever register."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.inprocess_master import TOKEN, InProcessMaster, inprocess_master, served
+
+from trialkit._client import MasterClient
+from trialkit.core import CheckpointContext, DummyDistributedContext
+from trialkit.core._http import HttpBackend
+from trialkit.errors import APIError
+from trialkit.storage import SharedFSStorageManager
+from trialkit.store import TrialState
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[InProcessMaster]:
+    with inprocess_master(tmp_path / "master") as m:
+        m.create()  # experiment 1 with trial 1 (run 0: never launched here)
+        yield m
+
+
+def body(tmp_path: Path, run_id: int, uuid: str = "c1") -> dict[str, Any]:
+    return {
+        "uuid": uuid,
+        "run_id": run_id,
+        "steps_completed": 1,
+        "resources": {},
+        "storage": {"type": "shared_fs", "host_path": str(tmp_path / "ck")},
+    }
+
+
+@pytest.mark.parametrize("why", ["replaced run", "ended trial"])
+def test_checkpoints_of_a_replaced_run_or_ended_trial_get_409(
+    api: InProcessMaster, tmp_path: Path, why: str
+) -> None:
+    if why == "replaced run":
+        api.store.update_trial(1, run_id=2)
+        expected = "run 1 of trial 1 is not its current run (2)"
+    else:
+        api.store.update_trial(1, run_id=1, state=TrialState.COMPLETED)
+        expected = "trial 1 is COMPLETED; it takes no more reports"
+    resp = api.call("POST", "/api/v1/trials/1/checkpoints", body(tmp_path, run_id=1))
+    assert resp.status_code == 409 and expected in resp.json()["detail"]
+    assert api.store.list_checkpoints() == []
+
+
+def test_current_run_of_an_active_trial_registers_its_checkpoint(
+    api: InProcessMaster, tmp_path: Path
+) -> None:
+    """A trial's final checkpoint arrives while it is still ACTIVE: it is taken."""
+    api.store.update_trial(1, run_id=3, state=TrialState.ACTIVE)
+    resp = api.call("POST", "/api/v1/trials/1/checkpoints", body(tmp_path, run_id=3))
+    assert resp.status_code == 200, resp.text
+    assert [c.uuid for c in api.store.list_checkpoints()] == ["c1"]
+
+
+def test_trial_side_refusal_is_one_line_and_leaves_no_files(
+    api: InProcessMaster, tmp_path: Path
+) -> None:
+    api.store.update_trial(1, run_id=3)  # this process is run 2: a replaced run
+    storage = {"type": "shared_fs", "host_path": str(tmp_path / "ck")}
+    with served(api.app) as url:
+        backend = HttpBackend(MasterClient(url, TOKEN), 1, 1, 2)
+        ctx = CheckpointContext(
+            DummyDistributedContext(), SharedFSStorageManager(tmp_path / "ck"), storage, backend
+        )
+        with pytest.raises(APIError) as info:
+            with ctx.store_path({"steps_completed": 5}) as (path, uuid):
+                (path / "state.bin").write_bytes(b"x" * 100)
+        backend.close()
+    message = str(info.value)
+    assert info.value.status == 409 and "\n" not in message
+    assert f"checkpoint {uuid} was not registered" in message
+    assert "not its current run" in message and "its files were deleted" in message
+    assert not (tmp_path / "ck" / uuid).exists()
+    assert api.store.list_checkpoints() == []
