@@ -13,30 +13,13 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.conftest import Master, write_script
+from tests.integration._scripts import run_two_trials
+from tests.integration.conftest import Master
 
 pytestmark = pytest.mark.integration
 
 #: What answers without a token (docs/security.md): a liveness probe and nothing else.
 OPEN_ROUTES = {("GET", "/health")}
-
-TRIAL = """
-from trialkit import core
-
-with core.init() as ctx:
-    ctx.train.report_training_metrics(steps_completed=1, metrics={"loss": 1.0})
-    with ctx.checkpoint.store_path({"steps_completed": 1}) as (path, _):
-        (path / "state.json").write_text("{}")
-    ctx.train.report_validation_metrics(steps_completed=1, metrics={"loss": 1.0})
-"""
-
-CONFIG = {
-    "name": "census",
-    "entrypoint": "python3 trial.py",
-    "hyperparameters": {"x": {"type": "categorical", "vals": [1, 2]}},
-    "searcher": {"name": "grid", "metric": "loss", "max_length": {"batches": 1}},
-    "max_restarts": 0,
-}
 
 
 def app_routes(tmp_path: Path) -> list[tuple[str, str]]:
@@ -63,11 +46,7 @@ def app_routes(tmp_path: Path) -> list[tuple[str, str]]:
 @pytest.fixture
 def finished(master: Master, tmp_path: Path) -> Iterator[dict[str, Any]]:
     """A completed experiment of two trials, each with a checkpoint and its own token."""
-    model = tmp_path / "model"
-    write_script(model, "trial.py", TRIAL)
-    exp = master.create(CONFIG, model)
-    desc = master.wait_state(exp, {"COMPLETED", "ERROR"}, timeout=180)
-    assert desc["experiment"]["state"] == "COMPLETED", desc
+    exp, desc = run_two_trials(master, tmp_path)
     tokens = {
         t: json.loads((master.home / "trials" / str(t) / "cluster_info.json").read_text())[
             "session_token"

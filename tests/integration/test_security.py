@@ -16,40 +16,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .conftest import TRIALKIT, Master, _run_master, write_script
+from ._scripts import CONFIG, run_two_trials
+from .conftest import TRIALKIT, Master, _run_master
 
 pytestmark = pytest.mark.integration
-
-# Two trials that report, checkpoint, and leave a copy of their environment in their model dir.
-TRIAL = """
-import json, os
-from trialkit import core
-
-with open("env.json", "w") as f:
-    json.dump(dict(os.environ), f)
-with core.init() as ctx:
-    ctx.train.report_training_metrics(steps_completed=1, metrics={"loss": 1.0})
-    with ctx.checkpoint.store_path({"steps_completed": 1}) as (path, _):
-        (path / "state.json").write_text("{}")
-    ctx.train.report_validation_metrics(steps_completed=1, metrics={"loss": 1.0})
-"""
-
-CONFIG = {
-    "name": "security",
-    "entrypoint": "python3 trial.py",
-    "hyperparameters": {"x": {"type": "categorical", "vals": [1, 2]}},
-    "searcher": {"name": "grid", "metric": "loss", "max_length": {"batches": 1}},
-    "max_restarts": 0,
-}
-
-
-def _run_experiment(master: Master, tmp_path: Path) -> dict:
-    model = tmp_path / "model"
-    write_script(model, "trial.py", TRIAL)
-    exp = master.create(CONFIG, model)
-    desc = master.wait_state(exp, {"COMPLETED", "ERROR"}, timeout=180)
-    assert desc["experiment"]["state"] == "COMPLETED", desc
-    return desc
 
 
 def _trial_token(home: Path, trial_id: int) -> str:
@@ -71,7 +41,7 @@ def _call(master: Master, token: str, method: str, path: str, body: object = Non
 
 
 def test_a_trial_token_reports_for_its_own_trial_only(master: Master, tmp_path: Path) -> None:
-    desc = _run_experiment(master, tmp_path)
+    _, desc = run_two_trials(master, tmp_path)
     ckpt_of = {c["trial_id"]: c["uuid"] for c in desc["checkpoints"]}
     token1 = _trial_token(master.home, 1)
     assert token1 != master.client.token
@@ -97,7 +67,7 @@ def test_a_trial_token_reports_for_its_own_trial_only(master: Master, tmp_path: 
 
 
 def test_the_admin_token_reaches_no_trial_file_env_or_log(master: Master, tmp_path: Path) -> None:
-    _run_experiment(master, tmp_path)
+    run_two_trials(master, tmp_path)
     admin = master.client.token.encode()
     for trial_id in (1, 2):
         env = json.loads(
@@ -117,7 +87,7 @@ def test_the_admin_token_reaches_no_trial_file_env_or_log(master: Master, tmp_pa
 def test_a_trial_token_outlives_a_master_restart(master: Master, tmp_path: Path) -> None:
     from trialkit.master import start_background, stop_master
 
-    _run_experiment(master, tmp_path)
+    run_two_trials(master, tmp_path)
     token1 = _trial_token(master.home, 1)
     master.client.close()
     assert stop_master(master.home)
@@ -138,7 +108,7 @@ def _group_or_other_bits(home: Path) -> list[str]:
 
 
 def test_nothing_under_the_home_is_readable_by_other_users(master: Master, tmp_path: Path) -> None:
-    _run_experiment(master, tmp_path)
+    run_two_trials(master, tmp_path)
     names = {p.name for p in master.home.rglob("*")}
     # The walk covers what matters: credentials, store, logs, exit files, checkpoints.
     assert {"master.json", "trialkit.db", "cluster_info.json", "output.log"} <= names
@@ -163,7 +133,7 @@ def test_another_local_user_cannot_read_the_token_or_the_store(
     shared_parent_master: Master, tmp_path: Path
 ) -> None:
     master = shared_parent_master
-    _run_experiment(master, tmp_path)
+    run_two_trials(master, tmp_path)
     nobody = pwd.getpwnam("nobody")
     targets = [
         master.home / "master.json",
