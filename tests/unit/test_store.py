@@ -426,6 +426,24 @@ def test_metric_batch_is_stored_once(store: Store) -> None:
     assert store.count_metrics(trial.id, "training") == 6
 
 
+def test_ended_runs_metric_batches_are_forgotten(store: Store) -> None:
+    """metric_batches holds only runs still going: ending run 2 drops runs 1 and 2's keys."""
+    from trialkit.store import MetricBatch
+
+    trial, other = new_trial(store), new_trial(store, "other")
+    report = NewMetric(trial_id=trial.id, group="training", steps_completed=1, values={})
+    batches = [MetricBatch(trial.id, run, "abc", seq) for run in (1, 2, 3) for seq in (1, 2)]
+    for batch in batches:
+        store.add_metrics([report], batch)
+    kept = MetricBatch(other.id, 2, "abc", 1)
+    store.add_metrics([dataclasses.replace(report, trial_id=other.id)], kept)
+
+    assert store.forget_metric_batches(trial.id, through_run=2) == 4
+    assert [store.metric_batch_stored(b) for b in batches] == [False] * 4 + [True] * 2
+    assert store.metric_batch_stored(kept)  # another trial's run 2 is untouched
+    assert store.count_metrics(trial.id, "training") == 6  # the metrics themselves stay
+
+
 def test_metric_batch_of_a_missing_trial_is_a_store_error(store: Store) -> None:
     from trialkit.store import MetricBatch
 

@@ -448,6 +448,7 @@ class Engine:
         if policy.trial_state_for(outcome).terminal:
             updates["ended_at"] = time.time()
         trial = self.store.update_trial(trial.id, **updates)
+        self.store.forget_metric_batches(trial.id, proc.run_id)  # an exited run cannot resend
         if drv is not None:
             self._tell_searcher(exp, drv, trial, outcome)
 

@@ -1,6 +1,10 @@
 """The store: one place that opens sessions, commits, rolls back and translates DB errors.
 
 Query methods return the frozen domain objects of ``_types`` so callers never hold ORM rows.
+
+``metric_batches`` (the keys that make a resent metric batch be stored once) holds only the
+batches of runs still going: when a run ends the engine deletes its rows and any earlier run's
+(``forget_metric_batches``), since a process that exited cannot resend.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from sqlalchemy import (
     Engine,
     Table,
     create_engine,
+    delete,
     event,
     func,
     insert,
@@ -398,6 +403,17 @@ class Store:
         key = (batch.trial_id, batch.run_id, batch.sender, batch.seq)
         with self._session() as s:
             return s.get(MetricBatchRow, key) is not None
+
+    def forget_metric_batches(self, trial_id: int, through_run: int) -> int:
+        """Delete the batch keys of the trial's runs up to ``through_run`` (they ended, so no
+        resend of theirs can come); the number deleted. Their metric rows stay."""
+        with self._session() as s:
+            result = s.execute(
+                delete(MetricBatchRow).where(
+                    MetricBatchRow.trial_id == trial_id, MetricBatchRow.run_id <= through_run
+                )
+            )
+            return int(result.rowcount)  # type: ignore[attr-defined]
 
     def list_metrics(self, trial_id: int, group: str | None = None) -> list[Metric]:
         with self._session() as s:
