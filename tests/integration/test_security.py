@@ -9,6 +9,7 @@ import os
 import pwd
 import stat
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -203,4 +204,21 @@ def test_master_up_refuses_a_slot_count_no_machine_has(tmp_path: Path, slots: st
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     [line] = proc.stderr.splitlines()
     assert line.startswith("trialkit: error: ") and "'--slots'" in line and slots in line, line
+    assert not (home / "master.json").exists()
+
+
+@pytest.mark.parametrize("slots", ["-4", "1025"])
+def test_master_module_refuses_a_slot_count_in_one_line(tmp_path: Path, slots: str) -> None:
+    """``python -m trialkit.master`` answers as ``trialkit master up`` does, not with a traceback."""
+    home = tmp_path / "home"
+    proc = subprocess.run(
+        [sys.executable, "-m", "trialkit.master", "--home", str(home), "--slots", slots],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    [line] = proc.stderr.splitlines()
+    expected = f"--slots: got {slots}; expected a whole number from 1 to 1024"
+    assert line == f"python -m trialkit.master: error: {expected}", line
     assert not (home / "master.json").exists()

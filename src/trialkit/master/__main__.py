@@ -4,11 +4,25 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from pathlib import Path
+from typing import NoReturn
 
 from .. import LOG_FORMAT
 from .._home import trialkit_home
-from ._daemon import IDLE_TIMEOUT_ENV, default_idle_timeout, parse_idle_timeout, serve
+from ._daemon import (
+    IDLE_TIMEOUT_ENV,
+    check_slots,
+    default_idle_timeout,
+    parse_idle_timeout,
+    serve,
+)
+
+
+def _bad_option(parser: argparse.ArgumentParser, message: str) -> NoReturn:
+    """One line on stderr and exit status 2, as ``trialkit master up`` answers bad options."""
+    print(f"{parser.prog}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
 
 
 def main() -> None:
@@ -30,15 +44,16 @@ def main() -> None:
         f"(default ${IDLE_TIMEOUT_ENV}, else never)",
     )
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     try:
+        check_slots(args.slots)
         idle = (
             default_idle_timeout(on_demand=False)
             if args.idle_timeout is None
             else parse_idle_timeout(args.idle_timeout, "--idle-timeout")
         )
-    except ValueError as e:
-        parser.error(str(e))
+    except ValueError as e:  # SlotsError is one
+        _bad_option(parser, str(e))
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     serve(
         args.home or trialkit_home(),
         host=args.host,
