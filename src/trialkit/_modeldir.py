@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import posixpath
 import re
 import tarfile
 import zlib
@@ -139,13 +140,67 @@ def pack(model_dir: str | os.PathLike[str], limit: int = MAX_MODEL_DEF_BYTES) ->
 def unpack(archive: bytes, dest: str | os.PathLike[str]) -> None:
     """Extract a packed model directory into ``dest`` (created if missing). Tarfile's "data"
     filter refuses absolute paths, ``..`` and links leading outside ``dest``; anything that is
-    not a readable gzipped tar, or holds such a member, is a ModelDirError."""
+    not a readable gzipped tar, holds such a member, or cannot be written, is a ModelDirError."""
     Path(dest).mkdir(parents=True, exist_ok=True)
     try:
         with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
             tar.extractall(dest, filter="data")
-    except (tarfile.TarError, EOFError, zlib.error) as e:
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as e:
         raise ModelDirError(f"model definition cannot be unpacked: {e}") from e
+
+
+#: A destination that is never written: check_archive applies the "data" filter against it.
+_NOWHERE = os.path.join(os.sep, "trialkit-model-def-check")
+
+
+def check_archive(archive: bytes) -> None:
+    """Refuse, without extracting, what ``unpack`` would: anything that is not a gzipped tar,
+    and members the "data" filter rejects (absolute or escaping paths and links, devices).
+    The filter resolves links on disk as it extracts; here nothing is on disk, so a ``..``
+    that follows one of the archive's own links (where that would matter) is refused too."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+            members = tar.getmembers()
+            for member in members:
+                tarfile.data_filter(member, _NOWHERE)
+    except (tarfile.TarError, EOFError, zlib.error, OSError, ValueError) as e:
+        raise ModelDirError(
+            f"cannot be unpacked ({e}); send a gzipped tar of the model directory, as "
+            "'trialkit experiment create' packs it"
+        ) from None
+    links = {m.name.removeprefix("./") for m in members if m.issym()}
+    for m in members:
+        paths = [m.name]
+        if m.issym():
+            paths.append(posixpath.join(posixpath.dirname(m.name), m.linkname))
+        elif m.islnk():
+            paths.append(m.linkname)
+        for path in paths:
+            link = _link_then_up(path, links)
+            if link is not None:
+                raise ModelDirError(
+                    f"cannot be unpacked: {m.name!r} goes up ('..') through the archive's "
+                    f"link {link!r}; pack links that stay inside the model directory"
+                )
+
+
+def _link_then_up(path: str, links: set[str]) -> str | None:
+    """The link of ``links`` that ``path`` goes through before a '..' component, if any."""
+    parts: list[str] = []
+    through = None
+    for part in path.removeprefix("./").split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if through is not None:
+                return through
+            if parts:
+                parts.pop()
+            continue
+        parts.append(part)
+        if through is None and "/".join(parts) in links:
+            through = "/".join(parts)
+    return None
 
 
 class ArchiveFiles:

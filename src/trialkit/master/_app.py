@@ -20,6 +20,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import AfterValidator, BaseModel, Field
 
 from .. import __version__
+from .._modeldir import ModelDirError, check_archive
 from ..config import ConfigError
 from ..searcher import generation_of
 from ..storage import CheckpointNotFound, StorageConfigError, build, check_storage_id
@@ -195,15 +196,21 @@ def _field_errors(exc: RequestValidationError) -> list[str]:
 
 
 def _decode_model_def(text: str | None) -> bytes | None:
-    """The model directory tarball sent as base64; HTTP 400 when it is not valid base64."""
+    """The model directory tarball sent as base64; HTTP 400 when it is not valid base64 or
+    not an archive a trial's launch could unpack (found now, not when a trial starts)."""
     if not text:
         return None
     try:
-        return base64.b64decode(text, validate=True)
+        archive = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
         raise HTTPException(
             400, {"errors": ["model_def: not valid base64; send the tar.gz base64-encoded"]}
         ) from None
+    try:
+        check_archive(archive)
+    except ModelDirError as e:
+        raise HTTPException(400, {"errors": [f"model_def: {e}"]}) from None
+    return archive
 
 
 _BEARER = HTTPBearer(auto_error=False, description="the master token or a trial's own token")
