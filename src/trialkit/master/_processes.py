@@ -165,7 +165,8 @@ class TrialProcess:
         except (ProcessLookupError, PermissionError):
             pass
         for p in self.leftovers():
-            with contextlib.suppress(psutil.Error):
+            # Any of them may exit meanwhile: getpgid then raises ProcessLookupError.
+            with contextlib.suppress(psutil.Error, OSError):
                 if os.getpgid(p.pid) != self.pid:
                     p.send_signal(sig)
 
