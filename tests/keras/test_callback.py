@@ -212,3 +212,38 @@ def test_under_master_pause_checkpoints_and_activate_resumes_at_the_next_epoch(
     vals = _metrics(master, trial["id"], "validation")
     assert [m["steps_completed"] for m in vals] == [4, 8, 12, 16, 20, 24]
     assert max(steps.values()) == 24
+
+
+EXAMPLE = HERE.parents[1] / "examples" / "keras_callback"
+
+
+def test_example_runs_locally(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "train.py"],
+        cwd=EXAMPLE,
+        env={**os.environ, "TRIALKIT_HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    train, val, ckpts = _last_trial(tmp_path)
+    # 512 rows / batch 32 = 16 batches an epoch, 5 epochs.
+    assert [m.steps_completed for m in val] == [16, 32, 48, 64, 80]
+    assert [c.steps_completed for c in ckpts] == [16, 32, 48, 64, 80]
+    assert val[-1].values["binary_accuracy"] > 0.8
+
+
+def test_example_const_under_master(master: Master, tmp_path: Path) -> None:
+    import yaml
+
+    model_dir = Path(shutil.copytree(EXAMPLE, tmp_path / "example"))
+    cfg = yaml.safe_load((EXAMPLE / "const.yaml").read_text())
+    exp = master.create(cfg, model_dir)
+    desc = master.wait_state(exp, {"COMPLETED", "ERROR", "CANCELED"}, timeout=300)
+    assert desc["experiment"]["state"] == "COMPLETED", desc
+    [trial] = desc["trials"]
+    vals = _metrics(master, trial["id"], "validation")
+    assert [m["steps_completed"] for m in vals] == [16, 32, 48, 64, 80]
+    assert vals[-1]["values"]["binary_accuracy"] > 0.8
+    assert desc["experiment"]["progress"] == 1.0
