@@ -6,16 +6,15 @@ checkpoint, stops on preemption and reports searcher progress. It runs on every 
 from __future__ import annotations
 
 import logging
-import os
 import pickle
 import tempfile
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from .. import core
+from ._keras import is_keras2, keras_module, optimizer_variables
 
 logger = logging.getLogger("trialkit.keras")
 
@@ -24,20 +23,8 @@ OPTIMIZER_STATE = "optimizer-state.npz"
 CALLBACK_STATE = "callback_state"
 
 
-def keras_module() -> ModuleType:
-    """The Keras that ``model.fit`` runs: tf_keras when ``TF_USE_LEGACY_KERAS`` is set (as
-    ``tf.keras`` does), else Keras 3."""
-    if os.environ.get("TF_USE_LEGACY_KERAS", "").lower() in ("1", "true", "yes"):
-        import tf_keras
-
-        return tf_keras
-    import keras
-
-    return keras
-
-
 _keras = keras_module()
-_LEGACY = not _keras.__version__.startswith("3.")
+_LEGACY = is_keras2(_keras)
 
 
 def _period(value: Any) -> str | int:
@@ -60,11 +47,6 @@ def _scalars(logs: dict[str, Any] | None) -> dict[str, Any]:
         except (TypeError, ValueError):
             logger.debug("metric %r is not a scalar; not reported", key)
     return out
-
-
-def _optimizer_variables(optimizer: Any) -> list[Any]:
-    found = optimizer.variables
-    return list(found() if callable(found) else found)
 
 
 class _ResumeAt:
@@ -186,7 +168,7 @@ class TrialkitCallback(_keras.callbacks.Callback):  # type: ignore[misc,name-def
         optimizer = getattr(model, "optimizer", None)
         if optimizer is None or not hasattr(optimizer, "save_own_variables"):
             return
-        if not _optimizer_variables(optimizer):
+        if not optimizer_variables(optimizer):
             return
         store: dict[str, Any] = {}
         optimizer.save_own_variables(store)
@@ -205,16 +187,18 @@ class TrialkitCallback(_keras.callbacks.Callback):  # type: ignore[misc,name-def
                 else ""
             )
             raise RuntimeError(f"checkpoint {self._checkpoint} has no {MODEL_WEIGHTS}{hint}")
-        model.load_weights(str(weights))
         opt_file = path / OPTIMIZER_STATE
         optimizer = getattr(model, "optimizer", None)
-        if not opt_file.exists() or optimizer is None:
+        store: dict[str, Any] = {}
+        if opt_file.exists() and optimizer is not None:
+            with np.load(opt_file) as saved:
+                store = {k: saved[k] for k in saved.files}
+            if len(optimizer_variables(optimizer)) != len(store):
+                optimizer.build(model.trainable_variables)  # tf_keras builds it lazily
+        model.load_weights(str(weights))
+        if not store or optimizer is None:
             return
-        with np.load(opt_file) as saved:
-            store = {k: saved[k] for k in saved.files}
-        if not _optimizer_variables(optimizer) or not getattr(optimizer, "built", True):
-            optimizer.build(model.trainable_variables)
-        have = len(_optimizer_variables(optimizer))
+        have = len(optimizer_variables(optimizer))
         if len(store) != have:
             raise RuntimeError(
                 f"checkpoint {self._checkpoint}: optimizer state has {len(store)} variables; "
