@@ -247,3 +247,39 @@ def test_example_const_under_master(master: Master, tmp_path: Path) -> None:
     assert [m["steps_completed"] for m in vals] == [16, 32, 48, 64, 80]
     assert vals[-1]["values"]["binary_accuracy"] > 0.8
     assert desc["experiment"]["progress"] == 1.0
+
+
+@pytest.mark.skipif(
+    os.environ.get("TF_USE_LEGACY_KERAS") != "1",
+    reason="Determined's TF-format model_checkpoint loads on tf_keras only (tox -e tf_keras)",
+)
+def test_a_checkpoint_in_determineds_layout_resumes_on_tf_keras(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Determined 0.38's DeterminedCallback writes ``model_checkpoint`` (TensorFlow's checkpoint
+    format, model and optimizer) and a pickled ``callback_state`` (reference §3.1)."""
+    import pickle
+
+    monkeypatch.setenv("TRIALKIT_HOME", str(tmp_path))
+    monkeypatch.delenv("TRIALKIT_CLUSTER_INFO", raising=False)
+    monkeypatch.syspath_prepend(str(HERE))
+    import callback_train
+
+    from trialkit import core
+
+    straight, _ = _fit(tmp_path / "straight", "4")
+    model = callback_train.build_model()
+    x, y = callback_train.data(0)
+    model.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    state = {"epoch": 1, "steps_completed": 8, "continue_id": "local"}
+    state.update(training_length=None, validation_length=None)
+    with core.init() as ctx:
+        with ctx.checkpoint.store_path({"steps_completed": 8}) as (path, uuid):
+            model.save_weights(str(path / "model_checkpoint"))  # no suffix: TF format
+            (path / "callback_state").write_bytes(pickle.dumps(state))
+    resumed, output = _fit(tmp_path, "4", checkpoint=uuid)
+    assert f"resuming from checkpoint {uuid} at epoch 2" in output, output
+    assert _epochs_begun(output) == [2, 3], output
+    train, _, _ = _last_trial(tmp_path)
+    assert [m.steps_completed for m in train] == [12, 16]
+    assert resumed["weights"] == straight["weights"]

@@ -21,6 +21,7 @@ logger = logging.getLogger("trialkit.keras")
 MODEL_WEIGHTS = "model.weights.h5"
 OPTIMIZER_STATE = "optimizer-state.npz"
 CALLBACK_STATE = "callback_state"
+DETERMINED_WEIGHTS = "model_checkpoint"  # what Determined's DeterminedCallback writes
 
 
 _keras = keras_module()
@@ -180,13 +181,18 @@ class TrialkitCallback(_keras.callbacks.Callback):  # type: ignore[misc,name-def
     ) -> None:
         """Restore what ``save_model`` wrote (override for other formats)."""
         weights = path / MODEL_WEIGHTS
+        determined_weights = path / DETERMINED_WEIGHTS
+        if not weights.exists() and Path(f"{determined_weights}.index").exists():
+            if not _LEGACY:
+                raise RuntimeError(
+                    f"checkpoint {self._checkpoint} holds Determined's TF-format "
+                    f"{DETERMINED_WEIGHTS}, which Keras 3 cannot read: load it with tf_keras "
+                    "(TF_USE_LEGACY_KERAS=1)"
+                )
+            model.load_weights(str(determined_weights))  # written by Determined's callback
+            return
         if not weights.exists():
-            hint = (
-                "; it holds Determined's TF-format model_checkpoint, which Keras 3 cannot read"
-                if (path / "model_checkpoint.index").exists()
-                else ""
-            )
-            raise RuntimeError(f"checkpoint {self._checkpoint} has no {MODEL_WEIGHTS}{hint}")
+            raise RuntimeError(f"checkpoint {self._checkpoint} has no {MODEL_WEIGHTS}")
         opt_file = path / OPTIMIZER_STATE
         optimizer = getattr(model, "optimizer", None)
         store: dict[str, Any] = {}
