@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 import tensorflow as tf
+from tensorflow import keras  # Keras 3, or tf_keras under TF_USE_LEGACY_KERAS=1
 
-import keras
 from trialkit import keras as tk
 
 tf.config.experimental.enable_op_determinism()
@@ -40,7 +40,7 @@ class Slow(keras.callbacks.Callback):
         print(f"checkpoint end: weights written={weights.exists()}", flush=True)
 
 
-class Batches(keras.utils.PyDataset):
+class Batches(getattr(keras.utils, "PyDataset", keras.utils.Sequence)):  # tf_keras: Sequence
     """The arrays as a PyDataset of fixed-size batches."""
 
     def __init__(self, x: Any, y: Any, batch_size: int) -> None:

@@ -1,9 +1,29 @@
-"""TFKerasTrial on Keras 3: subclass ``TFKerasTrial`` and run it as
-``entrypoint: model_def:MyKerasTrial``. Importing this package does not import Keras,
-TensorFlow or torch; the harness imports Keras when it runs."""
+"""Keras on trialkit: subclass ``TFKerasTrial`` and run it as ``entrypoint: model_def:MyKerasTrial``,
+or keep your own ``model.fit`` and pass it ``TrialkitCallback`` (Determined's
+``DeterminedCallback``). Importing this package does not import Keras, TensorFlow or torch; the
+harness imports Keras when it runs, the callback when it is first named."""
+
+from typing import Any
 
 from ._context import TFKerasTrialContext
 from ._data import SequenceAdapter
 from ._trial import TFKerasTrial
 
-__all__ = ["SequenceAdapter", "TFKerasTrial", "TFKerasTrialContext"]
+_LAZY = ("TrialkitCallback", "DeterminedCallback")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:  # a Keras callback class: defining it imports Keras
+        from . import _callback
+
+        return getattr(_callback, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "DeterminedCallback",
+    "SequenceAdapter",
+    "TFKerasTrial",
+    "TFKerasTrialContext",
+    "TrialkitCallback",
+]

@@ -18,6 +18,7 @@ from ..harness import (
     searcher_targets,
 )
 from ._context import TFKerasTrialContext
+from ._keras import is_keras2, keras_module
 from ._trial import TFKerasTrial, TrialContractError
 
 logger = logging.getLogger("trialkit.keras")
@@ -27,11 +28,12 @@ _POLICIES = ("best", "all", "none")
 
 def seed_all(seed: int) -> None:
     """Python, NumPy and the Keras backend, from the trial seed."""
-    import keras
-
+    keras = keras_module()
     random.seed(seed)
     np.random.seed(seed % 2**32)
     keras.utils.set_random_seed(seed % 2**32)
+    if is_keras2(keras):  # tf_keras: generators with a state a checkpoint can hold (exact resume)
+        keras.backend.experimental.enable_tf_random_generator()
 
 
 def _period(config: dict[str, Any], key: str, gbs: int) -> TrainUnit:

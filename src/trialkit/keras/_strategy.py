@@ -17,6 +17,7 @@ import numpy as np
 from ._callbacks import KerasHooks
 from ._context import TFKerasTrialContext
 from ._data import TrainingData, batch_length, evaluate
+from ._keras import keras_module, optimizer_variables
 from ._trial import TFKerasTrial, TrialContractError
 
 logger = logging.getLogger("trialkit.keras")
@@ -28,11 +29,15 @@ LOAD_DATA = "load_data.json"
 _TF1_WEIGHTS = ("determined-keras-model-weights.index", "determined-keras-model.h5")
 
 
-def _seed_generators(model: Any) -> list[Any]:
-    """Every layer's SeedGenerator (dropout and friends): their states are not in the weights."""
+def _rng_state_variables(model: Any) -> list[Any]:
+    """The state of every layer's random generator (dropout and friends), not in the weights:
+    Keras 3's SeedGenerators, tf_keras's tf.random.Generator (see seed_all)."""
     out: list[Any] = []
     for layer in model._flatten_layers(include_self=True):
-        out.extend(getattr(layer, "_seed_generators", []))
+        out.extend(g.state for g in getattr(layer, "_seed_generators", []))
+        generator = getattr(getattr(layer, "_random_generator", None), "_generator", None)
+        if generator is not None:
+            out.append(generator.state)
     return out
 
 
@@ -40,7 +45,7 @@ class KerasStrategy:
     """Everything the loop needs from a TFKerasTrial and its compiled model."""
 
     def __init__(self, trial: TFKerasTrial, context: TFKerasTrialContext) -> None:
-        import keras
+        keras = keras_module()
 
         self.trial = trial
         self.context = context
@@ -152,7 +157,7 @@ class KerasStrategy:
             "np_rng_state": np.random.get_state(),
             "random_rng_state": random.getstate(),
             "keras_seed_generators": [
-                np.asarray(g.state.numpy()) for g in _seed_generators(self.model)
+                np.asarray(v.numpy()) for v in _rng_state_variables(self.model)
             ],
         }
 
@@ -164,20 +169,20 @@ class KerasStrategy:
             )
         np.random.set_state(state["np_rng_state"])
         random.setstate(state["random_rng_state"])
-        gens = _seed_generators(self.model)
+        gens = _rng_state_variables(self.model)
         saved = state.get("keras_seed_generators", [])
         if len(saved) != len(gens):
             raise RuntimeError(
                 f"checkpoint has {len(saved)} Keras seed generator states; the model has {len(gens)}"
             )
         for g, s in zip(gens, saved, strict=True):
-            g.state.assign(s)
+            g.assign(s)
 
     def fresh_seed(self) -> int:
         return random.randrange(2**31)
 
     def checkpoint_metadata(self) -> dict[str, Any]:
-        import keras
+        keras = keras_module()
 
         return {"framework": f"keras-{keras.__version__}", "format": "keras_weights"}
 
@@ -218,18 +223,21 @@ class KerasStrategy:
                 f"{type(self.trial).__name__}.build_model(): the model is not built, so its "
                 "weights cannot be restored; give it a keras.Input (or call model.build)"
             )
-        self.model.load_weights(weights)
         opt_file = path / OPTIMIZER_STATE
+        store: dict[str, Any] = {}
+        optimizer = self.model.optimizer
         if opt_file.exists():
             with np.load(opt_file) as saved:
                 store = {k: saved[k] for k in saved.files}
-            optimizer = self.model.optimizer
-            if not optimizer.built:
-                optimizer.build(self.model.trainable_variables)
-            if len(store) != len(optimizer.variables):
+            if len(optimizer_variables(optimizer)) != len(store):
+                optimizer.build(self.model.trainable_variables)  # tf_keras builds it lazily
+        self.model.load_weights(weights)
+        if store:
+            have = len(optimizer_variables(optimizer))
+            if len(store) != have:
                 raise RuntimeError(
                     f"checkpoint optimizer state has {len(store)} variables; the model's "
-                    f"optimizer has {len(optimizer.variables)}"
+                    f"optimizer has {have}"
                 )
             optimizer.load_own_variables(store)
         cb_file = path / "determined-callbacks.v1.pkl"
