@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from tensorflow import keras  # Keras 3, or tf_keras under TF_USE_LEGACY_KERAS=1
+
 from trialkit import keras as tk
 
 DATA = Path(__file__).resolve().parent / "iris_synthetic.csv"
