@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import core
-from ._keras import is_keras2, keras_module, optimizer_variables
+from ._keras import is_keras2, keras_module, restore_weights, save_optimizer_state
 
 logger = logging.getLogger("trialkit.keras")
 
@@ -166,15 +166,7 @@ class TrialkitCallback(_keras.callbacks.Callback):  # type: ignore[misc,name-def
     ) -> None:
         """Write the model's weights and optimizer state into ``path`` (override for others)."""
         model.save_weights(str(path / MODEL_WEIGHTS))
-        optimizer = getattr(model, "optimizer", None)
-        if optimizer is None or not hasattr(optimizer, "save_own_variables"):
-            return
-        if not optimizer_variables(optimizer):
-            return
-        store: dict[str, Any] = {}
-        optimizer.save_own_variables(store)
-        arrays: dict[str, Any] = {k: np.asarray(v) for k, v in store.items()}
-        np.savez(path / OPTIMIZER_STATE, **arrays)
+        save_optimizer_state(getattr(model, "optimizer", None), path / OPTIMIZER_STATE)
 
     def load_model(
         self, model: Any, path: Path, distributed: core.DistributedContext | Any
@@ -193,24 +185,7 @@ class TrialkitCallback(_keras.callbacks.Callback):  # type: ignore[misc,name-def
             return
         if not weights.exists():
             raise RuntimeError(f"checkpoint {self._checkpoint} has no {MODEL_WEIGHTS}")
-        opt_file = path / OPTIMIZER_STATE
-        optimizer = getattr(model, "optimizer", None)
-        store: dict[str, Any] = {}
-        if opt_file.exists() and optimizer is not None:
-            with np.load(opt_file) as saved:
-                store = {k: saved[k] for k in saved.files}
-            if len(optimizer_variables(optimizer)) != len(store):
-                optimizer.build(model.trainable_variables)  # tf_keras builds it lazily
-        model.load_weights(str(weights))
-        if not store or optimizer is None:
-            return
-        have = len(optimizer_variables(optimizer))
-        if len(store) != have:
-            raise RuntimeError(
-                f"checkpoint {self._checkpoint}: optimizer state has {len(store)} variables; "
-                f"the model's optimizer has {have}"
-            )
-        optimizer.load_own_variables(store)
+        restore_weights(model, weights, path / OPTIMIZER_STATE, f"checkpoint {self._checkpoint}")
 
     # Internals ------------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ import numpy as np
 from ._callbacks import KerasHooks
 from ._context import TFKerasTrialContext
 from ._data import TrainingData, batch_length, evaluate
-from ._keras import keras_module, optimizer_variables
+from ._keras import keras_module, restore_weights, save_optimizer_state
 from ._trial import TFKerasTrial, TrialContractError
 
 logger = logging.getLogger("trialkit.keras")
@@ -190,9 +190,7 @@ class KerasStrategy:
 
     def save(self, path: Path, rng_state: dict[str, Any]) -> None:
         self.model.save_weights(path / MODEL_WEIGHTS)
-        store: dict[str, Any] = {}
-        self.model.optimizer.save_own_variables(store)
-        np.savez(path / OPTIMIZER_STATE, **store)
+        save_optimizer_state(self.model.optimizer, path / OPTIMIZER_STATE)
         with (path / RNG_STATE).open("wb") as f:
             pickle.dump(rng_state, f)
         (path / "determined-callbacks.v1.pkl").write_bytes(pickle.dumps(self.hooks.state()))
@@ -223,23 +221,7 @@ class KerasStrategy:
                 f"{type(self.trial).__name__}.build_model(): the model is not built, so its "
                 "weights cannot be restored; give it a keras.Input (or call model.build)"
             )
-        opt_file = path / OPTIMIZER_STATE
-        store: dict[str, Any] = {}
-        optimizer = self.model.optimizer
-        if opt_file.exists():
-            with np.load(opt_file) as saved:
-                store = {k: saved[k] for k in saved.files}
-            if len(optimizer_variables(optimizer)) != len(store):
-                optimizer.build(self.model.trainable_variables)  # tf_keras builds it lazily
-        self.model.load_weights(weights)
-        if store:
-            have = len(optimizer_variables(optimizer))
-            if len(store) != have:
-                raise RuntimeError(
-                    f"checkpoint optimizer state has {len(store)} variables; the model's "
-                    f"optimizer has {have}"
-                )
-            optimizer.load_own_variables(store)
+        restore_weights(self.model, weights, path / OPTIMIZER_STATE, f"checkpoint at {path}")
         cb_file = path / "determined-callbacks.v1.pkl"
         if cb_file.exists():
             self.hooks.load_state(pickle.loads(cb_file.read_bytes()))
