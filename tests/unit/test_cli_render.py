@@ -154,8 +154,12 @@ def test_events_of_a_restart_name_the_failed_run_and_count_from_the_first() -> N
     run1 = {**_trial(1, "ACTIVE", pid=7), "run_id": 1, "restarts": 0}
     run1_failed = {**run1, "restarts": 1, "pid": None, "error": "OSError: disk\nlast lines"}
     run2 = {**run1_failed, "run_id": 2, "pid": 8}
-    assert trial_events(None, run1_failed, None)[0] == "trial 1 failed, restarting: OSError: disk"
-    assert trial_events(None, run1_failed, None)[1].startswith("trial 1 started: ")
+    first_seen = trial_events(None, run1_failed, None)
+    assert first_seen[0].startswith("trial 1 started: ")
+    assert first_seen[1] == "trial 1 failed, restarting: OSError: disk"
+    both = trial_events(run1, run2, None)  # run 1 failed and run 2 started between two polls
+    assert both[0] == "trial 1 failed, restarting: OSError: disk"
+    assert both[1].startswith("trial 1 started (restart 1): ")
     assert trial_events(run1, run1_failed, None) == ["trial 1 failed, restarting: OSError: disk"]
     assert trial_events(run1_failed, run2, None)[0].startswith("trial 1 started (restart 1): ")
 

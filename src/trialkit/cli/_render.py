@@ -157,19 +157,30 @@ def searcher_line(desc: dict[str, Any]) -> str:
     return text
 
 
+def _run_events(prev: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """Runs that started, and runs that failed and will be restarted, in run order. Run N's
+    failure is counted (``restarts`` = N) when it exits, before run N + 1 starts."""
+    started = range((prev.get("run_id") or 0) + 1, (now.get("run_id") or 0) + 1)
+    failed = range((prev.get("restarts") or 0) + 1, (now.get("restarts") or 0) + 1)
+    hparams = fmt_metrics(now["hparams"]) or "no hparams"
+    reason = first_line(now.get("error") or "") or "no reason recorded"
+    lines = []
+    for run in sorted(set(started) | set(failed)):
+        if run in started:
+            again = f" (restart {run - 1})" if run > 1 else ""
+            lines.append(f"trial {now['id']} started{again}: {hparams}")
+        if run in failed:
+            lines.append(f"trial {now['id']} failed, restarting: {reason}")
+    return lines
+
+
 def trial_events(
     before: dict[str, Any] | None, now: dict[str, Any], metric: str | None
 ) -> list[str]:
     """One line per thing that happened to a trial between two describe responses."""
     tid, prev = now["id"], before or {}
     lines: list[str] = []
-    if (now.get("restarts") or 0) > (prev.get("restarts") or 0):
-        reason = first_line(now.get("error") or "") or "no reason recorded"
-        lines.append(f"trial {tid} failed, restarting: {reason}")
-    run_id = now.get("run_id") or 0
-    if run_id > (prev.get("run_id") or 0):
-        again = f" (restart {run_id - 1})" if run_id > 1 else ""
-        lines.append(f"trial {tid} started{again}: {fmt_metrics(now['hparams']) or 'no hparams'}")
+    lines += _run_events(prev, now)
     val, old_val = now.get("latest_validation") or {}, prev.get("latest_validation") or {}
     if val and (val.get("steps_completed"), val.get("reported_at")) != (
         old_val.get("steps_completed"),
