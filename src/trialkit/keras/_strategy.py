@@ -17,7 +17,8 @@ import numpy as np
 from ._callbacks import KerasHooks
 from ._context import TFKerasTrialContext
 from ._data import TrainingData, batch_length, evaluate
-from ._keras import keras_module, restore_weights, save_optimizer_state
+from ._distributed import MultiWorkerSteps
+from ._keras import is_keras2, keras_module, restore_weights, save_optimizer_state
 from ._trial import TFKerasTrial, TrialContractError
 
 logger = logging.getLogger("trialkit.keras")
@@ -44,7 +45,10 @@ def _rng_state_variables(model: Any) -> list[Any]:
 class KerasStrategy:
     """Everything the loop needs from a TFKerasTrial and its compiled model."""
 
-    def __init__(self, trial: TFKerasTrial, context: TFKerasTrialContext) -> None:
+    def __init__(
+        self, trial: TFKerasTrial, context: TFKerasTrialContext, tf_strategy: Any = None
+    ) -> None:
+        """``tf_strategy``: the MultiWorkerMirroredStrategy the model was built under, if any."""
         keras = keras_module()
 
         self.trial = trial
@@ -67,6 +71,13 @@ class KerasStrategy:
                 "(model.compile(optimizer=..., loss=...)) before returning it"
             )
         self.model = model
+        # Keras 3 under several workers drives its own steps (see _distributed); tf_keras's
+        # train_on_batch and evaluate work under the strategy as they are.
+        self._steps = (
+            MultiWorkerSteps(model, tf_strategy)
+            if tf_strategy is not None and not is_keras2(keras)
+            else None
+        )
         user = list(trial.keras_callbacks() or [])
         self.hooks = KerasHooks(model, user)
         self._batch_hooks = bool(user)
@@ -114,7 +125,9 @@ class KerasStrategy:
         step = batch_idx % epoch_len
         if self._batch_hooks:
             self._cb_list.on_train_batch_begin(step)
-        if self._class_weight is not None and w is None:
+        if self._steps is not None:
+            logs = self._steps.train_batch(x, y, w, self._class_weight)
+        elif self._class_weight is not None and w is None:
             logs = self.model.train_on_batch(
                 x, y, class_weight=self._class_weight, return_dict=True
             )
@@ -139,6 +152,16 @@ class KerasStrategy:
         steps = 1 if test_mode else self.context.fit_config.validation_steps
         if self._validation is None:
             self._validation = self.trial.build_validation_data_loader()
+        if self._steps is not None:
+            shard = TrainingData(
+                self._validation,
+                self.context.get_per_slot_batch_size(),
+                self.dist.rank,
+                self.dist.size,
+                shuffle=False,
+            )
+            logs = self._steps.evaluate(shard.one_pass(), steps, self._cb_list)
+            return self._validated(logs)
         logs = evaluate(
             self.model,
             self._validation,
@@ -146,6 +169,9 @@ class KerasStrategy:
             steps,
             self._cb_list,
         )
+        return self._validated(logs)
+
+    def _validated(self, logs: Any) -> dict[str, Any]:
         metrics = {f"val_{k}": v for k, v in dict(logs).items()}
         self.hooks.validated(metrics)
         return metrics
