@@ -5,10 +5,12 @@ must exist before TensorFlow runs anything, and the model is built in its scope.
 trains on its own shard at the per-slot batch size; gradients are all-reduced, so the weights
 stay identical on every worker.
 
-Keras 3's ``fit``/``train_on_batch``/``evaluate`` fail under this strategy (their per-replica
-output reduction breaks, keras-team/keras#20585), so on Keras 3 ``MultiWorkerSteps`` runs the
-compiled model's own ``train_step``/``test_step`` in ``strategy.run`` and reduces the outputs
-itself. tf_keras's ``train_on_batch`` and ``evaluate`` work as they are (see ``tf_keras_ok``).
+Neither Keras runs ``train_on_batch``/``evaluate`` right under this strategy, so
+``MultiWorkerSteps`` runs the compiled model's own ``train_step``/``test_step`` in
+``strategy.run`` and reduces the outputs itself: Keras 3's per-replica output reduction fails
+(keras-team/keras#20585; ``train_on_batch`` raises "Invalid reduction dimension 0"), and
+tf_keras's ``train_on_batch`` treats each worker's batch as the global one and splits it again
+across the workers (half the rows each, different weights from one worker).
 """
 
 from __future__ import annotations
@@ -83,7 +85,6 @@ class MultiWorkerSteps:
         mean = tf.distribute.ReduceOp.MEAN
 
         def train(data: Any) -> Any:
-            model.reset_metrics()  # per-batch logs, as train_on_batch gives
             out = strategy.run(model.train_step, args=(data,))
             return {k: strategy.reduce(mean, v, axis=None) for k, v in out.items()}
 
@@ -102,6 +103,7 @@ class MultiWorkerSteps:
         if class_weight is not None and w is None:
             w = _class_weights(y, class_weight)
         with self.strategy.scope():
+            self.model.reset_metrics()  # per-batch logs, as train_on_batch gives
             logs = self._train(self._data(x, y, w))
         return {k: float(v) for k, v in logs.items()}
 

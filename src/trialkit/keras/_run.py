@@ -59,7 +59,7 @@ def run_under_master(trial_class: type[TFKerasTrial], info: Any) -> None:
         check_workers(context.distributed.size, tf_strategy)
         from ._strategy import KerasStrategy
 
-        with scope(tf_strategy):  # the model and its optimizer get distributed variables
+        with scope(tf_strategy):  # the model, its optimizer and metrics: distributed variables
             trial = trial_class(context)
             strategy = KerasStrategy(trial, context, tf_strategy)
         gbs = context.get_global_batch_size()

@@ -17,8 +17,8 @@ import numpy as np
 from ._callbacks import KerasHooks
 from ._context import TFKerasTrialContext
 from ._data import TrainingData, batch_length, evaluate
-from ._distributed import MultiWorkerSteps
-from ._keras import is_keras2, keras_module, restore_weights, save_optimizer_state
+from ._distributed import MultiWorkerSteps, scope
+from ._keras import keras_module, restore_weights, save_optimizer_state
 from ._trial import TFKerasTrial, TrialContractError
 
 logger = logging.getLogger("trialkit.keras")
@@ -71,13 +71,9 @@ class KerasStrategy:
                 "(model.compile(optimizer=..., loss=...)) before returning it"
             )
         self.model = model
-        # Keras 3 under several workers drives its own steps (see _distributed); tf_keras's
-        # train_on_batch and evaluate work under the strategy as they are.
-        self._steps = (
-            MultiWorkerSteps(model, tf_strategy)
-            if tf_strategy is not None and not is_keras2(keras)
-            else None
-        )
+        # Several workers: the model's own steps in strategy.run (see _distributed).
+        self._tf_strategy = tf_strategy
+        self._steps = MultiWorkerSteps(model, tf_strategy) if tf_strategy is not None else None
         user = list(trial.keras_callbacks() or [])
         self.hooks = KerasHooks(model, user)
         self._batch_hooks = bool(user)
@@ -247,7 +243,8 @@ class KerasStrategy:
                 f"{type(self.trial).__name__}.build_model(): the model is not built, so its "
                 "weights cannot be restored; give it a keras.Input (or call model.build)"
             )
-        restore_weights(self.model, weights, path / OPTIMIZER_STATE, f"checkpoint at {path}")
+        with scope(self._tf_strategy):  # the optimizer may build its variables here
+            restore_weights(self.model, weights, path / OPTIMIZER_STATE, f"checkpoint at {path}")
         cb_file = path / "determined-callbacks.v1.pkl"
         if cb_file.exists():
             self.hooks.load_state(pickle.loads(cb_file.read_bytes()))
