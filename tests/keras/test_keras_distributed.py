@@ -131,7 +131,9 @@ def test_two_workers_reach_one_workers_weights_and_resume_after_a_pause(
     a = _final_weights(master, straight, 60, tmp_path / "a")
     b = _final_weights(master, resumed, 60, tmp_path / "b")
     assert a.keys() == b.keys() and len(a) >= 4
-    for key in a:
+    # (tf_keras's file also holds the metrics' running sums: per batch state, reset at every
+    # step and validation, and the chief's own share under several workers.)
+    for key in (k for k in a if not k.startswith("metrics/")):
         np.testing.assert_allclose(b[key], a[key], rtol=1e-5, atol=1e-6, err_msg=key)
     # Validation over the two shards (metric states summed) agrees with one worker's.
     va = {

@@ -19,10 +19,12 @@ import contextlib
 import itertools
 import json
 import os
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from ._trial import TrialContractError
+
+T = TypeVar("T")
 
 
 def tf_config_workers() -> int:
@@ -61,6 +63,17 @@ def check_workers(workers: int, strategy: Any) -> None:
 def scope(strategy: Any) -> contextlib.AbstractContextManager[Any]:
     """``strategy.scope()``, or nothing for one worker."""
     return strategy.scope() if strategy is not None else contextlib.nullcontext()
+
+
+def on_this_worker(strategy: Any, fn: Callable[[], T]) -> T:
+    """``fn()`` in this worker's replica context, where reading a distributed variable reads
+    the local copy: outside it, tf_keras's reads are all-reduces, which hang when only the chief
+    reads (saving a checkpoint)."""
+    if strategy is None:
+        return fn()
+    out: list[T] = []
+    strategy.run(lambda: out.append(fn()))
+    return out[0]
 
 
 def _class_weights(y: Any, class_weight: dict[int, float]) -> Any:

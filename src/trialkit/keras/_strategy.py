@@ -17,7 +17,7 @@ import numpy as np
 from ._callbacks import KerasHooks
 from ._context import TFKerasTrialContext
 from ._data import TrainingData, batch_length, evaluate
-from ._distributed import MultiWorkerSteps, scope
+from ._distributed import MultiWorkerSteps, on_this_worker, scope
 from ._keras import keras_module, restore_weights, save_optimizer_state
 from ._trial import TFKerasTrial, TrialContractError
 
@@ -178,9 +178,10 @@ class KerasStrategy:
         return {
             "np_rng_state": np.random.get_state(),
             "random_rng_state": random.getstate(),
-            "keras_seed_generators": [
-                np.asarray(v.numpy()) for v in _rng_state_variables(self.model)
-            ],
+            "keras_seed_generators": on_this_worker(
+                self._tf_strategy,
+                lambda: [np.asarray(v.numpy()) for v in _rng_state_variables(self.model)],
+            ),
         }
 
     def restore_rng(self, state: dict[str, Any]) -> None:
@@ -211,8 +212,11 @@ class KerasStrategy:
     # Checkpoints ----------------------------------------------------------------------------------
 
     def save(self, path: Path, rng_state: dict[str, Any]) -> None:
-        self.model.save_weights(path / MODEL_WEIGHTS)
-        save_optimizer_state(self.model.optimizer, path / OPTIMIZER_STATE)
+        def write() -> None:
+            self.model.save_weights(path / MODEL_WEIGHTS)
+            save_optimizer_state(self.model.optimizer, path / OPTIMIZER_STATE)
+
+        on_this_worker(self._tf_strategy, write)  # the chief saves alone
         with (path / RNG_STATE).open("wb") as f:
             pickle.dump(rng_state, f)
         (path / "determined-callbacks.v1.pkl").write_bytes(pickle.dumps(self.hooks.state()))
