@@ -22,6 +22,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
+from ._keras import is_keras2, keras_module
 from ._trial import TrialContractError
 
 T = TypeVar("T")
@@ -66,10 +67,10 @@ def scope(strategy: Any) -> contextlib.AbstractContextManager[Any]:
 
 
 def on_this_worker(strategy: Any, fn: Callable[[], T]) -> T:
-    """``fn()`` in this worker's replica context, where reading a distributed variable reads
-    the local copy: outside it, tf_keras's reads are all-reduces, which hang when only the chief
-    reads (saving a checkpoint)."""
-    if strategy is None:
+    """``fn()`` reading distributed variables on this worker alone (the chief saving a
+    checkpoint): tf_keras reads them with an all-reduce outside a replica context, so there it
+    runs in one; Keras 3 reads the local copy as is (and hangs in a replica context)."""
+    if strategy is None or not is_keras2(keras_module()):
         return fn()
     out: list[T] = []
     strategy.run(lambda: out.append(fn()))
