@@ -11,12 +11,14 @@ importing a framework itself.
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 
-from ._common import LaunchError, run_main
+from ._common import LaunchError, log, run_main
 
 #: Harness package → the launcher module its multi-slot trials run under (first match in the
-#: Trial class's MRO wins, so a harness may subclass another's Trial).
+#: Trial class's MRO wins, so a harness may subclass another's Trial). DeepSpeedTrial's row,
+#: once trialkit.deepspeed exists: "trialkit.deepspeed": "trialkit.launch.deepspeed".
 LAUNCHERS: dict[str, str] = {
     "trialkit.pytorch": "trialkit.launch.torch_distributed",
     "trialkit.keras": "trialkit.launch.tensorflow",
@@ -24,13 +26,19 @@ LAUNCHERS: dict[str, str] = {
 DEFAULT_LAUNCHER = "trialkit.launch.torch_distributed"
 
 
-def launcher_for(trial_class: type) -> str:
-    """The launcher module for ``trial_class``, by the harness its base class comes from."""
+def harness_base(trial_class: type) -> tuple[type | None, str]:
+    """The first class of ``trial_class``'s MRO from a harness in ``LAUNCHERS`` (None if
+    none) and the launcher module its trials run under."""
     for cls in trial_class.__mro__:
         for package, launcher in LAUNCHERS.items():
             if cls.__module__ == package or cls.__module__.startswith(package + "."):
-                return launcher
-    return DEFAULT_LAUNCHER
+                return cls, launcher
+    return None, DEFAULT_LAUNCHER
+
+
+def launcher_for(trial_class: type) -> str:
+    """The launcher module for ``trial_class``, by the harness its base class comes from."""
+    return harness_base(trial_class)[1]
 
 
 def _trial_spec(argv: list[str]) -> str:
@@ -52,7 +60,9 @@ def main(argv: list[str]) -> int:
         trial_class = load_trial_class(spec)
     except HarnessError as e:
         raise LaunchError(str(e)) from None
-    launcher = launcher_for(trial_class)
+    base, launcher = harness_base(trial_class)
+    kind = f"a {base.__name__}" if base is not None else "of no known harness"
+    log(f"{spec} is {kind}: python3 -m {launcher} {shlex.join(argv)}")
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(sys.executable, [sys.executable, "-m", launcher, *argv])
