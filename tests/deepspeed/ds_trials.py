@@ -3,6 +3,7 @@ GAN (two engines). Data is generated; settings come from the hyperparameters."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import torch
@@ -39,6 +40,16 @@ def ds_config(hparams: dict[str, Any]) -> dict[str, Any]:
     )
 
 
+def gathered_weights(trial: tkds.DeepSpeedTrial) -> list[torch.Tensor]:
+    """Every engine's full parameters (ZeRO-3 partitions them: gathered first)."""
+    out = []
+    for engine in trial.context.models:
+        params = list(engine.module.parameters())
+        with deepspeed.zero.GatheredParameters(params):
+            out += [p.detach().clone() for p in params]
+    return out
+
+
 class LinearTrial(tkds.DeepSpeedTrial):
     """y = x·w + b with dropout (the RNG state matters) and a shuffled loader."""
 
@@ -53,6 +64,8 @@ class LinearTrial(tkds.DeepSpeedTrial):
         )
         self.engine = context.wrap_model_engine(engine)
         self.stop_at = hp.get("stop_at")
+        self.sleep = float(hp.get("sleep", 0))
+        self.seen: list[tuple[int, int]] = []
 
     def build_training_data_loader(self) -> Any:
         micro = self.context.get_train_micro_batch_size_per_gpu()
@@ -62,6 +75,8 @@ class LinearTrial(tkds.DeepSpeedTrial):
         return pytorch.DataLoader(_Points(32, 1), batch_size=8)
 
     def train_batch(self, dataloader_iter: Any, epoch_idx: int, batch_idx: int) -> Any:
+        self.seen.append((epoch_idx, batch_idx))
+        time.sleep(self.sleep)
         x, y = self.context.to_device(next(dataloader_iter))
         loss = torch.nn.functional.mse_loss(self.engine(x), y)
         self.engine.backward(loss)
@@ -73,3 +88,79 @@ class LinearTrial(tkds.DeepSpeedTrial):
     def evaluate_batch(self, dataloader_iter: Any, batch_idx: int) -> dict[str, Any]:
         x, y = self.context.to_device(next(dataloader_iter))
         return {"val_loss": torch.nn.functional.mse_loss(self.engine(x), y)}
+
+
+class FullDatasetTrial(LinearTrial):
+    """Validates with evaluate_full_dataset instead of evaluate_batch."""
+
+    evaluate_batch = tkds.DeepSpeedTrial.evaluate_batch  # type: ignore[assignment]
+
+    def evaluate_full_dataset(self, data_loader: Any) -> dict[str, Any]:
+        total, n = 0.0, 0
+        for x, y in data_loader:
+            total += float(torch.nn.functional.mse_loss(self.engine(x), y, reduction="sum"))
+            n += len(x)
+        return {"val_loss": total / n, "val_records": n}
+
+
+class _Noise(torch.utils.data.Dataset[Any]):
+    def __init__(self, n: int) -> None:
+        self.real = torch.randn(n, 2, generator=torch.Generator().manual_seed(3)) * 0.5 + 2.0
+
+    def __len__(self) -> int:
+        return len(self.real)
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        return self.real[i]
+
+
+class GANTrial(tkds.DeepSpeedTrial):
+    """Two engines (generator, discriminator), as in Determined's DCGAN example, in miniature."""
+
+    def __init__(self, context: tkds.DeepSpeedTrialContext) -> None:
+        self.context = context
+        hp = context.get_hparams()
+        gen = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+        disc = torch.nn.Sequential(
+            torch.nn.Linear(2, 8), torch.nn.LeakyReLU(0.2), torch.nn.Linear(8, 1)
+        )
+        cfg = ds_config(hp)
+        cfg.pop("scheduler")
+        self.gen = context.wrap_model_engine(
+            deepspeed.initialize(model=gen, model_parameters=gen.parameters(), config=cfg)[0]
+        )
+        self.disc = context.wrap_model_engine(
+            deepspeed.initialize(model=disc, model_parameters=disc.parameters(), config=cfg)[0]
+        )
+        self.stop_at = hp.get("stop_at")
+
+    def build_training_data_loader(self) -> Any:
+        micro = self.context.get_train_micro_batch_size_per_gpu()
+        return pytorch.DataLoader(_Noise(64), batch_size=micro, shuffle=True)
+
+    def build_validation_data_loader(self) -> Any:
+        return pytorch.DataLoader(_Noise(16), batch_size=8)
+
+    def train_batch(self, dataloader_iter: Any, epoch_idx: int, batch_idx: int) -> Any:
+        real = self.context.to_device(next(dataloader_iter))
+        bce = torch.nn.functional.binary_cross_entropy_with_logits
+        fake = self.gen(torch.randn(len(real), 3))
+        ones, zeros = torch.ones(len(real), 1), torch.zeros(len(real), 1)
+        d_loss = bce(self.disc(real), ones) + bce(self.disc(fake.detach()), zeros)
+        self.disc.backward(d_loss)
+        self.disc.step()
+        # The generator's step must leave no gradients on the discriminator: they would be
+        # state outside every checkpoint (and trip ZeRO's gradient hooks).
+        self.disc.requires_grad_(False)
+        g_loss = bce(self.disc(fake), ones)
+        self.gen.backward(g_loss)
+        self.gen.step()
+        self.disc.requires_grad_(True)
+        if self.stop_at is not None and batch_idx + 1 == self.stop_at:
+            self.context.set_stop_requested(True)
+        return {"d_loss": d_loss, "g_loss": g_loss}
+
+    def evaluate_batch(self, dataloader_iter: Any) -> dict[str, Any]:
+        real = self.context.to_device(next(dataloader_iter))
+        fake = self.gen(torch.randn(len(real), 3))
+        return {"gap": (fake.mean(0) - real.mean(0)).abs().sum()}
