@@ -164,3 +164,42 @@ class GANTrial(tkds.DeepSpeedTrial):
         real = self.context.to_device(next(dataloader_iter))
         fake = self.gen(torch.randn(len(real), 3))
         return {"gap": (fake.mean(0) - real.mean(0)).abs().sum()}
+
+
+class PipelineTrial(tkds.DeepSpeedTrial):
+    """A PipelineModule: the engine pulls every micro batch of a step itself."""
+
+    def __init__(self, context: tkds.DeepSpeedTrialContext) -> None:
+        from deepspeed.pipe import PipelineModule
+
+        self.context = context
+        hp = context.get_hparams()
+        layers = [torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1)]
+        model = PipelineModule(
+            layers=layers,
+            num_stages=int(hp.get("stages", 1)),
+            loss_fn=torch.nn.functional.mse_loss,
+        )
+        cfg = ds_config(hp)
+        engine, _, _, _ = deepspeed.initialize(
+            model=model, model_parameters=model.parameters(), config=cfg
+        )
+        self.engine = context.wrap_model_engine(engine)
+        self.stop_at = hp.get("stop_at")
+
+    def build_training_data_loader(self) -> Any:
+        micro = self.context.get_train_micro_batch_size_per_gpu()
+        return pytorch.DataLoader(_Points(96, 0), batch_size=micro, shuffle=True)
+
+    def build_validation_data_loader(self) -> Any:
+        micro = self.context.get_train_micro_batch_size_per_gpu()
+        return pytorch.DataLoader(_Points(32, 1), batch_size=micro)
+
+    def train_batch(self, dataloader_iter: Any, epoch_idx: int, batch_idx: int) -> Any:
+        loss = self.engine.train_batch(dataloader_iter)
+        if self.stop_at is not None and batch_idx + 1 == self.stop_at:
+            self.context.set_stop_requested(True)
+        return {"loss": loss}
+
+    def evaluate_batch(self, dataloader_iter: Any, batch_idx: int) -> dict[str, Any]:
+        return {"val_loss": self.engine.eval_batch(dataloader_iter)}

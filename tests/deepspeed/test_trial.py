@@ -9,12 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+pytest.importorskip("deepspeed")
 import torch
 
 from trialkit import deepspeed as tkds
 from trialkit.harness import TrainLoop
 
-from .ds_trials import FullDatasetTrial, GANTrial, LinearTrial, gathered_weights
+from .ds_trials import FullDatasetTrial, GANTrial, LinearTrial, PipelineTrial, gathered_weights
 
 LENGTH = 30
 
@@ -95,6 +97,16 @@ def test_resume_after_a_stop_is_exact(stage: int, accumulation: int, stop_at: in
 
 def test_two_engines_resume_exactly() -> None:
     _resumed_equals_uninterrupted(GANTrial, {"ds": {"zero_optimization": {"stage": 1}}}, 9)
+
+
+def test_pipeline_engine_takes_whole_steps_and_resumes_exactly() -> None:
+    hp = {"ds": {"gradient_accumulation_steps": 2}}
+    trial, loop = _fit(PipelineTrial, hp, max_length=tkds.Batch(6))
+    assert trial.context.use_pipeline_parallel
+    assert trial.engine.global_steps == 6  # type: ignore[attr-defined]
+    assert loop.epoch_len == 96 // 4 // 2
+    assert loop.last_validation["val_loss"] > 0
+    _resumed_equals_uninterrupted(PipelineTrial, hp, 5)
 
 
 def test_evaluate_full_dataset() -> None:
