@@ -79,6 +79,9 @@ class LoopSettings:
     initial_batch: int = 0
     on_cluster: bool = False
     progress_bar: bool = False
+    #: Every rank saves into its share of each checkpoint (``store_path(shard=True)``) and
+    #: loads from it: DeepSpeed's engines write per-rank optimizer and parameter shards.
+    shard_checkpoints: bool = False
 
 
 _EPOCH_HOOKS = ("on_training_epoch_start", "on_training_epoch_end")
@@ -383,15 +386,17 @@ class TrainLoop:
         p = self.progress
         p.last_ckpt = p.batches_trained
         storage_id = None
-        if self._chief:
+        shard = self.s.shard_checkpoints
+        if self._chief or shard:
             self._set_status("checkpointing")
             metadata = {"steps_completed": p.batches_trained, **self.strategy.checkpoint_metadata()}
-            with self.core.checkpoint.store_path(metadata) as (path, storage_id):
+            with self.core.checkpoint.store_path(metadata, shard=shard) as (path, storage_id):
                 self.strategy.save(path, self.strategy.capture_rng())
-                with (path / TRIAL_STATE).open("wb") as f:
-                    pickle.dump(p.state_dict(), f)
-                self._cb("on_checkpoint_end", str(path))
-                self._cb("on_checkpoint_write_end", str(path))
+                if self._chief:
+                    with (path / TRIAL_STATE).open("wb") as f:
+                        pickle.dump(p.state_dict(), f)
+                    self._cb("on_checkpoint_end", str(path))
+                    self._cb("on_checkpoint_write_end", str(path))
         storage_id = self.dist.broadcast(storage_id)
         self.last_checkpoint = storage_id
         self._cb("on_checkpoint_upload_end", storage_id)

@@ -18,7 +18,9 @@ def scalar(value: Any) -> Any:
 def average_batches(batch_metrics: list[dict[str, Any]]) -> dict[str, Any]:
     """Mean over batches of each scalar metric (None where a metric is not a number)."""
     out: dict[str, Any] = {}
-    for key in batch_metrics[0] if batch_metrics else []:
+    # Every key any batch has: a worker that reports no metrics (a DeepSpeed pipeline stage
+    # other than the last) contributes an empty dict.
+    for key in dict.fromkeys(k for m in batch_metrics for k in m):
         values: list[Any] = [m[key] for m in batch_metrics if m.get(key) is not None]
         if values and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
             out[key] = sum(values) / len(values)

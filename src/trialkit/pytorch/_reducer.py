@@ -104,3 +104,26 @@ def reduce_workers(
         weights = [n for _, n in present] if r == Reducer.AVG else None
         out[k] = _reduce([m[k] for m, _ in present], r, weights)
     return out
+
+
+def custom_reducer_metrics(
+    reducers: list[tuple[MetricReducer, str | None, bool, bool]], dist: Any, training: bool
+) -> dict[str, Any]:
+    """The metrics of the wrapped custom reducers chosen for training (or validation): one
+    allgather of every reducer's per-slot result, then each reducer's cross-slot reduction."""
+    chosen = [(r, name) for r, name, t, v in reducers if (t if training else v)]
+    if not chosen:
+        return {}
+    gathered = dist.allgather([r.per_slot_reduce() for r, _ in chosen])
+    out: dict[str, Any] = {}
+    for i, (r, name) in enumerate(chosen):
+        value = r.cross_slot_reduce([w[i] for w in gathered])
+        if name is None:
+            if not isinstance(value, dict):
+                raise TypeError("a reducer wrapped with name=None must return a dict of metrics")
+            out.update(value)
+        else:
+            if isinstance(value, dict):
+                raise TypeError(f"reducer {name!r} returned a dict; wrap it with name=None")
+            out[name] = value
+    return out

@@ -17,7 +17,7 @@ from .. import _modeldir
 from ._callback import PyTorchCallback
 from ._context import PyTorchTrialContext
 from ._data import DataLoader, data_length, to_device
-from ._reducer import reduce_batches, reduce_workers
+from ._reducer import custom_reducer_metrics, reduce_batches, reduce_workers
 from ._rng import capture_rng, restore_rng
 from ._trial import PyTorchTrial, check_trial, evaluate_batch_takes_index
 
@@ -45,7 +45,7 @@ def load_model_state(model: torch.nn.Module, state: dict[str, Any]) -> None:
     target.load_state_dict(state)
 
 
-def model_dir_for(trial: PyTorchTrial, on_cluster: bool) -> Path | None:
+def model_dir_for(trial: object, on_cluster: bool) -> Path | None:
     """Code to copy into checkpoints: the trial's working directory under the master, else the
     directory of the module defining the Trial class."""
     if on_cluster:
@@ -232,24 +232,7 @@ class TorchStrategy:
             r.reset()
 
     def _custom_metrics(self, training: bool) -> dict[str, Any]:
-        chosen = [(r, name) for r, name, t, v in self.context._reducers if (t if training else v)]
-        if not chosen:
-            return {}
-        gathered = self.dist.allgather([r.per_slot_reduce() for r, _ in chosen])
-        out: dict[str, Any] = {}
-        for i, (r, name) in enumerate(chosen):
-            value = r.cross_slot_reduce([w[i] for w in gathered])
-            if name is None:
-                if not isinstance(value, dict):
-                    raise TypeError(
-                        "a reducer wrapped with name=None must return a dict of metrics"
-                    )
-                out.update(value)
-            else:
-                if isinstance(value, dict):
-                    raise TypeError(f"reducer {name!r} returned a dict; wrap it with name=None")
-                out[name] = value
-        return out
+        return custom_reducer_metrics(self.context._reducers, self.dist, training)
 
     def training_reducer_metrics(self) -> dict[str, Any]:
         return self._custom_metrics(training=True)

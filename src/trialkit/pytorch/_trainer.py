@@ -14,9 +14,10 @@ import torch
 
 from .. import core
 from .._info import get_cluster_info
-from ..harness import NEVER, Batch, Epoch, LoopSettings, Target, TrainLoop, TrainUnit
+from ..harness import NEVER, Batch, Epoch, LoopSettings, Strategy, Target, TrainLoop, TrainUnit
 from ..harness import searcher_targets as _searcher_targets
 from ._context import PyTorchTrialContext
+from ._context_base import TorchContextBase
 from ._rng import seed_all
 from ._strategy import TorchStrategy
 from ._trial import PyTorchTrial
@@ -93,17 +94,20 @@ def _check_length(max_length: Any) -> TrainUnit:
     return max_length
 
 
-class Trainer:
-    """Trains a PyTorchTrial: ``Trainer(trial, context).fit(max_length=Epoch(1))``."""
+class LoopTrainer:
+    """``fit()`` for the torch-based Trials (PyTorchTrial, DeepSpeedTrial): the loop's targets
+    and settings from fit's arguments or the master; subclasses supply the strategy."""
 
-    def __init__(
-        self, trial: PyTorchTrial, context: PyTorchTrialContext, *, _is_trainer: bool = True
-    ) -> None:
-        self._trial = trial
+    #: Whether every rank saves into (and loads from) its share of each checkpoint.
+    _shard_checkpoints = False
+
+    def __init__(self, context: TorchContextBase) -> None:
         self._context = context
         self._core = context._core
-        self._is_trainer = _is_trainer
         self.loop: TrainLoop | None = None
+
+    def _make_strategy(self) -> Strategy:
+        raise NotImplementedError
 
     def configure_profiler(self, *args: Any, **kwargs: Any) -> None:
         logger.error(
@@ -178,9 +182,9 @@ class Trainer:
             initial_batch=self._context.get_initial_batch(),
             on_cluster=on_cluster,
             progress_bar=not on_cluster and not test_mode and _terminal(),
+            shard_checkpoints=self._shard_checkpoints,
         )
-        strategy = TorchStrategy(self._trial, self._context, is_trainer=self._is_trainer)
-        self.loop = TrainLoop(self._core, strategy, settings)
+        self.loop = TrainLoop(self._core, self._make_strategy(), settings)
         self.loop.run(targets, latest_checkpoint)
 
     def _cluster_targets(
@@ -195,3 +199,18 @@ class Trainer:
     def _epoch_len(self) -> int:
         assert self.loop is not None
         return self.loop.epoch_len
+
+
+class Trainer(LoopTrainer):
+    """Trains a PyTorchTrial: ``Trainer(trial, context).fit(max_length=Epoch(1))``."""
+
+    def __init__(
+        self, trial: PyTorchTrial, context: PyTorchTrialContext, *, _is_trainer: bool = True
+    ) -> None:
+        super().__init__(context)
+        self._trial = trial
+        self._torch_context = context
+        self._is_trainer = _is_trainer
+
+    def _make_strategy(self) -> Strategy:
+        return TorchStrategy(self._trial, self._torch_context, is_trainer=self._is_trainer)

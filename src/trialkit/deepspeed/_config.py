@@ -1,0 +1,55 @@
+"""``overwrite_deepspeed_config``: a DeepSpeed config file or dict with overrides merged in."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"duplicate key {key!r}")
+        seen[key] = value
+    return seen
+
+
+def _load(path: str | os.PathLike[str]) -> dict[str, Any]:
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise ValueError(f"DeepSpeed config {path}: cannot be read ({e.strerror})") from None
+    try:
+        loaded = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except ValueError as e:
+        raise ValueError(f"DeepSpeed config {path}: {e}") from None
+    if not isinstance(loaded, dict):
+        raise ValueError(f"DeepSpeed config {path}: expected a JSON object at the top")
+    return loaded
+
+
+def _merge(base: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    for key, value in overrides.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = copy.deepcopy(value)
+    return base
+
+
+def overwrite_deepspeed_config(
+    base_ds_config: str | os.PathLike[str] | Mapping[str, Any],
+    source_ds_dict: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``base_ds_config`` (a JSON file, duplicate keys refused, or a dict) with
+    ``source_ds_dict`` merged in recursively: overrides win, nested dicts merge."""
+    if isinstance(base_ds_config, Mapping):
+        base = copy.deepcopy(dict(base_ds_config))
+    else:
+        base = _load(base_ds_config)
+    return _merge(base, source_ds_dict or {})

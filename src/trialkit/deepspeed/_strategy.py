@@ -1,0 +1,375 @@
+"""The DeepSpeed strategy for the shared loop: one loop step is one optimizer step of every
+engine (``train_batch`` once per micro batch, or once with pipeline parallelism); checkpoints
+are sharded: every rank saves its engines' shards and its own RNG and callback state."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .. import _modeldir
+from ..harness import average_batches, scalar
+from ..pytorch import DataLoader, PyTorchCallback
+from ..pytorch._reducer import custom_reducer_metrics, reduce_batches, reduce_workers
+from ..pytorch._rng import capture_rng, restore_rng
+from ..pytorch._strategy import model_dir_for
+from ._context import DeepSpeedTrialContext
+from ._trial import DeepSpeedTrial, check_trial, evaluate_batch_takes_index
+
+logger = logging.getLogger("trialkit.deepspeed")
+
+LOAD_DATA = "load_data.json"
+
+
+def rank_state_file(rank: int) -> str:
+    """Each rank's harness state (callbacks, RNG) in a checkpoint, as Determined names it."""
+    return f"det_state_dict_rank{rank}.pth"
+
+
+def _metrics(out: Any, trial: DeepSpeedTrial, what: str) -> dict[str, Any]:
+    if isinstance(out, torch.Tensor):
+        return {"loss": out}
+    if not isinstance(out, dict):
+        raise TypeError(
+            f"{type(trial).__name__}.{what} must return a tensor or a dict, got {type(out).__name__}"
+        )
+    return out
+
+
+class DeepSpeedStrategy:
+    """Everything the loop needs from a DeepSpeedTrial and its context."""
+
+    def __init__(self, trial: DeepSpeedTrial, context: DeepSpeedTrialContext) -> None:
+        check_trial(trial, context)
+        self.trial = trial
+        self.context = context
+        self.device = context.device
+        self.dist = context.distributed
+        self.mpu = context.mpu
+        cbs = trial.build_callbacks()
+        if not isinstance(cbs, dict):
+            raise TypeError(
+                f"{type(trial).__name__}.build_callbacks() must return a dict of name -> PyTorchCallback"
+            )
+        self._callbacks = cbs
+        self._full_dataset = _overrides_full(trial)
+        self._eval_with_index = not self._full_dataset and evaluate_batch_takes_index(trial)
+        self._calls_per_step = context._micro_batches_per_call()
+        self._micro_batches = context.get_num_micro_batches_per_slot()
+        records = context.get_train_micro_batch_size_per_gpu() * self._micro_batches
+        # Records per rank and step as the loop counts them (it multiplies by the ranks).
+        self._records = records * self.mpu.data_parallel_world_size // max(self.dist.size, 1)
+        self._val_loader: Any = None
+        self._profiler_on = False
+
+    def callbacks(self) -> dict[str, Any]:
+        return self._callbacks
+
+    # RNG and metadata ---------------------------------------------------------------------------
+
+    def capture_rng(self) -> dict[str, Any]:
+        return capture_rng(self.device)
+
+    def restore_rng(self, state: dict[str, Any]) -> None:
+        restore_rng(state, self.device)
+
+    def fresh_seed(self) -> int:
+        return int(torch.initial_seed()) % 2**31
+
+    def checkpoint_metadata(self) -> dict[str, Any]:
+        import deepspeed
+
+        return {
+            "framework": f"torch-{torch.__version__}",
+            "format": "pickle",
+            "deepspeed_version": deepspeed.__version__,
+        }
+
+    # Data ---------------------------------------------------------------------------------------
+
+    def _built_loader(self, which: str) -> Any:
+        """The trial's loader on ranks that need data (None elsewhere), checked."""
+        if not self.mpu.should_build_data_loader:
+            return None
+        loader = getattr(self.trial, f"build_{which}_data_loader")()
+        if loader is None or isinstance(loader, DataLoader):
+            if isinstance(loader, DataLoader) and which == "training":
+                self._check_micro_batch(loader)
+            return loader
+        if self.context._allow_torch_loader:
+            return loader
+        raise TypeError(
+            f"{type(self.trial).__name__}.build_{which}_data_loader() returned a "
+            f"{type(loader).__name__}; return a trialkit.pytorch.DataLoader (or None), or call "
+            "context.disable_dataset_reproducibility_checks() to use another iterable"
+        )
+
+    def _check_micro_batch(self, loader: DataLoader) -> None:
+        micro = self.context.get_train_micro_batch_size_per_gpu()
+        if loader.batch_size not in (None, micro):
+            logger.warning(
+                "the training DataLoader's batch_size %s differs from the engine's "
+                "train_micro_batch_size_per_gpu %d: each train_batch call pulls one loader batch",
+                loader.batch_size,
+                micro,
+            )
+
+    def build_train_iterator(self, skip: int, seed: int) -> tuple[Iterator[Any], int]:
+        """``skip`` is in steps; the loader skips that many steps' micro batches (Determined
+        skipped micro batches by the step count under gradient accumulation: a QUIRK)."""
+        loader = self._built_loader("training")
+        micro_skip = skip * self._micro_batches
+        data: Iterator[Any] | None = None
+        mine: int | None = None
+        if isinstance(loader, DataLoader):
+            torch_loader = loader.get_data_loader(
+                repeat=True,
+                skip=micro_skip,
+                num_replicas=self.mpu.data_parallel_world_size,
+                rank=self.mpu.data_parallel_rank,
+                seed=seed,
+            )
+            mine = len(torch_loader)
+            data = iter(torch_loader)
+        elif loader is not None:
+            mine = len(loader) if hasattr(loader, "__len__") else None
+            data = itertools.islice(_forever(loader), micro_skip, None)
+        lengths = [n for n in self.dist.allgather(mine) if n is not None]
+        epoch_len = max(min(lengths) // self._micro_batches, 1) if lengths else sys.maxsize
+        self.context._epoch_len = epoch_len
+        return itertools.repeat(data), epoch_len
+
+    def batch_length(self, batch: Any) -> int:
+        return self._records
+
+    # Training -----------------------------------------------------------------------------------
+
+    def training_started(self) -> None:
+        for m in self.context.models:
+            m.train()
+        if self.context._profiler is not None:
+            self.context._profiler.__enter__()
+            self._profiler_on = True
+
+    def training_ended(self) -> None:
+        if self._profiler_on:
+            self.context._profiler.__exit__(None, None, None)
+            self._profiler_on = False
+
+    def train_batch(
+        self, batch: Any, epoch_idx: int, batch_idx: int, epoch_len: int
+    ) -> dict[str, Any]:
+        ctx, trial = self.context, self.trial
+        ctx._current_batch_idx = batch_idx
+        outputs = []
+        for _ in range(self._calls_per_step):
+            out = _metrics(trial.train_batch(batch, epoch_idx, batch_idx), trial, "train_batch")
+            outputs.append({k: scalar(v) for k, v in out.items()})
+        if self._calls_per_step > 1:
+            self._check_steps_taken()
+        if ctx._profiler is not None:
+            ctx._profiler.step()
+        if not self.mpu.should_report_metrics:
+            return {}
+        return outputs[0] if len(outputs) == 1 else average_batches(outputs)
+
+    def _check_steps_taken(self) -> None:
+        for i, engine in enumerate(self.context.models):
+            if engine.micro_steps % engine.gradient_accumulation_steps() != 0:
+                raise RuntimeError(
+                    f"engine {i} is not at a gradient accumulation boundary after "
+                    f"{self._calls_per_step} train_batch calls: call engine.backward() and "
+                    "engine.step() once per train_batch call"
+                )
+
+    def stop_requested(self) -> bool:
+        return self.context._stop_requested
+
+    # Reducers -----------------------------------------------------------------------------------
+
+    def reset_reducers(self) -> None:
+        for r, *_ in self.context._reducers:
+            r.reset()
+
+    def training_reducer_metrics(self) -> dict[str, Any]:
+        return custom_reducer_metrics(self.context._reducers, self.dist, training=True)
+
+    # Validation ---------------------------------------------------------------------------------
+
+    def _validation_loader(self) -> Any:
+        if self._val_loader is None:
+            loader = self._built_loader("validation")
+            if isinstance(loader, DataLoader):
+                if self._full_dataset:
+                    loader = loader.get_data_loader(repeat=False)
+                else:
+                    loader = loader.get_data_loader(
+                        repeat=False,
+                        num_replicas=self.mpu.data_parallel_world_size,
+                        rank=self.mpu.data_parallel_rank,
+                    )
+            self._val_loader = loader
+        return self._val_loader
+
+    def validate(self, test_mode: bool) -> dict[str, Any]:
+        ctx = self.context
+        for m in ctx.models:
+            m.eval()
+        self.reset_reducers()
+        for cb in self._callbacks.values():
+            cb.on_validation_start()
+        loader = self._validation_loader()
+        with torch.no_grad():
+            if self._full_dataset:
+                metrics = self._evaluate_full(loader)
+            else:
+                metrics = self._evaluate_batches(loader, test_mode)
+        metrics.update(custom_reducer_metrics(ctx._reducers, self.dist, training=False))
+        if self.dist.size > 1 and any(
+            type(cb).on_validation_end is not PyTorchCallback.on_validation_end
+            for cb in self._callbacks.values()
+        ):
+            metrics = self.dist.broadcast(metrics)
+        for cb in self._callbacks.values():
+            cb.on_validation_end(metrics)
+        for m in ctx.models:
+            m.train()
+        return metrics
+
+    def _evaluate_full(self, loader: Any) -> dict[str, Any]:
+        """On every rank, with the unsharded loader (None where none is built): ZeRO-3 and
+        pipelines need all ranks in each forward. The first reporting rank's metrics count."""
+        mine: dict[str, Any] | None = self.trial.evaluate_full_dataset(loader)
+        if not isinstance(mine, dict):
+            raise TypeError("evaluate_full_dataset must return a dict of metrics")
+        if not self.mpu.should_report_metrics:
+            mine = None
+        every = self.dist.allgather(mine) if self.dist.size > 1 else [mine]
+        first = next((m for m in every if m is not None), {})
+        return dict(first) if self.dist.rank == 0 else {}
+
+    def _validation_steps(self, loader: Any) -> int:
+        """Validation batches every rank runs: the shortest rank's (pipelines: in steps)."""
+        mine = len(loader) if loader is not None and hasattr(loader, "__len__") else None
+        lengths = [n for n in self.dist.allgather(mine) if n is not None]
+        if not lengths:
+            raise RuntimeError(
+                "no rank built a validation data loader with a length: return a "
+                "trialkit.pytorch.DataLoader from build_validation_data_loader()"
+            )
+        steps = min(lengths) // (self._micro_batches if self.context.use_pipeline_parallel else 1)
+        if steps < 1:
+            raise RuntimeError(
+                f"the validation data loader has {min(lengths)} batches on some rank; it needs "
+                "at least one (pipeline parallelism: one per micro batch of a step)"
+            )
+        return steps
+
+    def _evaluate_batches(self, loader: Any, test_mode: bool) -> dict[str, Any]:
+        trial = self.trial
+        for cb in self._callbacks.values():
+            cb.on_validation_epoch_start()
+        steps = 1 if test_mode else self._validation_steps(loader)
+        data = iter(loader) if loader is not None else None
+        outputs: list[dict[str, Any]] = []
+        keys: set[str] | None = None
+        evaluate: Any = trial.evaluate_batch  # batch_idx is optional in user signatures
+        for idx in range(steps):
+            out = evaluate(data, idx) if self._eval_with_index else evaluate(data)
+            out = {
+                k: (v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else v)
+                for k, v in _metrics(out, trial, "evaluate_batch").items()
+            }
+            if keys is None:
+                keys = set(out)
+            elif set(out) != keys:
+                raise ValueError(
+                    f"evaluate_batch returned keys {sorted(out)} at batch {idx}, {sorted(keys)} "
+                    "before; every batch must return the same metrics"
+                )
+            outputs.append(out)
+        for cb in self._callbacks.values():
+            cb.on_validation_epoch_end(outputs)
+        reducers = trial.evaluation_reducer()
+        mine = (
+            (reduce_batches(outputs, reducers), len(outputs))
+            if self.mpu.should_report_metrics
+            else ({}, 0)
+        )
+        per_worker = self.dist.allgather(mine) if self.dist.size > 1 else [mine]
+        return reduce_workers(per_worker, reducers) if self.dist.rank == 0 else {}
+
+    # Checkpoints --------------------------------------------------------------------------------
+
+    def save(self, path: Path, rng_state: dict[str, Any]) -> None:
+        """Every rank: its harness state, load_data.json and its engines' shards; the chief
+        also the model code."""
+        state: dict[str, Any] = {
+            "callbacks": {name: cb.state_dict() for name, cb in self._callbacks.items()},
+            "rng_state": rng_state,
+        }
+        for cb in self._callbacks.values():
+            cb.on_checkpoint_save_start(state)
+        torch.save(state, path / rank_state_file(self.dist.rank))
+        ctx = self.context
+        cls = type(self.trial)
+        load_data = {
+            "trial_type": "DeepSpeedTrial",
+            "experiment_config": ctx._exp_conf,
+            "hparams": ctx._hparams,
+            "trial_cls_spec": f"{cls.__module__}:{cls.__qualname__}",
+        }
+        (path / LOAD_DATA).write_text(json.dumps(load_data, indent=2, sort_keys=True, default=str))
+        if self.dist.rank == 0:
+            self._copy_code(path / "code")
+        self.trial.save(ctx, path)
+
+    def _copy_code(self, dest: Path) -> None:
+        src = model_dir_for(self.trial, self.context._core.info is not None)
+        if src is None:
+            return
+        try:
+            _modeldir.unpack(_modeldir.pack(src), dest)
+        except _modeldir.ModelDirError as e:
+            logger.warning("checkpoint code/ left out: %s", e)
+            return
+        dest.chmod(0o755)
+
+    def load(self, path: Path) -> dict[str, Any] | None:
+        """Restore the engines, then this rank's callbacks; return its RNG state. A rank the
+        checkpoint has no state for (more slots than when saved) takes rank 0's."""
+        found = path / rank_state_file(self.dist.rank)
+        if not found.exists():
+            found = path / rank_state_file(0)
+            if not found.exists():
+                raise RuntimeError(f"checkpoint at {path} has no {rank_state_file(0)}")
+            logger.warning(
+                "checkpoint has no state for rank %d; using rank 0's RNG state", self.dist.rank
+            )
+        state = torch.load(found, map_location="cpu", weights_only=False)
+        for cb in self._callbacks.values():
+            cb.on_checkpoint_load_start(state)
+        self.trial.load(self.context, path)
+        saved_cbs = state.get("callbacks", {})
+        for name, cb in self._callbacks.items():
+            if name in saved_cbs:
+                cb.load_state_dict(saved_cbs[name])
+            elif type(cb).load_state_dict is not PyTorchCallback.load_state_dict:
+                logger.warning("callback %r has no state in the checkpoint", name)
+        return state.get("rng_state")  # type: ignore[no-any-return]
+
+
+def _forever(loader: Any) -> Iterator[Any]:
+    while True:
+        yield from loader
+
+
+def _overrides_full(trial: DeepSpeedTrial) -> bool:
+    return type(trial).evaluate_full_dataset is not DeepSpeedTrial.evaluate_full_dataset
