@@ -6,7 +6,13 @@ checkpoint with the most steps, and the checkpoint's files are made reachable in
 experiment's checkpoint storage under the uuid the stored config then names. A trial with no
 checkpoint of its own gets that uuid as its latest checkpoint with ``steps_completed`` 0, so a
 harness loads the weights and starts its batch count at 0 (Determined never continues the
-source's counters on a warm start)."""
+source's counters on a warm start).
+
+QUIRK (Determined's, kept): a warm start restores everything the checkpoint holds except the
+loop's progress and RNG: optimizer and LR-scheduler state too, so a PyTorch optimizer's saved
+``lr`` wins over the new experiment's hyperparameter until the scheduler or user code sets it;
+the data order is drawn afresh. A uuid is resolved when the experiment is created, so a later
+checkpoint of a ``source_trial_id`` is not picked up."""
 
 from __future__ import annotations
 
