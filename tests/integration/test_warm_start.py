@@ -205,3 +205,21 @@ def test_bad_warm_start_sources_fail_at_create_in_one_line(
         assert "Traceback" not in proc.stderr
     after = len(master.client.request("GET", "/api/v1/experiments")["experiments"])
     assert after == before
+
+
+def test_a_source_in_another_experiments_storage_is_copied_where_the_trials_read(
+    master: Master, tmp_path: Path
+) -> None:
+    cfg = _config(4)
+    cfg["checkpoint_storage"] = {"type": "shared_fs", "host_path": str(tmp_path / "elsewhere")}
+    source = _finish(master, _create(master, cfg, _model_dir(tmp_path, "source")))
+    last = max(source["checkpoints"], key=lambda c: c["steps_completed"])
+    saved = torch.load(tmp_path / "elsewhere" / last["uuid"] / "state_dict.pth",
+                       weights_only=False)  # fmt: skip
+    weight = float(saved["models_state_dict"][0]["weight"])
+    assert not (master.home / "checkpoints" / last["uuid"]).exists()
+
+    desc = _finish(master, _create(master, _config(2), _model_dir(tmp_path, "a"),
+                                   "--warm-start", last["uuid"]))  # fmt: skip
+    _assert_warm_started(master, desc, weight, 2)
+    assert (master.home / "checkpoints" / last["uuid"] / "state_dict.pth").is_file()
