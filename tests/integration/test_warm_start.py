@@ -223,3 +223,40 @@ def test_a_source_in_another_experiments_storage_is_copied_where_the_trials_read
                                    "--warm-start", last["uuid"]))  # fmt: skip
     _assert_warm_started(master, desc, weight, 2)
     assert (master.home / "checkpoints" / last["uuid"] / "state_dict.pth").is_file()
+
+
+CORE_SCRIPT = """
+import json
+import trialkit as det
+from trialkit import core
+
+info = det.get_cluster_info()
+with core.init() as ctx:
+    x = 0.0
+    if info.latest_checkpoint:
+        with ctx.checkpoint.restore_path(info.latest_checkpoint) as path:
+            x = json.loads((path / "state.json").read_text())["x"]
+    print(f"started at x={x} steps_completed={info.trial._steps_completed}", flush=True)
+    for step in range(1, 3):
+        x += 1
+        ctx.train.report_training_metrics(steps_completed=step, metrics={"x": x})
+    with ctx.checkpoint.store_path({"steps_completed": 2}) as (path, _):
+        (path / "state.json").write_text(json.dumps({"x": x}))
+"""
+
+
+def test_a_core_api_script_warm_starts_from_a_determined_core_api_checkpoint(
+    master: Master, tmp_path: Path
+) -> None:
+    ckpt = tmp_path / "core-ckpt"  # what Determined's CheckpointContext.store_path left
+    ckpt.mkdir()
+    (ckpt / "state.json").write_text(json.dumps({"x": 40.0}))
+    (ckpt / "metadata.json").write_text(json.dumps({"steps_completed": 40}, indent=2))
+    d = tmp_path / "core"
+    write_script(d, "train.py", CORE_SCRIPT)
+    cfg = {"name": "core-warm", "entrypoint": "python3 train.py", "max_restarts": 0,
+           "searcher": {"name": "single", "metric": "x", "max_length": 2}}  # fmt: skip
+    desc = _finish(master, _create(master, cfg, d, "--warm-start", str(ckpt)))
+    assert [m["values"]["x"] for m in _training(master, desc)] == [41.0, 42.0]
+    logs = master.cli("trial", "logs", str(desc["trials"][0]["id"])).stdout
+    assert "started at x=40.0 steps_completed=0" in logs, logs
