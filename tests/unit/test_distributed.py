@@ -3,6 +3,7 @@ do) and as processes, for results, lost ranks, timeouts, misuse and port handlin
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -362,3 +363,31 @@ def test_a_stranger_on_the_port_is_not_unpickled_and_does_not_block_the_job(
         t.join(20)
     assert out == {0: [0, 1], 1: [0, 1]}
     assert not marker.exists()
+
+
+def test_tf_config_ranks_group_workers_by_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    from trialkit.core._distributed import CHIEF_PORT_ENV, tf_config_ranks
+
+    def config(index: int, workers: list[str], kind: str = "worker") -> str:
+        return json.dumps({"cluster": {"worker": workers}, "task": {"type": kind, "index": index}})
+
+    monkeypatch.delenv(CHIEF_PORT_ENV, raising=False)
+    assert tf_config_ranks(None) is None
+    assert tf_config_ranks(config(0, ["127.0.0.1:2000"])) is None  # one worker: not distributed
+    two_nodes = ["10.0.0.1:2000", "10.0.0.1:2001", "10.0.0.2:2000", "10.0.0.2:2001"]
+    assert tf_config_ranks(config(3, two_nodes)) == {
+        "rank": 3,
+        "size": 4,
+        "local_rank": 1,
+        "local_size": 2,
+        "cross_rank": 1,
+        "cross_size": 2,
+        "chief_ip": "10.0.0.1",
+    }
+    assert os.environ[CHIEF_PORT_ENV] == "2002"  # past every worker's port
+    one_node = tf_config_ranks(config(1, ["127.0.0.1:2000", "127.0.0.1:2001"]))
+    assert one_node is not None and (one_node["local_size"], one_node["cross_size"]) == (2, 1)
+    with pytest.raises(RuntimeError, match="task type 'ps' is not supported"):
+        tf_config_ranks(config(0, two_nodes, kind="ps"))
+    with pytest.raises(RuntimeError, match="task index 4 is not one of its 4 workers"):
+        tf_config_ranks(config(4, two_nodes))

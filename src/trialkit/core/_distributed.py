@@ -75,6 +75,39 @@ def _chief_port(explicit: int | None) -> int:
     )
 
 
+def tf_config_ranks(raw: str | None) -> dict[str, Any] | None:
+    """DistributedContext's arguments for a ``TF_CONFIG`` with several workers (None for one):
+    rank = the task's index; workers with the same host are one node. Sets the chief's port to
+    one past the highest worker port when no launcher set it."""
+    cfg = json.loads(raw) if raw else {}
+    workers = [str(w) for w in (cfg.get("cluster") or {}).get("worker") or []]
+    if len(workers) < 2:
+        return None
+    task = cfg.get("task") or {}
+    if task.get("type") != "worker":
+        raise RuntimeError(
+            f"TF_CONFIG task type {task.get('type')!r} is not supported; use 'worker'"
+        )
+    index = int(task.get("index", 0))
+    if not 0 <= index < len(workers):
+        raise RuntimeError(f"TF_CONFIG task index {index} is not one of its {len(workers)} workers")
+    hosts = [w.rpartition(":")[0] for w in workers]
+    nodes = list(dict.fromkeys(hosts))  # in order of first appearance
+    mine = [i for i, h in enumerate(hosts) if h == hosts[index]]
+    ports = [int(p) for p in (w.rpartition(":")[2] for w in workers) if p.isdigit()]
+    if ports:
+        os.environ.setdefault(CHIEF_PORT_ENV, str(max(ports) + 1))
+    return {
+        "rank": index,
+        "size": len(workers),
+        "local_rank": mine.index(index),
+        "local_size": len(mine),
+        "cross_rank": nodes.index(hosts[index]),
+        "cross_size": len(nodes),
+        "chief_ip": hosts[0],
+    }
+
+
 class DistributedContext:
     """Rank information plus gather / allgather / broadcast (and their ``_local`` variants)."""
 
@@ -237,34 +270,17 @@ class DistributedContext:
 
     @classmethod
     def from_tf_config(cls) -> tuple[DistributedContext, Any]:
-        """``(context, tf.distribute.Strategy)`` from ``TF_CONFIG`` (one worker per node)."""
-        raw = os.environ.get("TF_CONFIG")
-        cfg = json.loads(raw) if raw else {}
-        workers = list((cfg.get("cluster") or {}).get("worker") or [])
-        task = cfg.get("task") or {}
+        """``(context, tf.distribute.Strategy)`` from ``TF_CONFIG``: MultiWorkerMirroredStrategy
+        when it lists several workers (workers on one host share a node), else one worker."""
         try:
             import tensorflow as tf
         except ImportError:
             raise RuntimeError(
                 "DistributedContext.from_tf_config() needs tensorflow: pip install tensorflow-cpu"
             ) from None
-        if len(workers) > 1:
-            if task.get("type") != "worker":
-                raise RuntimeError(
-                    f"TF_CONFIG task type {task.get('type')!r} is not supported; use 'worker'"
-                )
-            index, n = int(task.get("index", 0)), len(workers)
-            host, _, port = str(workers[0]).rpartition(":")
-            os.environ.setdefault(CHIEF_PORT_ENV, str(int(port) + 1))
-            ctx = cls(
-                rank=index,
-                size=n,
-                local_rank=0,
-                local_size=1,
-                cross_rank=index,
-                cross_size=n,
-                chief_ip=host,
-            )
+        ranks = tf_config_ranks(os.environ.get("TF_CONFIG"))
+        if ranks is not None:
+            ctx = cls(**ranks)
             return ctx, tf.distribute.MultiWorkerMirroredStrategy()
         ctx = cls(rank=0, size=1, local_rank=0, local_size=1, cross_rank=0, cross_size=1)
         if len(tf.config.list_physical_devices("GPU")) > 1:
@@ -275,6 +291,9 @@ class DistributedContext:
     def from_launcher_env(cls) -> DistributedContext | None:
         """The context a trialkit/Determined launcher's environment describes, if any."""
         env = os.environ
+        tf_ranks = tf_config_ranks(env.get("TF_CONFIG"))
+        if tf_ranks is not None:
+            return cls(**tf_ranks)
         if "RANK" in env and "LOCAL_WORLD_SIZE" in env:
             return cls.from_torch_distributed()
         if "RANK" in env and "LOCAL_SIZE" in env and "CROSS_RANK" in env:

@@ -138,6 +138,10 @@ class TrainingData:
                 idx = rows[b * self.batch_size : (b + 1) * self.batch_size]
                 yield _take(self.x, idx), _take(self.y, idx), _take(self.w, idx)
 
+    def one_pass(self) -> Iterator[tuple[Any, Any, Any]]:
+        """This worker's batches of one pass in order (a validation shard)."""
+        return self._epoch(0, 0, 0)
+
     def batches(self, skip: int, seed: int) -> Iterator[tuple[Any, Any, Any]]:
         """Every batch from the ``skip``-th on, epoch after epoch."""
         epoch, start = divmod(skip, self.epoch_len)

@@ -18,6 +18,7 @@ from ..harness import (
     searcher_targets,
 )
 from ._context import TFKerasTrialContext
+from ._distributed import check_workers, multi_worker_strategy, scope
 from ._keras import is_keras2, keras_module
 from ._trial import TFKerasTrial, TrialContractError
 
@@ -44,6 +45,8 @@ def run_under_master(trial_class: type[TFKerasTrial], info: Any) -> None:
     """Train ``trial_class`` for this trial (``info`` is the master's ClusterInfo)."""
     config = info.trial.config
     hparams = dict(info.trial.hparams)
+    # Before anything runs TensorFlow: MultiWorkerMirroredStrategy must come first.
+    tf_strategy = multi_worker_strategy()
     seed_all(info.trial.trial_seed)
     policy = str(config.get("checkpoint_policy") or "best")
     if policy not in _POLICIES:
@@ -53,14 +56,12 @@ def run_under_master(trial_class: type[TFKerasTrial], info: Any) -> None:
         context = TFKerasTrialContext(
             core_context, hparams=hparams, exp_conf=config, trial_seed=info.trial.trial_seed
         )
-        if context.distributed.size > 1:
-            raise TrialContractError(
-                "TFKerasTrial runs on one worker for now: set resources.slots_per_trial: 1"
-            )
+        check_workers(context.distributed.size, tf_strategy)
         from ._strategy import KerasStrategy
 
-        trial = trial_class(context)
-        strategy = KerasStrategy(trial, context)
+        with scope(tf_strategy):  # the model, its optimizer and metrics: distributed variables
+            trial = trial_class(context)
+            strategy = KerasStrategy(trial, context, tf_strategy)
         gbs = context.get_global_batch_size()
         settings = LoopSettings(
             validation_period=_period(config, "min_validation_period", gbs),

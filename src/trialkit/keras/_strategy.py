@@ -18,6 +18,7 @@ from ._callbacks import KerasHooks
 from ._context import TFKerasTrialContext
 from ._data import TrainingData, batch_length, evaluate
 from ._determined import is_determined_layout, load_determined_checkpoint
+from ._distributed import MultiWorkerSteps, on_this_worker, scope
 from ._keras import keras_module, restore_weights, save_optimizer_state
 from ._trial import TFKerasTrial, TrialContractError
 
@@ -44,7 +45,10 @@ def _rng_state_variables(model: Any) -> list[Any]:
 class KerasStrategy:
     """Everything the loop needs from a TFKerasTrial and its compiled model."""
 
-    def __init__(self, trial: TFKerasTrial, context: TFKerasTrialContext) -> None:
+    def __init__(
+        self, trial: TFKerasTrial, context: TFKerasTrialContext, tf_strategy: Any = None
+    ) -> None:
+        """``tf_strategy``: the MultiWorkerMirroredStrategy the model was built under, if any."""
         keras = keras_module()
 
         self.trial = trial
@@ -67,6 +71,9 @@ class KerasStrategy:
                 "(model.compile(optimizer=..., loss=...)) before returning it"
             )
         self.model = model
+        # Several workers: the model's own steps in strategy.run (see _distributed).
+        self._tf_strategy = tf_strategy
+        self._steps = MultiWorkerSteps(model, tf_strategy) if tf_strategy is not None else None
         user = list(trial.keras_callbacks() or [])
         self.hooks = KerasHooks(model, user)
         self._batch_hooks = bool(user)
@@ -114,7 +121,9 @@ class KerasStrategy:
         step = batch_idx % epoch_len
         if self._batch_hooks:
             self._cb_list.on_train_batch_begin(step)
-        if self._class_weight is not None and w is None:
+        if self._steps is not None:
+            logs = self._steps.train_batch(x, y, w, self._class_weight)
+        elif self._class_weight is not None and w is None:
             logs = self.model.train_on_batch(
                 x, y, class_weight=self._class_weight, return_dict=True
             )
@@ -139,6 +148,16 @@ class KerasStrategy:
         steps = 1 if test_mode else self.context.fit_config.validation_steps
         if self._validation is None:
             self._validation = self.trial.build_validation_data_loader()
+        if self._steps is not None:
+            shard = TrainingData(
+                self._validation,
+                self.context.get_per_slot_batch_size(),
+                self.dist.rank,
+                self.dist.size,
+                shuffle=False,
+            )
+            logs = self._steps.evaluate(shard.one_pass(), steps, self._cb_list)
+            return self._validated(logs)
         logs = evaluate(
             self.model,
             self._validation,
@@ -146,6 +165,9 @@ class KerasStrategy:
             steps,
             self._cb_list,
         )
+        return self._validated(logs)
+
+    def _validated(self, logs: Any) -> dict[str, Any]:
         metrics = {f"val_{k}": v for k, v in dict(logs).items()}
         self.hooks.validated(metrics)
         return metrics
@@ -156,9 +178,10 @@ class KerasStrategy:
         return {
             "np_rng_state": np.random.get_state(),
             "random_rng_state": random.getstate(),
-            "keras_seed_generators": [
-                np.asarray(v.numpy()) for v in _rng_state_variables(self.model)
-            ],
+            "keras_seed_generators": on_this_worker(
+                self._tf_strategy,
+                lambda: [np.asarray(v.numpy()) for v in _rng_state_variables(self.model)],
+            ),
         }
 
     def restore_rng(self, state: dict[str, Any]) -> None:
@@ -189,8 +212,11 @@ class KerasStrategy:
     # Checkpoints ----------------------------------------------------------------------------------
 
     def save(self, path: Path, rng_state: dict[str, Any]) -> None:
-        self.model.save_weights(path / MODEL_WEIGHTS)
-        save_optimizer_state(self.model.optimizer, path / OPTIMIZER_STATE)
+        def write() -> None:
+            self.model.save_weights(path / MODEL_WEIGHTS)
+            save_optimizer_state(self.model.optimizer, path / OPTIMIZER_STATE)
+
+        on_this_worker(self._tf_strategy, write)  # the chief saves alone
         with (path / RNG_STATE).open("wb") as f:
             pickle.dump(rng_state, f)
         (path / "determined-callbacks.v1.pkl").write_bytes(pickle.dumps(self.hooks.state()))
@@ -210,7 +236,8 @@ class KerasStrategy:
         if not weights.exists() and is_determined_layout(path):
             # Determined's TFKerasTrial wrote it: weights and optimizer state; its RNG state
             # (TensorFlow's global generator) does not fit Keras's seed generators.
-            load_determined_checkpoint(self.model, path)
+            with scope(self._tf_strategy):
+                load_determined_checkpoint(self.model, path)
             return None
         if not weights.exists():
             raise RuntimeError(f"checkpoint at {path} has no {MODEL_WEIGHTS}")
@@ -219,7 +246,8 @@ class KerasStrategy:
                 f"{type(self.trial).__name__}.build_model(): the model is not built, so its "
                 "weights cannot be restored; give it a keras.Input (or call model.build)"
             )
-        restore_weights(self.model, weights, path / OPTIMIZER_STATE, f"checkpoint at {path}")
+        with scope(self._tf_strategy):  # the optimizer may build its variables here
+            restore_weights(self.model, weights, path / OPTIMIZER_STATE, f"checkpoint at {path}")
         cb_file = path / "determined-callbacks.v1.pkl"
         if cb_file.exists():
             self.hooks.load_state(pickle.loads(cb_file.read_bytes()))

@@ -213,9 +213,9 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def terminate(proc: subprocess.Popen[bytes], worker_pids: list[int], grace: float) -> None:
+def terminate(procs: list[subprocess.Popen[bytes]], worker_pids: list[int], grace: float) -> None:
     """SIGTERM every worker's process group, SIGKILL what is left after ``grace`` seconds; the
-    launched program (torchrun, ...) then gets a moment to exit on its own before SIGKILL."""
+    launched programs (torchrun, ...) then get a moment to exit on their own before SIGKILL."""
     for pid in worker_pids:
         _signal_group(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
@@ -224,11 +224,12 @@ def terminate(proc: subprocess.Popen[bytes], worker_pids: list[int], grace: floa
     for pid in worker_pids:
         if _alive(pid):
             _signal_group(pid, signal.SIGKILL)
-    try:
-        proc.wait(timeout=1.0)
-    except subprocess.TimeoutExpired:
-        _signal_group(proc.pid, signal.SIGKILL)
-        proc.wait()
+    for proc in procs:
+        try:
+            proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            _signal_group(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 def log(msg: str) -> None:
@@ -240,14 +241,31 @@ def supervise(
 ) -> int:
     """Run ``argv`` (torchrun, deepspeed, ...) and return its exit status, ending the whole job
     within ``grace`` seconds of the first failed worker."""
-    proc = subprocess.Popen(argv, env=env, start_new_session=True, preexec_fn=die_with_parent)
+    return supervise_all([(argv, env)], watch, grace=grace, expected=expected)
+
+
+def supervise_all(
+    commands: list[tuple[list[str], dict[str, str]]],
+    watch: WorkerWatch,
+    *,
+    grace: float,
+    expected: int,
+) -> int:
+    """Run every ``(argv, env)`` (one runner, or one wrap_rank per worker) and return the first
+    non-zero exit status, else 0; the first failed worker or program ends all of them within
+    ``grace`` seconds."""
+    procs = [
+        subprocess.Popen(argv, env=env, start_new_session=True, preexec_fn=die_with_parent)
+        for argv, env in commands
+    ]
     stopping: list[int] = []
 
     def forward(signum: int, _frame: object) -> None:
         stopping.append(signum)
         for pid in watch.pids():
             _signal_group(pid, signal.Signals(signum))
-        _signal_group(proc.pid, signal.Signals(signum))
+        for proc in procs:
+            _signal_group(proc.pid, signal.Signals(signum))
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, forward)
@@ -256,19 +274,20 @@ def supervise(
             try:
                 rank, code = watch.failures.get(timeout=0.05)
             except queue.Empty:
-                code_now = proc.poll()
-                if code_now is None:
+                codes = [proc.poll() for proc in procs]
+                failed = next((c for c in codes if c), None)
+                if failed is None and None in codes:
                     continue
-                # The launched program ended; make sure no worker outlives it.
+                # A program ended with an error, or all ended; make sure no worker outlives them.
                 leftovers = [p for p in watch.pids() if _alive(p)]
-                if leftovers:
-                    terminate(proc, leftovers, grace)
-                if code_now == 0 and watch.finished < expected and not stopping:
+                if leftovers or failed is not None:
+                    terminate(procs, leftovers, grace)
+                if failed is None and watch.finished < expected and not stopping:
                     log(f"only {watch.finished} of {expected} workers reported an exit")
-                return exit_code(code_now)
+                return exit_code(failed or 0)
             what = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
             log(f"worker rank {rank} {what}: stopping the other workers")
-            terminate(proc, watch.pids(), grace)
+            terminate(procs, watch.pids(), grace)
             return exit_code(code) or 1
     finally:
         watch.close()

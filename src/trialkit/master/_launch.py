@@ -184,10 +184,10 @@ def build_launch(
     entrypoint = config["entrypoint"]
     if entrypoint_kind(entrypoint) == "trial_class":
         # Legacy ``model_def:MyTrial``: the Trial harness imports the class from the model dir;
-        # with several slots the torch_distributed launcher starts one harness per slot, as
-        # Determined does for PyTorchTrial.
+        # with several slots trialkit.launch.auto picks the launcher the Trial's harness needs
+        # (torch_distributed, tensorflow, ...) and it starts one harness per slot.
         entrypoint = (
-            [python, "-m", "trialkit.launch.torch_distributed", "--trial", entrypoint]
+            [python, "-m", "trialkit.launch.auto", "--trial", entrypoint]
             if len(slot_ids) > 1
             else [python, "-m", "trialkit.exec.harness", entrypoint]
         )
