@@ -10,7 +10,10 @@ optimizer state. Each model variable is matched to the checkpoint's ``layer_with
 (TensorFlow reads the file; tf_keras's own ``load_weights`` would also restore the optimizer from
 it, and refuses a legacy optimizer's slots in a 2.11+ optimizer).
 The optimizer's slots are matched per slot name in trainable-variable order; a state that does
-not fit leaves the optimizer fresh with a warning, as Determined does."""
+not fit leaves the optimizer fresh with a warning, as Determined does. Not restored:
+``rng_state.pkl`` (TensorFlow's global generator; Keras 3 draws from per-layer seed generators)
+and ``determined-callbacks.v1.pkl`` (Determined's callback multiplexer state); under the master
+such a checkpoint is a warm start, where Determined does not carry those on either."""
 
 from __future__ import annotations
 
