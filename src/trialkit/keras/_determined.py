@@ -12,8 +12,8 @@ it, and refuses a legacy optimizer's slots in a 2.11+ optimizer).
 The optimizer's slots are matched per slot name in trainable-variable order; a state that does
 not fit leaves the optimizer fresh with a warning, as Determined does. Not restored:
 ``rng_state.pkl`` (TensorFlow's global generator; Keras 3 draws from per-layer seed generators)
-and ``determined-callbacks.v1.pkl`` (Determined's callback multiplexer state); under the master
-such a checkpoint is a warm start, where Determined does not carry those on either."""
+and ``determined-callbacks.v1.pkl`` (Determined's callback multiplexer state). Determined's own
+loader restores both; here they start fresh (QUIRK, deliberate: neither maps onto Keras 3)."""
 
 from __future__ import annotations
 
