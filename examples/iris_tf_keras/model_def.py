@@ -1,5 +1,5 @@
 """Determined's iris TFKerasTrial, ported to Keras 3: a small dense network over 4 features and
-3 classes. The data is a synthetic iris-shaped table shipped beside this file (see README)."""
+3 classes, on Fisher's 150-row iris data set shipped beside this file (``iris.csv``, see README)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,17 @@ from tensorflow import keras  # Keras 3, or tf_keras under TF_USE_LEGACY_KERAS=1
 
 from trialkit import keras as tk
 
-DATA = Path(__file__).resolve().parent / "iris_synthetic.csv"
+DATA = Path(__file__).resolve().parent / "iris.csv"
 NUM_CLASSES = 3
 
 
-def load_iris(validation_rows: int = 30) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
-    """(train, validation) as (features, one-hot labels); the last rows are held out."""
+def load_iris(every: int = 5) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
+    """(train, validation) as (features, one-hot labels). The file is sorted by species, so
+    every ``every``-th row is held out: 120 training and 30 validation rows, 10 per species."""
     table = np.loadtxt(DATA, delimiter=",", skiprows=1, dtype="float32")
     x, y = table[:, :4], keras.utils.to_categorical(table[:, 4].astype(int), NUM_CLASSES)
-    split = len(x) - validation_rows
-    return (x[:split], y[:split]), (x[split:], y[split:])
+    held_out = np.arange(len(x)) % every == every - 1
+    return (x[~held_out], y[~held_out]), (x[held_out], y[held_out])
 
 
 class IrisTrial(tk.TFKerasTrial):

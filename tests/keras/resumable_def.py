@@ -1,4 +1,4 @@
-"""A TFKerasTrial for the resume tests: iris-shaped data, dropout (so the Keras seed
+"""A TFKerasTrial for the resume tests: the iris data, dropout (so the Keras seed
 generators matter), Adam (so the optimizer state matters), op determinism, and a callback that
 slows each batch so a pause lands mid-training."""
 
@@ -15,7 +15,7 @@ from tensorflow import keras  # Keras 3, or tf_keras under TF_USE_LEGACY_KERAS=1
 from trialkit import keras as tk
 
 tf.config.experimental.enable_op_determinism()
-DATA = Path(__file__).resolve().parent / "iris_synthetic.csv"
+DATA = Path(__file__).resolve().parent / "iris.csv"
 
 
 class Slow(keras.callbacks.Callback):
@@ -60,7 +60,8 @@ class ResumableTrial(tk.TFKerasTrial):
         self.context = context
         table = np.loadtxt(DATA, delimiter=",", skiprows=1, dtype="float32")
         x, y = table[:, :4], keras.utils.to_categorical(table[:, 4].astype(int), 3)
-        self.train, self.validation = (x[:120], y[:120]), (x[120:], y[120:])
+        held_out = np.arange(len(x)) % 5 == 4  # sorted by species: 10 of each held out
+        self.train, self.validation = (x[~held_out], y[~held_out]), (x[held_out], y[held_out])
 
     def build_model(self) -> keras.Model:
         model = self.context.wrap_model(

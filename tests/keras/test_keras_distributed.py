@@ -34,7 +34,7 @@ def _model_dir(tmp_path: Path, name: str) -> Path:
     d = tmp_path / name
     d.mkdir()
     shutil.copy(HERE / "distributed_def.py", d / "model_def.py")
-    shutil.copy(IRIS / "iris_synthetic.csv", d / "iris_synthetic.csv")
+    shutil.copy(IRIS / "iris.csv", d / "iris.csv")
     return d
 
 

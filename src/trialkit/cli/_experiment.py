@@ -62,6 +62,12 @@ def experiment() -> None:
     "--dry-run", is_flag=True, help="Validate the config and model directory; create nothing."
 )
 @click.option("--paused", is_flag=True, help="Create the experiment paused.")
+@click.option(
+    "--warm-start",
+    metavar="UUID|PATH",
+    help="Start every trial from this checkpoint's weights: a checkpoint uuid on the master, "
+    "or a checkpoint directory (e.g. one Determined wrote). Training counters start at 0.",
+)
 def create(
     config_file: Path,
     model_dir: Path,
@@ -69,11 +75,13 @@ def create(
     follow: bool,
     dry_run: bool,
     paused: bool,
+    warm_start: str | None,
 ) -> None:
     """Create an experiment from CONFIG_FILE running code from MODEL_DIR."""
     from .._modeldir import entrypoint_check, pack
     from ..config import ConfigError, load_config
 
+    warm_start_path = _warm_start_dir(warm_start)
     cfg = load_config(config_file, list(overrides))
     for warning in cfg.warnings:
         click.echo(f"warning: {warning}", err=True)
@@ -91,17 +99,46 @@ def create(
         "POST",
         "/api/v1/experiments",
         json_body={
-            "config": cfg.as_dict(),
+            "config": _with_warm_start_uuid(cfg.as_dict(), warm_start, warm_start_path),
             "model_def": base64.b64encode(archive).decode(),
             "activate": not paused,
             # Trials run with this interpreter (and its venv) unless environment.python is set.
             "python": sys.executable,
+            "warm_start_path": warm_start_path,
         },
     )
     exp = resp["experiment"]
     click.echo(f"Created experiment {exp['id']}")
     if follow:
         _follow_to_end(client, int(exp["id"]))
+
+
+def _warm_start_dir(value: str | None) -> str | None:
+    """``--warm-start`` as a checkpoint directory to send (absolute), or None for a uuid."""
+    if value is None:
+        return None
+    path = Path(value).expanduser()
+    if path.is_dir():
+        return str(path.resolve())
+    if path.exists() or "/" in value or value.startswith("."):
+        raise CLIError(f"--warm-start {value}: not a checkpoint directory (nor a checkpoint uuid)")
+    return None
+
+
+def _with_warm_start_uuid(
+    config: dict[str, Any], value: str | None, path: str | None
+) -> dict[str, Any]:
+    """The config with ``--warm-start UUID`` as ``searcher.source_checkpoint_uuid``."""
+    if value is None or path is not None:
+        return config
+    searcher = config.setdefault("searcher", {})
+    if searcher.get("source_trial_id") is not None or searcher.get("source_checkpoint_uuid"):
+        raise CLIError(
+            f"--warm-start {value}: the config also names searcher.source_trial_id or "
+            "source_checkpoint_uuid; keep one warm-start source"
+        )
+    searcher["source_checkpoint_uuid"] = value
+    return config
 
 
 def _follow_to_end(client: MasterClient, experiment_id: int) -> None:

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from .. import core
 from ..errors import InvalidHP
-from ._progress import TRIAL_STATE, Progress
+from ._progress import TRIAL_STATE, Progress, read_trial_state
 from ._report import Bar, average_batches, format_metrics, scalar
 from ._units import Epoch, TrainUnit
 
@@ -406,17 +406,25 @@ class TrainLoop:
         """Load a checkpoint; returns its RNG state when it continues this trial."""
         with self.core.checkpoint.restore_path(storage_id) as path:
             rng = self.strategy.load(path)
-            state_file = path / TRIAL_STATE
-            if not state_file.exists():
-                raise RuntimeError(
-                    f"checkpoint {storage_id} has no {TRIAL_STATE}: it was not written by a Trial "
-                    "harness and cannot be resumed (use load_trial_from_checkpoint_path for weights)"
-                )
-            with state_file.open("rb") as f:
-                state = Progress.from_state_dict(pickle.load(f))
-        if state.trial_id != self.s.trial_id:
+            state = read_trial_state(path)
+        if state is None:
+            raise RuntimeError(
+                f"checkpoint {storage_id} has no {TRIAL_STATE}: it was not written by a Trial "
+                "harness and cannot be resumed (use load_trial_from_checkpoint_path for weights)"
+            )
+        if not self._continues(state):
             logger.info("warm start from checkpoint %s (trial %d)", storage_id, state.trial_id)
             return None
         self.progress = state
         self.last_checkpoint = storage_id
         return rng
+
+    def _continues(self, state: Progress) -> bool:
+        """This trial's own checkpoint (Determined's rule: same trial id). Under the master a
+        warm-start checkpoint comes with steps_completed 0, so one that trained batches but was
+        written elsewhere by a trial with this id (a copied Determined checkpoint) is not
+        continued."""
+        if state.trial_id != self.s.trial_id:
+            return False
+        warm = self.s.on_cluster and self.s.initial_batch == 0 and state.batches_trained > 0
+        return not warm

@@ -7,6 +7,7 @@ from typing import Any
 
 from ._context import TFKerasTrialContext
 from ._data import SequenceAdapter
+from ._load import load_model_from_checkpoint_path
 from ._trial import TFKerasTrial
 
 _LAZY = ("TrialkitCallback", "DeterminedCallback")
@@ -26,4 +27,5 @@ __all__ = [
     "TFKerasTrial",
     "TFKerasTrialContext",
     "TrialkitCallback",
+    "load_model_from_checkpoint_path",
 ]

@@ -72,6 +72,7 @@ def run_under_master(trial_class: type[TFKerasTrial], info: Any) -> None:
             smaller_is_better=bool(searcher.get("smaller_is_better", True)),
             step_zero_validation=bool(config.get("perform_initial_validation")),
             trial_id=info.trial.trial_id,
+            initial_batch=info.trial.steps_completed,
             on_cluster=True,
         )
         loop = TrainLoop(core_context, strategy, settings)

@@ -17,6 +17,7 @@ import numpy as np
 from ._callbacks import KerasHooks
 from ._context import TFKerasTrialContext
 from ._data import TrainingData, batch_length, evaluate
+from ._determined import is_determined_layout, load_determined_checkpoint
 from ._distributed import MultiWorkerSteps, on_this_worker, scope
 from ._keras import keras_module, restore_weights, save_optimizer_state
 from ._trial import TFKerasTrial, TrialContractError
@@ -27,7 +28,6 @@ MODEL_WEIGHTS = "determined-keras-model.weights.h5"
 OPTIMIZER_STATE = "determined-keras-optimizer-state.npz"
 RNG_STATE = "rng_state.pkl"
 LOAD_DATA = "load_data.json"
-_TF1_WEIGHTS = ("determined-keras-model-weights.index", "determined-keras-model.h5")
 
 
 def _rng_state_variables(model: Any) -> list[Any]:
@@ -233,15 +233,14 @@ class KerasStrategy:
     def load(self, path: Path) -> dict[str, Any] | None:
         """Restore weights and optimizer state; return the RNG state."""
         weights = path / MODEL_WEIGHTS
+        if not weights.exists() and is_determined_layout(path):
+            # Determined's TFKerasTrial wrote it: weights and optimizer state; its RNG state
+            # (TensorFlow's global generator) does not fit Keras's seed generators.
+            with scope(self._tf_strategy):
+                load_determined_checkpoint(self.model, path)
+            return None
         if not weights.exists():
-            old = [f for f in _TF1_WEIGHTS if (path / f).exists()]
-            hint = (
-                f"; it holds {old[0]}, a tf.keras 2 checkpoint (Determined's layout), which this "
-                "Keras 3 harness cannot load yet"
-                if old
-                else ""
-            )
-            raise RuntimeError(f"checkpoint at {path} has no {MODEL_WEIGHTS}{hint}")
+            raise RuntimeError(f"checkpoint at {path} has no {MODEL_WEIGHTS}")
         if not self.model.built:
             raise TrialContractError(
                 f"{type(self.trial).__name__}.build_model(): the model is not built, so its "

@@ -190,6 +190,8 @@ def create_app(
                 engine.settings.home,
                 python=body.python,
                 model_def=model_def,
+                store=store,
+                warm_start_path=body.warm_start_path,
             )
         except (ConfigError, CreateError) as e:
             raise HTTPException(400, {"errors": getattr(e, "errors", [str(e)])}) from e

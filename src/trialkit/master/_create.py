@@ -16,6 +16,8 @@ from .._home import default_checkpoint_storage
 from .._modeldir import entrypoint_check
 from ..config import entrypoint_kind, parse_config, with_defaults
 from ..storage import StorageConfigError, build
+from ..store import Store
+from ._warm_start import WarmStartError, resolve_warm_start
 
 
 class CreateError(ValueError):
@@ -163,12 +165,16 @@ def prepare_experiment(
     home: Path,
     python: str | None = None,
     model_def: bytes | None = None,
+    store: Store | None = None,
+    warm_start_path: str | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """Validate, fill the seed, checkpoint storage and interpreter; return (config, warnings).
 
     ``python`` is the creating client's interpreter; ``environment.python`` in the config wins
     over it, and the master's own interpreter is used when neither is given. ``model_def`` is
     the packed model directory the entrypoint's script or Trial class must be found in.
+    With a ``store``, the warm-start source (``searcher.source_checkpoint_uuid`` /
+    ``source_trial_id``, or ``warm_start_path``) is checked and made reachable for the trials.
     """
     parsed = parse_config(raw)
     from_config = parsed.environment.python is not None
@@ -191,4 +197,9 @@ def prepare_experiment(
         errors.append(str(e))
     if errors:
         raise CreateError(errors)
+    if store is not None:
+        try:
+            resolve_warm_start(config, store, warm_start_path)
+        except WarmStartError as e:
+            raise CreateError([str(e)]) from None
     return config, [*cfg.warnings, *python_warnings]

@@ -22,6 +22,7 @@ from ._journal import register_journaled_checkpoints
 from ._launch import build_launch, describe_argv
 from ._processes import TrialProcess, run_tag
 from ._searcher_driver import SearcherDriver
+from ._warm_start import warm_start_checkpoint
 
 logger = logging.getLogger("trialkit.master")
 
@@ -555,7 +556,7 @@ class Engine:
             home=self.settings.home,
             slot_ids=slots,
             gpus=self.settings.gpus,
-            latest_checkpoint=latest.uuid if latest else None,
+            latest_checkpoint=latest.uuid if latest else warm_start_checkpoint(exp.config),
             steps_completed=latest.steps_completed if latest else 0,
         )
         with open(tdir / "output.log", "ab") as log:

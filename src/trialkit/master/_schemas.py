@@ -72,6 +72,8 @@ class CreateExperiment(BaseModel):
     #: The creating client's interpreter (sys.executable); trials run with it unless the
     #: config's environment.python says otherwise.
     python: str | None = None
+    #: ``--warm-start PATH``: a checkpoint directory on the master's machine to start from.
+    warm_start_path: str | None = None
 
 
 class MetricReport(BaseModel):

@@ -3,18 +3,17 @@ inference or inspection, with no master and no training context."""
 
 from __future__ import annotations
 
-import importlib
 import json
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import torch
 
+from .._trial_code import import_trial_class
 from ..core import DummyDistributedContext
 from ._context import PyTorchTrialContext
-from ._strategy import LOAD_DATA, STATE_DICT, load_model_state
+from ._strategy import _LEGACY_STATE_FILES, LOAD_DATA, STATE_DICT, _states, load_model_state
 from ._trial import PyTorchTrial
 
 
@@ -40,36 +39,35 @@ class CheckpointLoadContext(PyTorchTrialContext):
         raise RuntimeError("a CheckpointLoadContext has no TensorBoard directory")
 
 
-def _import_trial(code_dir: Path, spec: str) -> type[PyTorchTrial]:
-    module_name, _, qualname = spec.partition(":")
-    if not code_dir.is_dir():
-        raise RuntimeError(
-            f"{code_dir} is missing: pass trial_class= to load_trial_from_checkpoint_path"
+def _trial_spec(root: Path) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None]:
+    """(trial_cls_spec, hparams, experiment_config) from ``load_data.json``, or from the
+    ``metadata.json`` that Determined <= 0.17.7 wrote at download time."""
+    load_data_file, metadata_file = root / LOAD_DATA, root / "metadata.json"
+    if load_data_file.exists():
+        load_data = json.loads(load_data_file.read_text())
+        kind = load_data.get("trial_type")
+        if kind != "PyTorchTrial":
+            hint = (
+                " (load it with trialkit.keras.load_model_from_checkpoint_path)"
+                if kind == "TFKerasTrial"
+                else ""
+            )
+            raise RuntimeError(f"{root}: trial_type {kind!r} is not PyTorchTrial{hint}")
+        return (
+            load_data["trial_cls_spec"],
+            load_data.get("hparams"),
+            load_data.get("experiment_config"),
         )
-    sys.path.insert(0, str(code_dir))
-    try:
-        cached = sys.modules.get(module_name)
-        cached_file = getattr(cached, "__file__", None) or ""
-        if cached is not None and not Path(cached_file).resolve().is_relative_to(
-            code_dir.resolve()
-        ):
-            # Same module name imported from elsewhere: load the checkpoint's copy instead.
-            del sys.modules[module_name]
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError:
-            # code/ holds the directory of the Trial's file, so a dotted module (pkg.model_def)
-            # sits there under its last name.
-            short = module_name.rpartition(".")[2]
-            if short == module_name or not (code_dir / f"{short}.py").exists():
-                raise
-            module = importlib.import_module(short)
-    finally:
-        sys.path.remove(str(code_dir))
-    obj: Any = module
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
-    return obj  # type: ignore[no-any-return]
+    metadata = json.loads(metadata_file.read_text()) if metadata_file.exists() else {}
+    config = metadata.get("experiment_config")
+    if not isinstance(config, dict) or not config.get("entrypoint"):
+        raise RuntimeError(
+            f"{root} has neither {LOAD_DATA} nor a metadata.json with experiment_config: "
+            "Determined <= 0.17.7 wrote that metadata.json only at download; download the "
+            "checkpoint with Determined's Checkpoint.download() (or write_metadata_file) first"
+        )
+    # Checkpoints of that age always came from a Trial-class entrypoint.
+    return str(config["entrypoint"]), metadata.get("hparams"), config
 
 
 def load_trial_from_checkpoint_path(
@@ -79,28 +77,29 @@ def load_trial_from_checkpoint_path(
     torch_load_kwargs: dict[str, Any] | None = None,
 ) -> PyTorchTrial:
     """The checkpoint's Trial, constructed with its hyperparameters and its model weights loaded
-    (optimizers are left as constructed)."""
+    (optimizers are left as constructed). Reads Determined's checkpoints too (``load_data.json``
+    or a <= 0.17.7 ``metadata.json``; ``state_dict.pth`` or its legacy names and keys); a Trial
+    with the pre-0.13 ``build_model()`` gets its bare model back, as in Determined."""
     root = Path(path)
-    load_data_file = root / LOAD_DATA
-    if not load_data_file.exists():
-        raise RuntimeError(
-            f"{root} has no {LOAD_DATA}: it is not a PyTorchTrial checkpoint (or predates the format)"
-        )
-    load_data = json.loads(load_data_file.read_text())
-    if load_data.get("trial_type") != "PyTorchTrial":
-        raise RuntimeError(
-            f"{root}: trial_type {load_data.get('trial_type')!r} is not PyTorchTrial"
-        )
-    cls = trial_class or _import_trial(root / "code", load_data["trial_cls_spec"])
-    context = CheckpointLoadContext(load_data.get("hparams"), load_data.get("experiment_config"))
+    spec, hparams, exp_conf = _trial_spec(root)
+    state_file = next((root / f for f in _LEGACY_STATE_FILES if (root / f).exists()), None)
+    if state_file is None:
+        raise RuntimeError(f"{root} has no {STATE_DICT}: not a PyTorchTrial checkpoint")
+    cls = trial_class or import_trial_class(root / "code", spec)
+    context = CheckpointLoadContext(hparams, exp_conf)
     trial = cls(context, **(trial_kwargs or {}))  # type: ignore[call-arg]
     kwargs = {"map_location": "cpu", "weights_only": False, **(torch_load_kwargs or {})}
-    state = torch.load(root / STATE_DICT, **kwargs)
-    models = state["models_state_dict"]
-    if len(models) != len(context.models):
-        raise RuntimeError(
-            f"checkpoint has {len(models)} model state(s); {cls.__name__} wraps {len(context.models)}"
+    state = torch.load(state_file, **kwargs)
+    if not isinstance(state, dict):
+        raise RuntimeError(f"{state_file} holds a {type(state).__name__}, not a checkpoint dict")
+    build_model = getattr(trial, "build_model", None)
+    if callable(build_model):  # Determined < 0.13: the Trial built one model itself
+        model = build_model()
+        load_model_state(
+            model, _states(state, "models_state_dict", "model_state_dict", 1, "model")[0]
         )
+        return model  # type: ignore[no-any-return]
+    models = _states(state, "models_state_dict", "model_state_dict", len(context.models), "model")
     for m, s in zip(context.models, models, strict=True):
         load_model_state(m, s)
     return trial

@@ -1,0 +1,133 @@
+"""Warm start: the checkpoint a new experiment's trials start from (Determined's
+``searcher.source_checkpoint_uuid`` / ``source_trial_id``, and ``--warm-start PATH``).
+
+Resolved once, when the experiment is created (as Determined does): a trial id becomes its
+checkpoint with the most steps, and the checkpoint's files are made reachable in the new
+experiment's checkpoint storage under the uuid the stored config then names. A trial with no
+checkpoint of its own gets that uuid as its latest checkpoint with ``steps_completed`` 0, so a
+harness loads the weights and starts its batch count at 0 (Determined never continues the
+source's counters on a warm start).
+
+QUIRK (Determined's, kept): a warm start restores everything the checkpoint holds except the
+loop's progress and RNG: optimizer and LR-scheduler state too, so a PyTorch optimizer's saved
+``lr`` wins over the new experiment's hyperparameter until the scheduler or user code sets it;
+the data order is drawn afresh. A uuid is resolved when the experiment is created, so a later
+checkpoint of a ``source_trial_id`` is not picked up."""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from pathlib import Path
+from typing import Any
+
+from ..storage import (
+    CheckpointContentError,
+    CheckpointNotFound,
+    CheckpointStorageError,
+    StorageConfigError,
+    StorageManager,
+    build,
+    list_directory,
+)
+from ..store import NotFound, Store
+
+
+class WarmStartError(ValueError):
+    """The warm-start source does not exist or cannot be read; the message is one line."""
+
+
+def warm_start_checkpoint(config: dict[str, Any]) -> str | None:
+    """The uuid a trial without checkpoints of its own starts from (None: a cold start)."""
+    value = (config.get("searcher") or {}).get("source_checkpoint_uuid")
+    return str(value) if value else None
+
+
+def _same_place(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    keys = ("type", "host_path", "storage_path", "container_path")
+    return all(a.get(k) == b.get(k) for k in keys)
+
+
+def _copy_in(src: Path, storage_id: str, dest: StorageManager, what: str) -> None:
+    try:
+        files = list_directory(src)
+    except (CheckpointContentError, OSError) as e:
+        raise WarmStartError(f"{what}: cannot be read ({e})") from None
+    if not any(not rel.endswith("/") for rel in files):
+        raise WarmStartError(f"{what}: holds no files, so it is no checkpoint")
+    try:
+        dest.upload(src, storage_id, sorted(files))
+    except (CheckpointStorageError, OSError) as e:
+        raise WarmStartError(f"{what}: could not be copied into checkpoint storage ({e})") from None
+
+
+def _from_trial(store: Store, trial_id: int) -> str:
+    try:
+        store.get_trial(trial_id)
+    except NotFound:
+        raise WarmStartError(
+            f"searcher.source_trial_id: no trial {trial_id} on this master"
+        ) from None
+    latest = store.latest_checkpoint(trial_id)
+    if latest is None:
+        raise WarmStartError(
+            f"searcher.source_trial_id: trial {trial_id} has no completed checkpoint to start from"
+        )
+    return latest.uuid
+
+
+def _reachable(store: Store, storage_id: str, config: dict[str, Any], field: str) -> None:
+    """The registered checkpoint ``storage_id``, copied into the experiment's storage when it
+    lives in another one (a trial reads checkpoints from its own experiment's storage)."""
+    try:
+        ckpt = store.get_checkpoint(storage_id)
+    except NotFound:
+        raise WarmStartError(
+            f"{field}: no checkpoint {storage_id!r} on this master "
+            "('trialkit checkpoint list' shows them; a directory goes in --warm-start PATH)"
+        ) from None
+    if ckpt.state != "COMPLETED":
+        raise WarmStartError(f"{field}: checkpoint {storage_id} is {ckpt.state}, not COMPLETED")
+    target = config["checkpoint_storage"]
+    if _same_place(ckpt.storage, target):
+        return
+    try:
+        source = build(ckpt.storage)
+        with source.restore_path(storage_id) as path:
+            _copy_in(path, storage_id, build(target), f"{field}: checkpoint {storage_id}")
+    except (CheckpointNotFound, StorageConfigError) as e:
+        raise WarmStartError(f"{field}: checkpoint {storage_id} cannot be read ({e})") from None
+
+
+def _from_path(path: str, config: dict[str, Any]) -> str:
+    src = Path(path).expanduser()
+    what = f"--warm-start {path}"
+    if not src.is_absolute():
+        raise WarmStartError(f"{what}: give an absolute path (the master resolves it)")
+    if not src.is_dir():
+        raise WarmStartError(f"{what}: no such directory on the master's machine")
+    storage_id = str(uuidlib.uuid4())
+    _copy_in(src, storage_id, build(config["checkpoint_storage"]), what)
+    return storage_id
+
+
+def resolve_warm_start(config: dict[str, Any], store: Store, path: str | None = None) -> None:
+    """Check the experiment's warm-start source and set ``searcher.source_checkpoint_uuid`` to
+    the checkpoint its trials start from. ``source_trial_id`` wins over a uuid given with it,
+    as in Determined; a ``path`` (``--warm-start PATH``) with either is refused."""
+    searcher = config.setdefault("searcher", {})
+    trial_id = searcher.get("source_trial_id")
+    given = searcher.get("source_checkpoint_uuid")
+    if path is not None:
+        if trial_id is not None or given:
+            raise WarmStartError(
+                f"--warm-start {path}: the config also names searcher.source_trial_id or "
+                "source_checkpoint_uuid; keep one warm-start source"
+            )
+        searcher["source_checkpoint_uuid"] = _from_path(path, config)
+        return
+    if trial_id is not None:
+        storage_id = _from_trial(store, int(trial_id))
+        _reachable(store, storage_id, config, f"searcher.source_trial_id {trial_id}")
+        searcher["source_checkpoint_uuid"] = storage_id
+    elif given:
+        _reachable(store, str(given), config, "searcher.source_checkpoint_uuid")
