@@ -157,8 +157,8 @@ def test_dcgan_two_slots_pause_and_resume_exactly(master: Master, tmp_path: Path
     assert {"det_state_dict_rank0.pth", "det_state_dict_rank1.pth"} <= files, sorted(files)
     assert {f"model{i}/mp_rank_00_model_states.pt" for i in (0, 1)} <= files, sorted(files)
     b = master.describe(exp)["trials"][0]
-    assert b["latest_validation"]["values"] == a["latest_validation"]["values"]
     _assert_same_engines(master, a, b, tmp_path)
+    assert b["latest_validation"]["values"] == a["latest_validation"]["values"]
 
 
 @pytest.mark.parametrize(
