@@ -1,11 +1,8 @@
-"""DeepSpeedTrial tests: skipped where deepspeed is not installed (run in the ``deepspeed`` tox
-env with DS_ACCELERATOR=cpu). The real-master fixtures come from the integration suite."""
+"""DeepSpeedTrial tests (tox env `deepspeed`, DS_ACCELERATOR=cpu); each module skips where
+deepspeed is not installed. The real-master fixtures come from the integration suite."""
 
 import os
 
-import pytest
-
-pytest.importorskip("deepspeed")
 os.environ.setdefault("DS_ACCELERATOR", "cpu")
 os.environ.setdefault("DS_BUILD_OPS", "0")
 

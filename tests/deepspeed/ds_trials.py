@@ -164,3 +164,108 @@ class GANTrial(tkds.DeepSpeedTrial):
         real = self.context.to_device(next(dataloader_iter))
         fake = self.gen(torch.randn(len(real), 3))
         return {"gap": (fake.mean(0) - real.mean(0)).abs().sum()}
+
+
+class PipelineTrial(tkds.DeepSpeedTrial):
+    """A PipelineModule: the engine pulls every micro batch of a step itself."""
+
+    def __init__(self, context: tkds.DeepSpeedTrialContext) -> None:
+        from deepspeed.pipe import PipelineModule
+
+        self.context = context
+        hp = context.get_hparams()
+        layers = [torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1)]
+        model = PipelineModule(
+            layers=layers,
+            num_stages=int(hp.get("stages", 1)),
+            loss_fn=torch.nn.functional.mse_loss,
+        )
+        cfg = ds_config(hp)
+        engine, _, _, _ = deepspeed.initialize(
+            model=model, model_parameters=model.parameters(), config=cfg
+        )
+        self.engine = context.wrap_model_engine(engine)
+        self.stop_at = hp.get("stop_at")
+
+    def build_training_data_loader(self) -> Any:
+        micro = self.context.get_train_micro_batch_size_per_gpu()
+        return pytorch.DataLoader(_Points(96, 0), batch_size=micro, shuffle=True)
+
+    def build_validation_data_loader(self) -> Any:
+        micro = self.context.get_train_micro_batch_size_per_gpu()
+        return pytorch.DataLoader(_Points(32, 1), batch_size=micro)
+
+    def train_batch(self, dataloader_iter: Any, epoch_idx: int, batch_idx: int) -> Any:
+        loss = self.engine.train_batch(dataloader_iter)
+        if self.stop_at is not None and batch_idx + 1 == self.stop_at:
+            self.context.set_stop_requested(True)
+        return {"loss": loss}
+
+    def evaluate_batch(self, dataloader_iter: Any, batch_idx: int) -> dict[str, Any]:
+        return {"val_loss": self.engine.eval_batch(dataloader_iter)}
+
+
+class ManualAccumulationTrial(LinearTrial):
+    """train_batch once per step: it pulls and steps every micro batch itself."""
+
+    def __init__(self, context: tkds.DeepSpeedTrialContext) -> None:
+        super().__init__(context)
+        context.disable_auto_grad_accumulation()
+
+    def train_batch(self, dataloader_iter: Any, epoch_idx: int, batch_idx: int) -> Any:
+        losses = [
+            super(ManualAccumulationTrial, self).train_batch(dataloader_iter, epoch_idx, batch_idx)
+            for _ in range(self.context.get_num_micro_batches_per_slot())
+        ]
+        return {"loss": sum(m["loss"] for m in losses) / len(losses)}
+
+
+class _Count(pytorch.MetricReducer):
+    def __init__(self) -> None:
+        self.n = 0
+
+    def reset(self) -> None:
+        self.n = 0
+
+    def update(self, n: int) -> None:
+        self.n += n
+
+    def per_slot_reduce(self) -> int:
+        return self.n
+
+    def cross_slot_reduce(self, per_slot_metrics: list[int]) -> int:
+        return sum(per_slot_metrics)
+
+
+class NoDataTrial(LinearTrial):
+    """Builds no data loaders (as a rank that needs no data would): makes its own data, counts
+    records with a custom reducer and records the context's epoch helpers."""
+
+    def __init__(self, context: tkds.DeepSpeedTrialContext) -> None:
+        super().__init__(context)
+        self.records = context.wrap_reducer(_Count(), name="records_seen")
+        self.epoch_flags: list[tuple[bool, bool, int]] = []
+
+    def build_training_data_loader(self) -> Any:
+        return None
+
+    def build_validation_data_loader(self) -> Any:
+        return None
+
+    def train_batch(self, dataloader_iter: Any, epoch_idx: int, batch_idx: int) -> Any:
+        assert dataloader_iter is None
+        c = self.context
+        self.epoch_flags.append((c.is_epoch_start(), c.is_epoch_end(), c.current_train_epoch()))
+        x = torch.randn(4, 4)
+        loss = self.engine(x).pow(2).mean()
+        self.engine.backward(loss)
+        self.engine.step()
+        self.records.update(len(x))  # type: ignore[attr-defined]
+        return loss
+
+    evaluate_batch = tkds.DeepSpeedTrial.evaluate_batch  # type: ignore[assignment]
+
+    def evaluate_full_dataset(self, data_loader: Any) -> dict[str, Any]:
+        assert data_loader is None
+        self.records.update(8)  # type: ignore[attr-defined]
+        return {"val_loss": float(self.engine(torch.ones(8, 4)).pow(2).mean())}

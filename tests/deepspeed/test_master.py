@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("deepspeed")
+
 from tests.integration.conftest import Master
 
 pytestmark = pytest.mark.integration
@@ -121,3 +123,14 @@ def test_trial_class_entrypoint_with_two_slots(master: Master, tmp_path: Path) -
     assert trial["latest_validation"]["steps_completed"] == 30
     logs = master.cli("trial", "logs", str(trial["id"])).stdout
     assert "[rank=1]" in logs, logs[-3000:]
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="the CPU-only message")
+def test_fp16_without_a_gpu_is_one_line(master: Master, tmp_path: Path) -> None:
+    cfg = _config(hyperparameters={"ds": {"fp16": {"enabled": True}}})
+    desc = master.wait_state(master.create(cfg, _model_dir(tmp_path)), {"ERROR", "COMPLETED"})
+    assert desc["experiment"]["state"] == "ERROR"
+    logs = master.cli("trial", "logs", str(desc["trials"][0]["id"])).stdout
+    line = "error: LinearTrial: the DeepSpeed config enables fp16, which needs a CUDA GPU"
+    assert line in logs, logs[-3000:]
+    assert "Traceback" not in logs, logs[-3000:]

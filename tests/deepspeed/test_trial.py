@@ -9,12 +9,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+pytest.importorskip("deepspeed")
 import torch
 
 from trialkit import deepspeed as tkds
 from trialkit.harness import TrainLoop
 
-from .ds_trials import FullDatasetTrial, GANTrial, LinearTrial, gathered_weights
+from .ds_trials import (
+    FullDatasetTrial,
+    GANTrial,
+    LinearTrial,
+    ManualAccumulationTrial,
+    NoDataTrial,
+    PipelineTrial,
+    gathered_weights,
+)
 
 LENGTH = 30
 
@@ -95,6 +105,34 @@ def test_resume_after_a_stop_is_exact(stage: int, accumulation: int, stop_at: in
 
 def test_two_engines_resume_exactly() -> None:
     _resumed_equals_uninterrupted(GANTrial, {"ds": {"zero_optimization": {"stage": 1}}}, 9)
+
+
+def test_pipeline_engine_takes_whole_steps_and_resumes_exactly() -> None:
+    hp = {"ds": {"gradient_accumulation_steps": 2}}
+    trial, loop = _fit(PipelineTrial, hp, max_length=tkds.Batch(6))
+    assert trial.context.use_pipeline_parallel
+    assert trial.engine.global_steps == 6  # type: ignore[attr-defined]
+    assert loop.epoch_len == 96 // 4 // 2
+    assert loop.last_validation["val_loss"] > 0
+    _resumed_equals_uninterrupted(PipelineTrial, hp, 5)
+
+
+def test_disabled_auto_accumulation_calls_train_batch_once_per_step() -> None:
+    hp = {"ds": {"gradient_accumulation_steps": 3}}
+    auto, _ = _fit(LinearTrial, hp, max_length=tkds.Batch(5))
+    manual, _ = _fit(ManualAccumulationTrial, hp, max_length=tkds.Batch(5))
+    assert [b for _, b in manual.seen] == [b for b in range(5) for _ in range(3)]  # type: ignore[attr-defined]
+    for a, b in zip(gathered_weights(auto), gathered_weights(manual), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_loaders_may_be_none_and_context_helpers_work() -> None:
+    trial, loop = _fit(NoDataTrial, {"ds": {}}, max_length=tkds.Batch(4))
+    assert loop.last_validation["val_loss"] >= 0
+    assert loop.last_validation["records_seen"] == 8  # the custom reducer, reset per workload
+    ctx = trial.context
+    assert ctx.current_train_batch() == 3 and ctx.get_train_micro_batch_size_per_gpu() == 4
+    assert trial.epoch_flags == [(True, False, 0)] + [(False, False, 0)] * 3  # type: ignore[attr-defined]
 
 
 def test_evaluate_full_dataset() -> None:

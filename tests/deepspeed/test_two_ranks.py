@@ -1,6 +1,7 @@
 """Two CPU ranks under DeepSpeed's own runner (trialkit.launch.deepspeed), local mode: for
-ZeRO-1 and ZeRO-3 with gradient accumulation, a run stopped at batch 5 and resumed from its
-sharded checkpoint ends with the weights of an uninterrupted run, on both ranks."""
+ZeRO-1 and ZeRO-3 with gradient accumulation, and for two pipeline stages, a run stopped at
+batch 5 and resumed from its sharded checkpoint ends with the weights of an uninterrupted run,
+on both ranks."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+pytest.importorskip("deepspeed")
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -27,7 +30,7 @@ def test_two_ranks_resume_exactly_from_sharded_checkpoints(tmp_path: Path) -> No
         "OMP_NUM_THREADS": "1",
         "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")]),
     }
-    script = [sys.executable, str(REPO / "tests/deepspeed/two_ranks.py"), "1", "3"]
+    script = [sys.executable, str(REPO / "tests/deepspeed/two_ranks.py"), "1", "3", "pipe"]
     p = subprocess.run(
         [sys.executable, "-m", "trialkit.launch.deepspeed", "--nproc-per-node", "2", "--", *script],
         cwd=tmp_path,
@@ -38,8 +41,8 @@ def test_two_ranks_resume_exactly_from_sharded_checkpoints(tmp_path: Path) -> No
     )
     out = p.stdout + p.stderr
     assert p.returncode == 0, out[-4000:]
-    lines = re.findall(r"STAGE (\d) rank (\d) of 2: resumed equals uninterrupted: (\w+)", out)
-    assert sorted(lines) == [(s, r, "True") for s in "13" for r in "01"], out[-4000:]
+    lines = re.findall(r"STAGE (\w+) rank (\d) of 2: resumed equals uninterrupted: (\w+)", out)
+    assert sorted(lines) == [(s, r, "True") for s in ("1", "3", "pipe") for r in "01"], out[-4000:]
     ckpt = re.search(r"STAGE 3 rank 0 .* ckpt (\S+)", out)
     assert ckpt is not None
     path = home / "checkpoints" / ckpt.group(1)

@@ -1,6 +1,6 @@
 """Run by the deepspeed launcher with two ranks (tests/deepspeed/test_two_ranks.py): for each
 ZeRO stage given on the command line, an uninterrupted run, a run stopped at batch STOP and
-its resumption; rank 0 prints whether the final weights are equal, and what every rank saved."""
+its resumption ("pipe": two pipeline stages instead); each rank prints whether the final weights are equal, and what every rank saved."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.deepspeed.ds_trials import LinearTrial, gathered_weights  # noqa: E402
+from tests.deepspeed.ds_trials import LinearTrial, PipelineTrial, gathered_weights  # noqa: E402
 from trialkit import deepspeed as tkds  # noqa: E402
 
 LENGTH, STOP = 12, 5
@@ -19,7 +19,7 @@ LENGTH, STOP = 12, 5
 
 def fit(hparams: dict, latest: str | None = None) -> tuple[list[torch.Tensor], object]:
     with tkds.init(hparams=hparams, seed=11) as ctx:
-        trial = LinearTrial(ctx)
+        trial = PipelineTrial(ctx) if "stages" in hparams else LinearTrial(ctx)
         trainer = tkds.Trainer(trial, ctx)
         trainer.fit(
             max_length=tkds.Batch(LENGTH),
@@ -30,9 +30,12 @@ def fit(hparams: dict, latest: str | None = None) -> tuple[list[torch.Tensor], o
         return gathered_weights(trial), trainer.loop
 
 
-for stage in map(int, sys.argv[1:]):
-    zero = {"stage": stage, "stage3_param_persistence_threshold": 0}
-    hp = {"ds": {"zero_optimization": zero, "gradient_accumulation_steps": 2}}
+for stage in sys.argv[1:]:
+    if stage == "pipe":  # two pipeline stages, one per rank
+        hp: dict = {"stages": 2, "ds": {"gradient_accumulation_steps": 2}}
+    else:
+        zero = {"stage": int(stage), "stage3_param_persistence_threshold": 0}
+        hp = {"ds": {"zero_optimization": zero, "gradient_accumulation_steps": 2}}
     straight, loop = fit(hp)
     _, stopped = fit({**hp, "stop_at": STOP})
     resumed, loop2 = fit(hp, stopped.last_checkpoint)

@@ -126,6 +126,35 @@ class Trainer(LoopTrainer):
         return DeepSpeedStrategy(self._trial, self._ds_context)
 
 
+#: DeepSpeed's errors for features a CPU cannot give, and the one line that says what is missing.
+_NEEDS_GPU = {
+    "Type fp16 is not supported on your device": (
+        "the DeepSpeed config enables fp16, which needs a CUDA GPU (DeepSpeed's CPU accelerator "
+        'has no fp16): run on a GPU, or use "bf16": {"enabled": true} on the CPU'
+    ),
+    "Type bf16 is not supported on your device": (
+        "the DeepSpeed config enables bf16, which this device does not support: disable it"
+    ),
+    "ProcessGroupNCCL is only supported with GPUs": (
+        "NCCL needs CUDA GPUs: drop the nccl dist_backend (gloo is used on the CPU)"
+    ),
+}
+
+
+def build_trial(
+    trial_class: type[DeepSpeedTrial], context: DeepSpeedTrialContext
+) -> DeepSpeedTrial:
+    """``trial_class(context)``; DeepSpeed refusing a GPU-only feature on this machine is one
+    line saying what is missing."""
+    try:
+        return trial_class(context)
+    except (ValueError, RuntimeError) as e:
+        for message, explained in _NEEDS_GPU.items():
+            if message in str(e):
+                raise TrialContractError(f"{trial_class.__name__}: {explained}") from None
+        raise
+
+
 def _period(length: Any, gbs: int | None) -> TrainUnit:
     return TrainUnit._from_config(length, gbs)
 
@@ -138,7 +167,7 @@ def run_under_master(trial_class: type[DeepSpeedTrial], info: Any) -> None:
     with init(hparams=dict(info.trial.hparams), exp_conf=config) as context:
         if context.distributed.rank != 0:
             logging.getLogger().setLevel(logging.DEBUG if config.get("debug") else logging.WARNING)
-        trial = trial_class(context)
+        trial = build_trial(trial_class, context)
         Trainer(trial, context).fit(
             checkpoint_period=_period(config.get("min_checkpoint_period") or {"batches": 0}, gbs),
             validation_period=_period(config.get("min_validation_period") or {"batches": 0}, gbs),

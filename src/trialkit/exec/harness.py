@@ -78,7 +78,7 @@ def run(spec: str) -> None:
             "trialkit.pytorch.init() and Trainer(trial, context).fit(max_length=...)"
         )
     trial_class = load_trial_class(spec)
-    # A Trial base class other than PyTorchTrial (TFKerasTrial) says how it runs.
+    # A Trial base class other than PyTorchTrial (TFKerasTrial, DeepSpeedTrial) says how it runs.
     runner = getattr(trial_class, "_trialkit_run", None)
     if runner is not None:
         try:
@@ -93,8 +93,9 @@ def run(spec: str) -> None:
 
     if not issubclass(trial_class, pytorch.PyTorchTrial):
         raise HarnessError(
-            f"entrypoint {spec!r}: {trial_class.__name__} is not a trialkit.pytorch.PyTorchTrial "
-            "(other Trial types are not supported by this harness)"
+            f"entrypoint {spec!r}: {trial_class.__name__} is not a Trial class: subclass "
+            "trialkit.pytorch.PyTorchTrial, trialkit.deepspeed.DeepSpeedTrial or "
+            "trialkit.keras.TFKerasTrial"
         )
     config = info.trial.config
     hparams = dict(info.trial.hparams)
