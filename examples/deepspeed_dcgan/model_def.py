@@ -67,8 +67,9 @@ class DCGANTrial(DeepSpeedTrial):
 
         # (2) Update G: maximize log(D(G(z))). D's parameters are frozen for this backward so it
         # leaves no gradients on them (they would be state outside every checkpoint), and D is
-        # called as its bare module: a pass through D's engine would hook D into G's backward
-        # (DeepSpeed refuses that under ZeRO-0 and scales the gradient twice under accumulation).
+        # called as its bare module: an output of D's engine would run D's backward hooks inside
+        # G's backward, which DeepSpeed refuses under ZeRO-0 ("Direct calls to
+        # tensor.backward() are not supported").
         self.discriminator.requires_grad_(False)
         out_gen = self.discriminator.module(fake)
         err_g = bce(out_gen, ones)
