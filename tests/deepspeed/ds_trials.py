@@ -269,3 +269,19 @@ class NoDataTrial(LinearTrial):
         assert data_loader is None
         self.records.update(8)  # type: ignore[attr-defined]
         return {"val_loss": float(self.engine(torch.ones(8, 4)).pow(2).mean())}
+
+
+class CustomSaveTrial(LinearTrial):
+    """Overrides save/load: one file of its own next to the engine's default tag directory."""
+
+    loaded_note: str | None = None
+
+    def save(self, context: tkds.DeepSpeedTrialContext, path: Any) -> None:
+        super().save(context, path)
+        (path / f"note{context.distributed.rank}.txt").write_text(
+            f"steps {self.engine.global_steps}"
+        )
+
+    def load(self, context: tkds.DeepSpeedTrialContext, path: Any) -> None:
+        super().load(context, path)
+        CustomSaveTrial.loaded_note = (path / f"note{context.distributed.rank}.txt").read_text()

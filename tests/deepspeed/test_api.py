@@ -4,6 +4,7 @@ real DeepSpeed grid, imports that stay apart (no TensorFlow; no DeepSpeed from p
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,19 @@ pytest.importorskip("deepspeed")
 from trialkit import deepspeed as tkds
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def test_one_rank_leaves_no_rendezvous_in_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # MASTER_PORT left behind by an in-process run was inherited by the trials of a master
+    # started later from this process: their one-rank rendezvous found the port taken.
+    for name in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    with tkds.init(hparams={}) as ctx:
+        assert ctx.distributed.size == 1
+    leftover = {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"} & set(os.environ)
+    assert not leftover
 
 
 def test_overwrite_deepspeed_config_merges_recursively(tmp_path: Path) -> None:

@@ -134,3 +134,13 @@ def test_fp16_without_a_gpu_is_one_line(master: Master, tmp_path: Path) -> None:
     line = "error: LinearTrial: the DeepSpeed config enables fp16, which needs a CUDA GPU"
     assert line in logs, logs[-3000:]
     assert "Traceback" not in logs, logs[-3000:]
+
+
+def test_two_slots_without_a_launcher_is_one_line(master: Master, tmp_path: Path) -> None:
+    cfg = _two_slots()
+    cfg["entrypoint"] = "python3 -m trialkit.exec.harness model_def:LinearTrial"
+    desc = master.wait_state(master.create(cfg, _model_dir(tmp_path)), {"ERROR", "COMPLETED"})
+    assert desc["experiment"]["state"] == "ERROR"
+    logs = master.cli("trial", "logs", str(desc["trials"][0]["id"])).stdout
+    assert "error: this trial has 2 slots but was started without a launcher" in logs, logs
+    assert "Traceback" not in logs, logs[-3000:]

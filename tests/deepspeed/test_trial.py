@@ -17,6 +17,7 @@ from trialkit import deepspeed as tkds
 from trialkit.harness import TrainLoop
 
 from .ds_trials import (
+    CustomSaveTrial,
     FullDatasetTrial,
     GANTrial,
     LinearTrial,
@@ -133,6 +134,20 @@ def test_loaders_may_be_none_and_context_helpers_work() -> None:
     ctx = trial.context
     assert ctx.current_train_batch() == 3 and ctx.get_train_micro_batch_size_per_gpu() == 4
     assert trial.epoch_flags == [(True, False, 0)] + [(False, False, 0)] * 3  # type: ignore[attr-defined]
+
+
+def test_save_and_load_hooks_can_be_overridden() -> None:
+    _, loop = _fit(CustomSaveTrial, {"ds": {}, "stop_at": 3})
+    _fit(CustomSaveTrial, {"ds": {}}, latest=loop.last_checkpoint, max_length=tkds.Batch(4))
+    assert CustomSaveTrial.loaded_note == "steps 3"
+
+
+def test_a_checkpoint_without_the_engine_tag_is_an_error(trialkit_home: Path) -> None:
+    _, loop = _fit(LinearTrial, {"ds": {}, "stop_at": 2})
+    path = trialkit_home / "checkpoints" / str(loop.last_checkpoint)
+    (path / "model0").rename(path / "other")
+    with pytest.raises(RuntimeError, match="no DeepSpeed state for engine 0 \\(tag model0\\)"):
+        _fit(LinearTrial, {"ds": {}}, latest=loop.last_checkpoint)
 
 
 def test_evaluate_full_dataset() -> None:

@@ -38,25 +38,25 @@ def use_cpu_accelerator_without_cuda() -> None:
         )
 
 
-def _single_process_env() -> None:
-    """A one-rank process group for DeepSpeed when no launcher set one up."""
-    os.environ.setdefault("RANK", "0")
-    os.environ.setdefault("LOCAL_RANK", "0")
-    os.environ.setdefault("WORLD_SIZE", "1")
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", str(free_port()))
-
-
 def _init_distributed(given: core.DistributedContext | None) -> core.DistributedContext | None:
     """Join torch.distributed through DeepSpeed (as its launcher or torchrun describe the ranks,
     or as one rank); the harness coordinates over a core DistributedContext of the same ranks."""
     import deepspeed
 
     multi = int(os.environ.get("WORLD_SIZE", "1")) > 1
-    if not multi:
-        _single_process_env()
     if not torch.distributed.is_initialized() and not os.environ.get("DET_MANUAL_INIT_DISTRIBUTED"):
-        deepspeed.init_distributed(auto_mpi_discovery=False)
+        if multi:
+            deepspeed.init_distributed(auto_mpi_discovery=False)
+        else:
+            # One rank, no launcher: a private rendezvous, and no MASTER_PORT/RANK left in the
+            # environment for processes started later to inherit. The engine reads LOCAL_RANK.
+            os.environ.setdefault("LOCAL_RANK", "0")
+            deepspeed.init_distributed(
+                auto_mpi_discovery=False,
+                init_method=f"tcp://127.0.0.1:{free_port()}",
+                rank=0,
+                world_size=1,
+            )
     if given is not None or not multi:
         return given
     dist = core.DistributedContext.from_launcher_env()

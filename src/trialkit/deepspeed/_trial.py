@@ -69,14 +69,18 @@ class DeepSpeedTrial(abc.ABC):
     def load(self, context: DeepSpeedTrialContext, path: Path) -> None:
         """Load every engine from ``path`` (tag ``model<i>``); runs on every rank."""
         for i, engine in enumerate(context.models):
-            try:
-                loaded, _ = engine.load_checkpoint(str(path), tag=f"model{i}")
-            except AssertionError as e:
-                raise RuntimeError(f"failed to load DeepSpeed checkpoint model{i}: {e}") from None
-            if loaded is None:
+            tag = f"model{i}"
+            if not (path / tag).is_dir():
                 raise RuntimeError(
-                    f"checkpoint at {path} has no DeepSpeed state for engine {i} (tag model{i})"
+                    f"checkpoint at {path} has no DeepSpeed state for engine {i} (tag {tag})"
                 )
+            try:
+                loaded, _ = engine.load_checkpoint(str(path), tag=tag)
+            except AssertionError as e:
+                detail = f": {e}" if str(e) else ""
+                raise RuntimeError(f"failed to load DeepSpeed checkpoint {tag}{detail}") from None
+            if loaded is None:
+                raise RuntimeError(f"DeepSpeed found no checkpoint {tag} at {path}")
 
     @classmethod
     def _trialkit_run(cls, info: Any) -> None:
