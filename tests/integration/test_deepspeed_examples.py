@@ -30,7 +30,7 @@ import model_def
 
 class Slow(model_def.{cls}):
     def train_batch(self, dataloader_iter, epoch_idx, batch_idx):
-        time.sleep(0.3)
+        time.sleep(0.5)
         return super().train_batch(dataloader_iter, epoch_idx, batch_idx)
 """
 
@@ -129,6 +129,12 @@ def _pause_mid_run_and_activate(master: Master, exp: int) -> dict[str, Any]:
     master.cli("experiment", "activate", str(exp))
     resumed = _completed(master, exp)
     assert resumed["latest_validation"]["steps_completed"] == LENGTH
+    # Run 2 went on from the checkpoint (a restart from scratch would end equal too).
+    metrics = master.client.request(
+        "GET", f"/api/v1/trials/{trial_id}/metrics", params={"group": "training"}
+    )["metrics"]
+    after = [m["steps_completed"] for m in metrics if m["run_id"] == 2]
+    assert after and min(after) > paused["steps_completed"], (paused, after)
     return paused  # type: ignore[no-any-return]
 
 
