@@ -314,6 +314,7 @@ class DeepSpeedStrategy:
         state: dict[str, Any] = {
             "callbacks": {name: cb.state_dict() for name, cb in self._callbacks.items()},
             "rng_state": rng_state,
+            "module_buffers": _module_buffers(self.context.models),
         }
         for cb in self._callbacks.values():
             cb.on_checkpoint_save_start(state)
@@ -357,6 +358,7 @@ class DeepSpeedStrategy:
         for cb in self._callbacks.values():
             cb.on_checkpoint_load_start(state)
         self.trial.load(self.context, path)
+        _restore_module_buffers(self.context.models, state.get("module_buffers") or [])
         saved_cbs = state.get("callbacks", {})
         for name, cb in self._callbacks.items():
             if name in saved_cbs:
@@ -364,6 +366,24 @@ class DeepSpeedStrategy:
             elif type(cb).load_state_dict is not PyTorchCallback.load_state_dict:
                 logger.warning("callback %r has no state in the checkpoint", name)
         return state.get("rng_state")  # type: ignore[no-any-return]
+
+
+def _module_buffers(engines: list[Any]) -> list[dict[str, torch.Tensor]]:
+    """This rank's own module buffers (batch-norm statistics) of every engine: DeepSpeed's
+    checkpoint holds data-parallel rank 0's only, and ranks that saw other data differ."""
+    return [
+        {name: b.detach().cpu().clone() for name, b in engine.module.named_buffers()}
+        for engine in engines
+    ]
+
+
+def _restore_module_buffers(engines: list[Any], saved: list[dict[str, torch.Tensor]]) -> None:
+    with torch.no_grad():
+        for engine, buffers in zip(engines, saved, strict=False):
+            own = dict(engine.module.named_buffers())
+            for name, value in buffers.items():
+                if name in own and own[name].shape == value.shape:
+                    own[name].copy_(value)
 
 
 def _forever(loader: Any) -> Iterator[Any]:
