@@ -166,6 +166,36 @@ def test_follow_without_tty_prints_each_event_and_why_the_trial_failed(
     _check_error_shown(master, 1, trial_id)
 
 
+BURST = """
+from trialkit import core
+
+with core.init() as ctx:
+    for step in range(1, 6):
+        ctx.train.report_validation_metrics(steps_completed=step, metrics={"loss": 1.0 / step})
+        with ctx.checkpoint.store_path({"steps_completed": step}) as (path, _):
+            (path / "w").write_text(str(step))
+"""
+
+
+def test_follow_tells_every_validation_and_checkpoint_reported_between_two_polls(
+    master: Master, tmp_path: Path
+) -> None:
+    """Five validations and checkpoints in well under one poll interval: each gets its line, in
+    order (a describe response carries only the latest of each)."""
+    model_dir = tmp_path / "model"
+    write_script(model_dir, "work.py", BURST)
+    proc = _follow(master, _config("burst", {}), model_dir)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, (out, err)
+    lines = out.splitlines()
+    steps = [int(ln.split(" step ")[1].split(":")[0]) for ln in lines if " validation at " in ln]
+    assert steps == [1, 2, 3, 4, 5], out
+    told = [ln.split()[-1] for ln in lines if ln.startswith("trial 1 checkpoint ")]
+    registered = master.client.request("GET", "/api/v1/experiments/1/checkpoints")["checkpoints"]
+    in_order = [c["uuid"] for c in sorted(registered, key=lambda c: c["steps_completed"])]
+    assert told == in_order and len(told) == 5, out
+
+
 def test_a_trial_that_raises_is_explained_end_to_end(master: Master, tmp_path: Path) -> None:
     """Needs the master to record the failed run's exception line (trials.error)."""
     proc = _follow(master, _config("raises", {"fail": True}), _model_dir(tmp_path))
@@ -309,8 +339,8 @@ def test_completed_pytorch_trial_has_no_status_and_logs_its_metrics(
     [trial] = desc["trials"]
     assert trial["state"] == "COMPLETED" and trial["status"] is None, trial
     logs = _cli(master, "t", "logs", str(trial["id"])).stdout
-    assert "trialkit.pytorch: [batch 10] validation: validation_loss=" in logs, logs
-    assert "trialkit.pytorch: [batch 20] training: loss=" in logs, logs
+    assert "trialkit.harness: [batch 10] validation: validation_loss=" in logs, logs
+    assert "trialkit.harness: [batch 20] training: loss=" in logs, logs
 
 
 def _run_in_pty(argv: list[str], env: dict[str, str], timeout: float = 120) -> tuple[int, str]:
@@ -381,8 +411,8 @@ def test_local_trainer_run_shows_a_bar_on_a_terminal_and_log_lines_elsewhere(
         [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120
     )
     assert piped.returncode == 0, piped.stderr
-    assert "trialkit.pytorch: [batch 10] training: loss=" in piped.stderr
-    assert "trialkit.pytorch: [batch 15] validation: val_loss=" in piped.stderr
+    assert "trialkit.harness: [batch 10] training: loss=" in piped.stderr
+    assert "trialkit.harness: [batch 15] validation: val_loss=" in piped.stderr
     assert "━" not in piped.stderr + piped.stdout  # no bar without a terminal
     code, out = _run_in_pty([sys.executable, str(script)], env)
     assert code == 0, out

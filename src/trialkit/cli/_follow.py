@@ -12,11 +12,13 @@ import click
 
 from ._render import (
     TERMINAL,
+    checkpoint_changed,
     fmt_metrics,
     pick_metrics,
     search_line,
     trial_events,
     trial_state,
+    validation_changed,
 )
 
 if TYPE_CHECKING:
@@ -83,8 +85,52 @@ def follow_experiment(
     return desc
 
 
+class _Told:
+    """The validations and checkpoints --follow has printed, so that each is told once and in
+    order, also when a trial reports several between two polls (a describe shows the latest)."""
+
+    def __init__(self, client: MasterClient, experiment_id: int) -> None:
+        self._client, self._experiment_id = client, experiment_id
+        self._validations: set[tuple[int, int, float]] = set()
+        self._checkpoints: set[str] = set()
+
+    def new_validations(
+        self, before: dict[str, Any] | None, trial: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        if not validation_changed(before, trial):
+            return []
+        reply = self._client.request(
+            "GET",
+            f"/api/v1/trials/{trial['id']}/metrics",
+            params={"group": "validation"},
+            retry_for=30,
+        )
+        new = []
+        for m in sorted(reply["metrics"], key=lambda m: m["reported_at"]):
+            key = (m["run_id"], m["steps_completed"], m["reported_at"])
+            if key not in self._validations:
+                self._validations.add(key)
+                new.append(m)
+        return new
+
+    def new_checkpoints(self, before: dict[str, Any] | None, trial: dict[str, Any]) -> list[str]:
+        if not checkpoint_changed(before, trial):
+            return []
+        reply = self._client.request(
+            "GET", f"/api/v1/experiments/{self._experiment_id}/checkpoints", retry_for=30
+        )
+        mine = [c for c in reply["checkpoints"] if c["trial_id"] == trial["id"]]
+        new = []
+        for c in sorted(mine, key=lambda c: c["reported_at"]):
+            if c["uuid"] not in self._checkpoints:
+                self._checkpoints.add(c["uuid"])
+                new.append(c["uuid"])
+        return new
+
+
 def _follow_lines(client: MasterClient, experiment_id: int, interval: float) -> dict[str, Any]:
     seen: dict[int, dict[str, Any]] = {}
+    told = _Told(client, experiment_id)
     while True:
         desc = _describe(client, experiment_id)
         metric = (desc.get("searcher") or {}).get("metric")
@@ -94,7 +140,14 @@ def _follow_lines(client: MasterClient, experiment_id: int, interval: float) -> 
             if t["state"] == "ERROR" and not t.get("error") and not over:
                 # the reason may be stored just after the state: say it failed once it is there
                 t = {**t, "state": (before or {}).get("state", "ACTIVE")}
-            for line in trial_events(before, t, metric):
+            events = trial_events(
+                before,
+                t,
+                metric,
+                validations=told.new_validations(before, t),
+                checkpoints=told.new_checkpoints(before, t),
+            )
+            for line in events:
                 click.echo(line)
             seen[t["id"]] = t
         if over:

@@ -174,23 +174,42 @@ def _run_events(prev: dict[str, Any], now: dict[str, Any]) -> list[str]:
     return lines
 
 
+def validation_changed(before: dict[str, Any] | None, now: dict[str, Any]) -> bool:
+    """Whether a trial reported a validation between two describe responses."""
+    val, old_val = now.get("latest_validation") or {}, (before or {}).get("latest_validation") or {}
+    return bool(val) and (val.get("steps_completed"), val.get("reported_at")) != (
+        old_val.get("steps_completed"),
+        old_val.get("reported_at"),
+    )
+
+
+def checkpoint_changed(before: dict[str, Any] | None, now: dict[str, Any]) -> bool:
+    """Whether a trial registered a checkpoint between two describe responses."""
+    ckpt = now.get("latest_checkpoint")
+    return bool(ckpt) and ckpt != (before or {}).get("latest_checkpoint")
+
+
 def trial_events(
-    before: dict[str, Any] | None, now: dict[str, Any], metric: str | None
+    before: dict[str, Any] | None,
+    now: dict[str, Any],
+    metric: str | None,
+    validations: Sequence[dict[str, Any]] | None = None,
+    checkpoints: Sequence[str] | None = None,
 ) -> list[str]:
-    """One line per thing that happened to a trial between two describe responses."""
+    """One line per thing that happened to a trial between two describe responses.
+    ``validations`` / ``checkpoints``: every one reported since ``before``, oldest first, where
+    the caller fetched them; else only the latest of each is told."""
     tid, prev = now["id"], before or {}
     lines: list[str] = []
     lines += _run_events(prev, now)
-    val, old_val = now.get("latest_validation") or {}, prev.get("latest_validation") or {}
-    if val and (val.get("steps_completed"), val.get("reported_at")) != (
-        old_val.get("steps_completed"),
-        old_val.get("reported_at"),
-    ):
+    if validations is None:
+        validations = [now["latest_validation"]] if validation_changed(before, now) else []
+    for val in validations:
         shown = fmt_metrics(pick_metrics(val.get("values"), metric))
         lines.append(f"trial {tid} validation at step {val['steps_completed']}: {shown}")
-    ckpt = now.get("latest_checkpoint")
-    if ckpt and ckpt != prev.get("latest_checkpoint"):
-        lines.append(f"trial {tid} checkpoint {ckpt}")
+    if checkpoints is None:
+        checkpoints = [now["latest_checkpoint"]] if checkpoint_changed(before, now) else []
+    lines += [f"trial {tid} checkpoint {uuid}" for uuid in checkpoints]
     if now["state"] in TERMINAL and now["state"] != prev.get("state"):
         if now["state"] == "ERROR":
             reason = first_line(now.get("error") or "") or "no reason recorded"
