@@ -3,7 +3,7 @@
 ``python3 -m trialkit.launch.auto [LAUNCHER_OPTIONS...] --trial module:Class`` imports the Trial
 class (from the model directory on PYTHONPATH), finds the first class of its MRO that belongs to
 a harness in ``LAUNCHERS`` and replaces itself with that launcher (same pid, same arguments):
-PyTorchTrial → torch_distributed, TFKerasTrial → tensorflow. A class of no known harness gets
+PyTorchTrial and DeepSpeedTrial → torch_distributed, TFKerasTrial → tensorflow. A class of no known harness gets
 torch_distributed, as Determined starts every Trial type. The master runs this rather than
 importing a framework itself.
 """
@@ -17,9 +17,11 @@ import sys
 from ._common import LaunchError, log, run_main
 
 #: Harness package → the launcher module its multi-slot trials run under (first match in the
-#: Trial class's MRO wins, so a harness may subclass another's Trial). DeepSpeedTrial's row,
-#: once trialkit.deepspeed exists: "trialkit.deepspeed": "trialkit.launch.deepspeed".
+#: Trial class's MRO wins, so a harness may subclass another's Trial). DeepSpeedTrial runs under
+#: torch_distributed too: DeepSpeed joins the torch process group that launcher sets up, and the
+#: launcher form (``trialkit.launch.deepspeed -- ...``) remains for DeepSpeed's own runner.
 LAUNCHERS: dict[str, str] = {
+    "trialkit.deepspeed": "trialkit.launch.torch_distributed",
     "trialkit.pytorch": "trialkit.launch.torch_distributed",
     "trialkit.keras": "trialkit.launch.tensorflow",
 }
