@@ -61,7 +61,9 @@ def test_iris_const_trains_for_epochs_validates_and_checkpoints(
     master: Master, tmp_path: Path
 ) -> None:
     model_dir = Path(shutil.copytree(IRIS, tmp_path / "iris"))
-    cfg = _iris_config(perform_initial_validation=True, scheduling_unit=2)
+    cfg = _iris_config(
+        perform_initial_validation=True, scheduling_unit=2, reproducibility={"experiment_seed": 1}
+    )
     desc = _run(master, cfg, model_dir)
     assert desc["experiment"]["state"] == "COMPLETED", desc
     [trial] = desc["trials"]
@@ -72,7 +74,9 @@ def test_iris_const_trains_for_epochs_validates_and_checkpoints(
     last = vals[-1]["values"]
     assert last["epochs"] == 25 and last["records"] == 100 * 30
     assert set(last) >= {"val_loss", "val_categorical_accuracy"}
-    assert last["val_categorical_accuracy"] > 0.6 > vals[0]["values"]["val_categorical_accuracy"]
+    # the untrained model may already place one class in three (real iris rows): compare with it
+    first_acc = vals[0]["values"]["val_categorical_accuracy"]
+    assert last["val_categorical_accuracy"] >= max(0.8, first_acc + 0.1), vals
     train = _metrics(master, trial["id"], "training")
     assert [m["steps_completed"] for m in train] == list(range(2, 101, 2))
     assert train[-1]["values"]["loss"] < train[0]["values"]["loss"]
