@@ -92,7 +92,9 @@ def _searcher_section() -> list[str]:
     out = ["## `searcher`", "", _doc(SearcherConfig), "", *_table(SearcherConfig), ""]
     out += ["Keys each searcher accepts (**bold**: required):", "", "| name | keys |", "|---|---|"]
     for name, keys in FIELDS.items():
-        shown = ", ".join(f"**`{k}`**" if k in REQUIRED[name] or k == "name" else f"`{k}`" for k in keys)
+        shown = ", ".join(
+            f"**`{k}`**" if k in REQUIRED[name] or k == "name" else f"`{k}`" for k in keys
+        )
         out.append(f"| `{name}` | {shown} |")
     return [*out, ""]
 

@@ -8,7 +8,6 @@ import pickle
 from pathlib import Path
 
 import numpy as np
-
 from cifar10_data import FOLDER, TEST_BATCHES, TRAIN_BATCHES
 
 LABELS = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]

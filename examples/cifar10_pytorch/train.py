@@ -16,5 +16,7 @@ with open("const.yaml") as f:
 with pytorch.init(hparams=conf["hyperparameters"], exp_conf=conf, seed=1) as context:
     trial = CIFARTrial(context)
     trainer = pytorch.Trainer(trial, context)
-    trainer.fit(max_length=pytorch.Epoch(1), validation_period=pytorch.Epoch(1), checkpoint_policy="all")
+    trainer.fit(
+        max_length=pytorch.Epoch(1), validation_period=pytorch.Epoch(1), checkpoint_policy="all"
+    )
 print("validation:", trainer.loop.last_validation if trainer.loop else None)

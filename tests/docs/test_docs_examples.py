@@ -26,6 +26,15 @@ _SHELL = {"bash", "sh", "shell", "console"}
 _FRAMEWORKS = {"torch": "torch", "tf": "tensorflow"}
 
 
+def _split_env(argv: list[str]) -> tuple[dict[str, str], list[str]]:
+    """Leading ``NAME=value`` words (environment for the command) and the command."""
+    env = {}
+    while argv and "=" in argv[0] and argv[0].split("=")[0].isidentifier():
+        name, _, value = argv.pop(0).partition("=")
+        env[name] = value
+    return env, argv
+
+
 def _commands(block: Block) -> list[list[str]]:
     """The commands of a shell block: comments dropped, ``\\`` continuations joined."""
     text = block.text.replace("\\\n", " ")
@@ -90,6 +99,7 @@ def test_yaml_blocks_load_and_commands_parse(page: str, tmp_path: Path) -> None:
             load_config(path)
         elif block.lang in _SHELL:
             for argv in _commands(block):
+                argv = _split_env(argv)[1]
                 if argv[0] == "trialkit":
                     parse_cli(argv[1:])
                 else:
@@ -129,9 +139,10 @@ def _run_shell(
     cwd = REPO if "repo" in block.flags else work
     if "master" in block.flags:
         env = {**request.getfixturevalue("master").env, "PYTHONPATH": env["PYTHONPATH"]}
-    for argv in _commands(block):
+    for line in _commands(block):
+        extra, argv = _split_env(line)
         if argv[0] in ("python", "python3"):
-            _run([sys.executable, *argv[1:]], cwd, env, block.where)
+            _run([sys.executable, *argv[1:]], cwd, {**env, **extra}, block.where)
         elif "master" in block.flags:
             _run([sys.executable, "-m", "trialkit.cli", *argv[1:]], cwd, env, block.where)
         else:

@@ -228,54 +228,62 @@ def _used(**extra: Any) -> Any:
 CHECKS = {
     "searcher.max_length: N": _check_unitless_length,
     "searcher.max_length: {unit: N}": lambda: (
-        parse_config({"searcher": {"name": "single", "max_length": {"epochs": 3}}}).searcher.max_length
+        parse_config(
+            {"searcher": {"name": "single", "max_length": {"epochs": 3}}}
+        ).searcher.max_length
         == Length("epochs", 3)
     ),
-    "searcher.stop_once": lambda: parse_config(
-        {
-            "searcher": {
-                "name": "adaptive_asha",
-                "metric": "m",
-                "max_trials": 2,
-                "max_length": 8,
-                "stop_once": True,
+    "searcher.stop_once": lambda: (
+        parse_config(
+            {
+                "searcher": {
+                    "name": "adaptive_asha",
+                    "metric": "m",
+                    "max_trials": 2,
+                    "max_length": 8,
+                    "stop_once": True,
+                }
             }
-        }
-    ).searcher.stop_once,
+        ).searcher.stop_once
+    ),
     "searcher.name: adaptive": lambda: _check_removed("adaptive", "adaptive_asha"),
     "searcher.name: adaptive_simple": lambda: _check_removed("adaptive_simple", "adaptive_asha"),
     "searcher.name: sync_halving": lambda: _check_removed("sync_halving", "async_halving"),
-    "records_per_epoch": lambda: _used(records_per_epoch=500).as_dict()["records_per_epoch"]
-    == 500,
+    "records_per_epoch": lambda: _used(records_per_epoch=500).as_dict()["records_per_epoch"] == 500,
     "scheduling_unit": lambda: _used(scheduling_unit=7).as_dict()["scheduling_unit"] == 7,
-    "min_validation_period": lambda: _used(min_validation_period={"records": 64}).as_dict()[
-        "min_validation_period"
-    ]
-    == {"records": 64},
-    "min_checkpoint_period": lambda: _used(min_checkpoint_period={"epochs": 2}).as_dict()[
-        "min_checkpoint_period"
-    ]
-    == {"epochs": 2},
-    "optimizations.aggregation_frequency": lambda: _used(
-        optimizations={"aggregation_frequency": 4}
-    ).optimizations.aggregation_frequency
-    == 4,
-    "optimizations.average_aggregated_gradients": lambda: _used(
-        optimizations={"average_aggregated_gradients": False}
-    ).as_dict()["optimizations"]["average_aggregated_gradients"]
-    is False,
-    "checkpoint_storage.checkpoint_path": lambda: _used(
-        checkpoint_storage={"type": "shared_fs", "host_path": "/tmp", "checkpoint_path": "c"}
-    ).checkpoint_storage.storage_path
-    == "c",
-    "environment.environment_variables.gpu": lambda: _used(
-        environment={"environment_variables": {"gpu": ["X=1"]}}
-    ).environment.variables_for("cuda")
-    == ["X=1"],
-    "entrypoint_script / launch_layer": lambda: parse_config(
-        _single(entrypoint_script="train.py", launch_layer="python3")
-    ).warnings
-    == ["entrypoint_script: legacy draft key; write entrypoint: 'python3 train.py' instead"],
+    "min_validation_period": lambda: (
+        _used(min_validation_period={"records": 64}).as_dict()["min_validation_period"]
+        == {"records": 64}
+    ),
+    "min_checkpoint_period": lambda: (
+        _used(min_checkpoint_period={"epochs": 2}).as_dict()["min_checkpoint_period"]
+        == {"epochs": 2}
+    ),
+    "optimizations.aggregation_frequency": lambda: (
+        _used(optimizations={"aggregation_frequency": 4}).optimizations.aggregation_frequency == 4
+    ),
+    "optimizations.average_aggregated_gradients": lambda: (
+        _used(optimizations={"average_aggregated_gradients": False}).as_dict()["optimizations"][
+            "average_aggregated_gradients"
+        ]
+        is False
+    ),
+    "checkpoint_storage.checkpoint_path": lambda: (
+        _used(
+            checkpoint_storage={"type": "shared_fs", "host_path": "/tmp", "checkpoint_path": "c"}
+        ).checkpoint_storage.storage_path
+        == "c"
+    ),
+    "environment.environment_variables.gpu": lambda: (
+        _used(environment={"environment_variables": {"gpu": ["X=1"]}}).environment.variables_for(
+            "cuda"
+        )
+        == ["X=1"]
+    ),
+    "entrypoint_script / launch_layer": lambda: (
+        parse_config(_single(entrypoint_script="train.py", launch_layer="python3")).warnings
+        == ["entrypoint_script: legacy draft key; write entrypoint: 'python3 train.py' instead"]
+    ),
 }
 
 
