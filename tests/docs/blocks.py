@@ -85,6 +85,6 @@ def blocks(page: str) -> list[Block]:
 
 
 def guide_pages() -> list[str]:
-    """Every page with code blocks except the generated references."""
+    """Every page of the site except the generated references (drafts are not on the site)."""
     pages = sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md"))
-    return [p for p in pages if not p.startswith("reference/")]
+    return [p for p in pages if not p.startswith(("reference/", "drafts/"))]
