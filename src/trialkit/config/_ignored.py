@@ -53,6 +53,11 @@ IGNORED: tuple[tuple[str, str, str], ...] = (
     ("optimizations", "auto_tune_tensor_fusion", _HOROVOD),
     ("optimizations", "grad_updates_size_file", _HOROVOD),
     ("optimizations", "mixed_precision", "legacy option; use torch.autocast in the trial"),
+    (
+        "optimizations",
+        "average_training_metrics",
+        "training metrics are always averaged across workers, as Determined's PyTorchTrial does",
+    ),
 )
 #: Values that are as good as the default (Determined's name for the default pool).
 _HARMLESS = {("resources", "resource_pool"): ("", "default")}
