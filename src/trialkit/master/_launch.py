@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._alias import BOOT_DIR as ALIAS_BOOT_DIR
 from .._home import make_private, make_private_tree, write_private
 from .._info import INFO_ENV, ClusterInfo, TrialInfo
 from ..config import entrypoint_kind
@@ -143,8 +144,9 @@ def build_launch(
             INFO_ENV: str(info_file),
             "TRIALKIT_HOME": str(home),
             "TRIALKIT_MASTER_FILE": str(master_file),
+            # The alias boot dir makes `import determined` work when Determined is absent.
             "PYTHONPATH": os.pathsep.join(
-                p for p in (str(workdir), env.get("PYTHONPATH", "")) if p
+                p for p in (str(ALIAS_BOOT_DIR), str(workdir), env.get("PYTHONPATH", "")) if p
             ),
             "PYTHONUNBUFFERED": "1",
             "DET_MASTER": master_url,
