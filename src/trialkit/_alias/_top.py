@@ -24,7 +24,12 @@ def _getattr(name: str) -> Any:
 
         return getattr(trialkit, name)
     if name in _SUBPACKAGES:
-        return importlib.import_module(f"determined.{name}")
+        try:
+            return importlib.import_module(f"determined.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"determined.{name}":
+                raise
+            raise AttributeError(f"determined.{name}: {e}") from None
     raise AttributeError(
         f"module 'determined' (trialkit's alias) has no attribute {name!r}; "
         "see 'Coming from Determined' in trialkit's docs"
