@@ -65,6 +65,4 @@ def uninstall(target: Path | None, user: bool) -> None:
     removed = [p for p in (where / PTH_NAME, where / f"{MODULE_NAME}.py") if p.is_file()]
     for path in removed:
         path.unlink()
-    click.echo(
-        f"removed the determined alias from {where}" if removed else f"no alias in {where}"
-    )
+    click.echo(f"removed the determined alias from {where}" if removed else f"no alias in {where}")

@@ -29,9 +29,7 @@ _JSON = {"--json": ("--json", False)}
 _LOGS = {"-f": ("-f", False), "--follow": ("-f", False), "--tail": ("--tail", True)}
 
 EXPERIMENT: dict[str, Cmd] = {
-    "list": Cmd(
-        ("experiment", "list"), (), {"-a": ("-a", False), "--all": ("-a", False), **_JSON}
-    ),
+    "list": Cmd(("experiment", "list"), (), {"-a": ("-a", False), "--all": ("-a", False), **_JSON}),
     "describe": Cmd(("experiment", "describe"), ("EXPERIMENT_IDS",), dict(_JSON)),
     "logs": Cmd(("experiment", "logs"), ("EXPERIMENT_ID",), dict(_LOGS)),
     "create": Cmd(

@@ -2,14 +2,13 @@
 
 import logging
 
-import torch
-from torch import nn
-from torch.utils.data import SequentialSampler
-
 import determined as det
+import torch
 from data import make_dataset
 from determined import pytorch
 from determined.pytorch import DataLoader, LRScheduler, PyTorchTrial, PyTorchTrialContext
+from torch import nn
+from torch.utils.data import SequentialSampler
 
 
 class RegressionTrial(PyTorchTrial):
@@ -21,7 +20,11 @@ class RegressionTrial(PyTorchTrial):
         if context.get_hparam("learning_rate") > 1.0:
             raise det.InvalidHP("learning_rate above 1.0 diverges")
         self.model = context.wrap_model(
-            nn.Sequential(nn.Linear(4, context.get_hparam("hidden")), nn.ReLU(), nn.Linear(context.get_hparam("hidden"), 1))
+            nn.Sequential(
+                nn.Linear(4, context.get_hparam("hidden")),
+                nn.ReLU(),
+                nn.Linear(context.get_hparam("hidden"), 1),
+            )
         )
         self.optimizer = context.wrap_optimizer(
             torch.optim.SGD(self.model.parameters(), lr=context.get_hparam("learning_rate"))
