@@ -15,8 +15,10 @@ class RegressionTrial(PyTorchTrial):
     def __init__(self, context: PyTorchTrialContext) -> None:
         self.context = context
         info = det.get_cluster_info()
-        assert info is not None and isinstance(info.trial, det.TrialInfo)
-        logging.info("trial %s of experiment %s", info.trial.trial_id, info.trial.experiment_id)
+        if info is not None:  # None when the trial is loaded from a checkpoint, off-cluster
+            assert isinstance(info.trial, det.TrialInfo)
+            trial = info.trial
+            logging.info("trial %s of experiment %s", trial.trial_id, trial.experiment_id)
         if context.get_hparam("learning_rate") > 1.0:
             raise det.InvalidHP("learning_rate above 1.0 diverges")
         self.model = context.wrap_model(
