@@ -173,3 +173,38 @@ def test_target_names() -> None:
     assert target_name("determined.launch.torch_distributed") == (
         "trialkit.launch.torch_distributed"
     )
+
+
+def test_workers_of_a_trialkit_launcher_get_the_alias(tmp_path: Path) -> None:
+    """A launcher run by hand (no master, no boot dir on PYTHONPATH) still starts its workers
+    with the alias."""
+    pytest.importorskip("torch")
+    script = tmp_path / "worker.py"
+    script.write_text("import determined, trialkit.core; print(determined.core is trialkit.core)\n")
+    env = {k: v for k, v in os.environ.items() if k != "TRIALKIT_DETERMINED_ALIAS"}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trialkit.launch.torch_distributed",
+            "--",
+            sys.executable,
+            str(script),
+        ],
+        env={**env, "PYTHONPATH": str(SRC)},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["[rank=0] True"]
+
+
+def test_with_boot_dir_puts_it_first_once() -> None:
+    from trialkit._alias import with_boot_dir
+
+    boot = str(BOOT_DIR)
+    assert with_boot_dir(None) == boot
+    assert with_boot_dir(f"/a{os.pathsep}{boot}", "/model") == os.pathsep.join(
+        [boot, "/model", "/a"]
+    )

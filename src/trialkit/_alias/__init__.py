@@ -131,6 +131,14 @@ def install() -> bool:
     return True
 
 
+def with_boot_dir(pythonpath: str | None, *then: str) -> str:
+    """A PYTHONPATH that starts the alias in the processes it reaches: the boot dir (once;
+    its only module is ``sitecustomize``, which runs any other one), ``then``, the rest."""
+    boot = str(BOOT_DIR)
+    rest = [p for p in (pythonpath or "").split(os.pathsep) if p and p != boot]
+    return os.pathsep.join([boot, *then, *rest])
+
+
 def uninstall() -> None:
     """Remove the finder (modules already imported stay imported)."""
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, DeterminedAliasFinder)]
@@ -145,4 +153,5 @@ __all__ = [
     "is_alias",
     "target_name",
     "uninstall",
+    "with_boot_dir",
 ]
