@@ -208,3 +208,18 @@ def test_with_boot_dir_puts_it_first_once() -> None:
     assert with_boot_dir(f"/a{os.pathsep}{boot}", "/model") == os.pathsep.join(
         [boot, "/model", "/a"]
     )
+
+
+def test_the_boot_imports_trialkit_only_when_determined_is_imported() -> None:
+    out = _ok(
+        """
+        import sys
+        finders = [f for f in sys.meta_path if getattr(f, "_trialkit_determined_alias", False)]
+        print(len(finders), "trialkit" in sys.modules)
+        import json  # any other import leaves trialkit alone
+        print("trialkit" in sys.modules)
+        import determined
+        print("trialkit" in sys.modules)
+        """
+    )
+    assert out.split() == ["1", "False", "False", "True"]

@@ -1,8 +1,9 @@
 """``import determined`` without Determined: a meta path finder that maps ``determined.X`` to
 ``trialkit.X`` (one module object each: ``determined.core is trialkit.core``).
 
-Installed in every process the master starts (``boot/sitecustomize.py`` on their PYTHONPATH)
-and, opt-in, in any interpreter by ``trialkit alias install`` (a one-line ``.pth`` file).
+Installed in every process the master starts (``boot/sitecustomize.py`` on their PYTHONPATH,
+which puts a stand-in finder in place that imports this module on the first ``determined``
+import) and, opt-in, in any interpreter by ``trialkit alias install`` (a ``.pth`` file).
 It never shadows a real ``determined``: the top-level name is aliased only when no other
 importer can find it. ``TRIALKIT_DETERMINED_ALIAS=0`` turns it off.
 """
@@ -89,6 +90,8 @@ class _AliasLoader(importlib.abc.Loader):
 class DeterminedAliasFinder(importlib.abc.MetaPathFinder):
     """Finds ``determined`` (only when nothing else does) and, under the alias, its submodules."""
 
+    _trialkit_determined_alias = True  # marks every alias finder, the boot's stand-in too
+
     def find_spec(
         self, fullname: str, path: Any = None, target: Any = None
     ) -> importlib.machinery.ModuleSpec | None:
@@ -114,7 +117,7 @@ class DeterminedAliasFinder(importlib.abc.MetaPathFinder):
 
     def _real_determined_exists(self) -> bool:
         for finder in sys.meta_path:
-            if finder is self or isinstance(finder, DeterminedAliasFinder):
+            if getattr(finder, "_trialkit_determined_alias", False):
                 continue
             find = getattr(finder, "find_spec", None)
             if find is not None and find("determined", None) is not None:
@@ -126,7 +129,7 @@ def install() -> bool:
     """Put the finder first on ``sys.meta_path`` (once); False when switched off."""
     if not enabled():
         return False
-    if not any(isinstance(f, DeterminedAliasFinder) for f in sys.meta_path):
+    if not any(getattr(f, "_trialkit_determined_alias", False) for f in sys.meta_path):
         sys.meta_path.insert(0, DeterminedAliasFinder())
     return True
 
@@ -141,7 +144,9 @@ def with_boot_dir(pythonpath: str | None, *then: str) -> str:
 
 def uninstall() -> None:
     """Remove the finder (modules already imported stay imported)."""
-    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, DeterminedAliasFinder)]
+    sys.meta_path[:] = [
+        f for f in sys.meta_path if not getattr(f, "_trialkit_determined_alias", False)
+    ]
 
 
 __all__ = [

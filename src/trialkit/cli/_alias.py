@@ -3,24 +3,17 @@ environment outside trialkit's own processes, e.g. for ``python train.py`` in lo
 
 from __future__ import annotations
 
+import shutil
 import site
 import sysconfig
 from pathlib import Path
 
 import click
 
-#: The .pth line runs this module at interpreter start; the module installs the finder.
+#: The .pth line imports the boot module (copied next to it), which installs the alias.
 PTH_NAME = "trialkit_determined_alias.pth"
-MODULE_NAME = "_trialkit_determined_alias"
-_MODULE = '''"""Written by 'trialkit alias install': makes `import determined` resolve to trialkit
-when no real Determined is installed. Remove with 'trialkit alias uninstall'."""
-try:
-    import trialkit._alias
-except ImportError:
-    pass
-else:
-    trialkit._alias.install()
-'''
+MODULE_NAME = "_trialkit_alias_boot"
+
 
 target_option = click.option(
     "--target",
@@ -51,7 +44,9 @@ def install(target: Path | None, user: bool) -> None:
     it off)."""
     where = _site_dir(target, user)
     where.mkdir(parents=True, exist_ok=True)
-    (where / f"{MODULE_NAME}.py").write_text(_MODULE)
+    from .._alias import BOOT_DIR
+
+    shutil.copyfile(BOOT_DIR / f"{MODULE_NAME}.py", where / f"{MODULE_NAME}.py")
     (where / PTH_NAME).write_text(f"import {MODULE_NAME}\n")
     click.echo(f"installed the determined alias in {where}")
 
