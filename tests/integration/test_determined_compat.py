@@ -175,3 +175,74 @@ def test_generic_api_launch_layer_through_the_alias(master: Master, tmp_path: Pa
     assert "python3 -m determined.launch.torch_distributed python3 train.py" in _logs(
         master, trial["id"]
     )
+
+
+_SDK_SCRIPT = """
+import sys
+import determined as det
+from determined.experimental import client
+
+client.login()  # Determined scripts log in first; trialkit's local master needs nothing
+exp = client.create_experiment("const.yaml", ".")
+print("state", exp.wait(interval=0.2).value)
+best = exp.top_checkpoint()
+print("steps", best.steps_completed)
+path = best.download(sys.argv[1])
+trial = det.pytorch.load_trial_from_checkpoint_path(path)
+print("loaded", type(trial).__name__)
+print("trial checkpoints", [c.steps_completed for c in client.get_trial(best.trial_id).list_checkpoints()])
+"""
+
+
+def test_determined_sdk_client_creates_waits_and_downloads(master: Master, tmp_path: Path) -> None:
+    """An inference-style script with `from determined.experimental import client`, run with
+    the opt-in alias (here via the boot dir, as `trialkit alias install` would)."""
+    project = _project(tmp_path, "determined_037")
+    proc = subprocess.run(
+        [sys.executable, "-c", _SDK_SCRIPT, str(tmp_path / "best")],
+        cwd=project,
+        env={**master.env, "PYTHONPATH": f"{BOOT_DIR}{os.pathsep}{SRC}"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "state COMPLETED",
+        "steps 32",  # the best validation_loss is the last one of this converging run
+        "loaded RegressionTrial",
+        "trial checkpoints [8, 16, 24, 32]",
+    ]
+    assert (tmp_path / "best" / "state_dict.pth").is_file()
+
+
+def test_test_one_batch_runs_a_trial_class_locally(tmp_path: Path, trialkit_home: Path) -> None:
+    project = _project(tmp_path, "determined_037")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import yaml, determined as det, model_def\n"
+            "cfg = yaml.safe_load(open('const.yaml'))\n"
+            "trial = det.experimental.test_one_batch(model_def.RegressionTrial, cfg)\n"
+            "print(type(trial).__name__)",
+        ],
+        cwd=project,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(BOOT_DIR), str(SRC), str(project)])},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "RegressionTrial"
+    # One batch trained, validated and checkpointed, recorded as a local run.
+    from trialkit.store import Store
+
+    store = Store.at(trialkit_home)
+    try:
+        [exp] = store.list_experiments()
+        [trial] = store.list_trials(exp.id)
+        assert [m.steps_completed for m in store.list_metrics(trial.id, "validation")] == [1]
+        assert [c.steps_completed for c in store.list_checkpoints(trial_id=trial.id)] == [1]
+    finally:
+        store.close()

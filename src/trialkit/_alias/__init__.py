@@ -26,7 +26,6 @@ BOOT_DIR = Path(__file__).resolve().parent / "boot"
 #: ``determined`` names whose trialkit module is not ``trialkit`` + the same suffix.
 _RENAMES = {
     "determined.pytorch.deepspeed": "trialkit.deepspeed",
-    "determined.experimental": "trialkit._alias.experimental",
 }
 
 
