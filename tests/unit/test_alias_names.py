@@ -128,7 +128,7 @@ PYTORCH += [
 PYTORCH += [f"pytorch.MetricReducer.{m}" for m in ("reset", "per_slot_reduce", "cross_slot_reduce")]
 PYTORCH += ["pytorch.DataLoader.get_data_loader", "pytorch.Trainer.fit"]
 
-KERAS = ["keras.TFKerasTrial", "keras.TFKerasTrialContext"]
+KERAS = ["keras.TFKerasTrial", "keras.TFKerasTrialContext", "keras.InputData"]
 
 EXPERIMENTAL = ["experimental.test_one_batch"] + [
     f"experimental.client.{n}"

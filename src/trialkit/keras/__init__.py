@@ -9,6 +9,10 @@ from ._context import TFKerasTrialContext
 from ._data import SequenceAdapter
 from ._trial import TFKerasTrial
 
+#: Determined's name for what ``build_*_data_loader`` returns: a ``tf.data.Dataset``, a
+#: ``keras.utils.Sequence`` or numpy arrays ``(x, y[, sample_weight])`` (type hints only).
+InputData = Any
+
 _LAZY = ("TrialkitCallback", "DeterminedCallback")
 
 
@@ -22,6 +26,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "DeterminedCallback",
+    "InputData",
     "SequenceAdapter",
     "TFKerasTrial",
     "TFKerasTrialContext",
