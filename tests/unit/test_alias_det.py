@@ -54,7 +54,7 @@ def test_det_lines_become_trialkit_lines(det: str, trialkit: list[str]) -> None:
 @pytest.mark.parametrize(
     ("det", "says"),
     [
-        ("e create const.yaml . --test-mode", "run the Trial locally instead"),
+        ("e create const.yaml . --test-mode", "det.experimental.test_one_batch(MyTrial, config)"),
         ("e create const.yaml", "usage: det e create CONFIG_FILE MODEL_DEF"),
         ("e list --csv", "use --json"),
         ("e download 3", "'trialkit checkpoint list ID', then 'trialkit checkpoint download UUID'"),

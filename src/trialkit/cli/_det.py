@@ -104,8 +104,8 @@ UNMAPPED = {
 
 #: det options with no trialkit form, and what to do instead.
 OPTION_NOTES = {
-    "--test-mode": "run the Trial locally instead (Trainer(trial, context).fit(max_length=Batch(1)))",
-    "-t": "run the Trial locally instead (Trainer(trial, context).fit(max_length=Batch(1)))",
+    "--test-mode": "test the Trial locally: det.experimental.test_one_batch(MyTrial, config)",
+    "-t": "test the Trial locally: det.experimental.test_one_batch(MyTrial, config)",
     "--local": "run the training script with python directly (local mode)",
     "--csv": "use --json",
     "--best": "'trialkit checkpoint list' shows every checkpoint with its steps",
