@@ -40,6 +40,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
         ("t describe 7 --json", ["trial describe 7 --json"]),
         ("trial logs 7 -f", ["trial logs 7 -f"]),
         ("checkpoint list 3", ["checkpoint list 3"]),
+        ("c ls 3 --json", ["checkpoint list 3 --json"]),
         ("checkpoint describe abcd", ["checkpoint describe abcd"]),
         ("checkpoint download abcd -o out -q", ["checkpoint download abcd -o out"]),
         ("preview-search adaptive.yaml", ["experiment preview adaptive.yaml"]),

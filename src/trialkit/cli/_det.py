@@ -57,7 +57,10 @@ EXPERIMENT: dict[str, Cmd] = {
         )
     },
 }
-EXPERIMENT_ALIASES = {"ls": "list", "lt": "list-trials", "lc": "list-checkpoints"}
+SUB_ALIASES = {
+    "experiment": {"ls": "list", "lt": "list-trials", "lc": "list-checkpoints"},
+    "checkpoint": {"ls": "list"},
+}
 
 TRIAL: dict[str, Cmd] = {
     "describe": Cmd(("trial", "describe"), ("TRIAL_ID",), dict(_JSON)),
@@ -114,8 +117,9 @@ OPTION_NOTES = {
     "--template": "trialkit has no templates; write the config in full",
 }
 
+#: Determined spells these "e|xperiment", "t|rial", "c|heckpoint": the word or its letter.
 GROUPS = {"e": "experiment", "experiment": "experiment", "t": "trial", "trial": "trial"}
-GROUPS["checkpoint"] = "checkpoint"
+GROUPS.update(c="checkpoint", checkpoint="checkpoint")
 TABLES = {"experiment": EXPERIMENT, "trial": TRIAL, "checkpoint": CHECKPOINT}
 _GLOBAL_WITH_VALUE = ("-m", "--master", "-u", "--user")
 
@@ -178,7 +182,7 @@ def translate(args: list[str]) -> list[list[str]]:
             rest = ["list"]  # `det e` lists experiments, as in Determined
         else:
             return [[group, "--help"]]
-    sub = EXPERIMENT_ALIASES.get(rest[0], rest[0]) if group == "experiment" else rest[0]
+    sub = SUB_ALIASES.get(group, {}).get(rest[0], rest[0])
     cmd = TABLES[group].get(sub)
     if cmd is None:
         hint = UNMAPPED.get(f"{group} {sub}", "not supported by trialkit")
