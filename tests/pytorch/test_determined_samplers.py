@@ -7,10 +7,12 @@ import itertools
 
 import numpy as np
 import pytest
-import torch
-from torch.utils.data import BatchSampler, SequentialSampler
 
-from trialkit.pytorch import samplers
+torch = pytest.importorskip("torch")
+
+from torch.utils.data import BatchSampler, SequentialSampler  # noqa: E402
+
+from trialkit.pytorch import samplers  # noqa: E402
 
 
 def _determined_shuffles(items: list, seed: int, passes: int) -> list[list]:

@@ -18,7 +18,7 @@ from trialkit._alias import BOOT_DIR
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 TOP = ["get_cluster_info", "ClusterInfo", "TrialInfo", "InvalidHP", "LOG_FORMAT", "__version__"]
-TOP += ["core", "pytorch", "keras", "experimental", "generic"]
+TOP += ["core", "keras", "experimental", "generic"]
 TOP += ["ClusterInfo.latest_checkpoint", "ClusterInfo.trial", "ClusterInfo.user_data"]
 TOP += [f"ClusterInfo.{a}" for a in ("container_addrs", "container_rank", "gpu_uuids")]
 
@@ -77,7 +77,7 @@ CORE += [
 CORE += [f"core.SearcherOperation.{m}" for m in ("length", "report_progress", "report_completed")]
 CORE += [f"core.ProfilerContext.{m}" for m in ("on", "off")]
 
-PYTORCH = [
+PYTORCH = ["pytorch"] + [
     f"pytorch.{n}"
     for n in (
         "PyTorchTrial PyTorchTrialContext PyTorchCallback DataLoader TorchData samplers "
