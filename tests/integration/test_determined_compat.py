@@ -246,3 +246,25 @@ def test_test_one_batch_runs_a_trial_class_locally(tmp_path: Path, trialkit_home
         assert [c.steps_completed for c in store.list_checkpoints(trial_id=trial.id)] == [1]
     finally:
         store.close()
+
+
+def test_generic_api_adaptive_search_resumes_promoted_trials(
+    master: Master, tmp_path: Path
+) -> None:
+    """The draft script calls basic_search() once; a trial the searcher promotes is relaunched
+    and resumes from `context.latest_checkpoint` to the longer length."""
+    project = _project(tmp_path, "generic_002")
+    preview = _cli(master, "det", "preview-search", "adaptive.yaml", cwd=project).stdout
+    assert preview.count("2 → 4") == 1
+    proc = _cli(master, "det", "e", "create", "adaptive.yaml", ".", cwd=project)
+    desc = master.wait_state(_created(proc), {"COMPLETED", "ERROR"}, timeout=300)
+    assert desc["experiment"]["state"] == "COMPLETED", desc
+    resumed = [t for t in desc["trials"] if "resumed after epoch 1" in _logs(master, t["id"])]
+    assert len(resumed) == 1
+    [promoted] = resumed
+    steps = master.client.request(
+        "GET", f"/api/v1/trials/{promoted['id']}/metrics", params={"group": "validation"}
+    )["metrics"]
+    # 256 records / batch_size 32 = 8 batches an epoch: 2 epochs, then 2 more after resuming.
+    assert [m["steps_completed"] for m in steps] == [8, 16, 24, 32]
+    assert "run 2:" in _logs(master, promoted["id"])

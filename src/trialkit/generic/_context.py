@@ -17,6 +17,7 @@ class BasicSearchOp:
 
     def __init__(self, op: core_api.SearcherOperation) -> None:
         self._op = op
+        self.completed = False
 
     @property
     def epochs(self) -> int:
@@ -34,6 +35,7 @@ class BasicSearchOp:
     def complete(self, metric: Any) -> None:
         """Report the final searcher metric of this operation (``report_completed``)."""
         self._op.report_completed(metric)
+        self.completed = True
 
 
 class Training:
@@ -42,6 +44,7 @@ class Training:
     def __init__(self, core: core_api.Context) -> None:
         self._core = core
         self._ops: Iterator[core_api.SearcherOperation] | None = None
+        self._op: BasicSearchOp | None = None
         self.steps_completed = 0
 
     @property
@@ -87,7 +90,18 @@ class Training:
         if self._ops is None:
             self._ops = self._core.searcher.operations()
         op = next(self._ops, None)
-        return BasicSearchOp(op) if op is not None else None
+        self._op = BasicSearchOp(op) if op is not None else None
+        return self._op
+
+    def _finish_search(self) -> None:
+        """At a clean exit after ``complete()``, tell the searcher this trial is done with its
+        operation. The draft's scripts call ``basic_search()`` once, so if the searcher already
+        wants more (an adaptive promotion), the trial exits as preempted and is relaunched to
+        train on from its latest checkpoint, where ``basic_search()`` returns the longer op."""
+        if self._ops is None or self._op is None or not self._op.completed:
+            return
+        if next(self._ops, None) is not None and self._core.distributed.rank == 0:
+            self._core.searcher.acknowledge_out_of_ops()
 
     def _steps(self, batches_trained: int | None, steps_completed: int | None) -> int:
         steps = steps_completed if steps_completed is not None else batches_trained
@@ -146,6 +160,7 @@ class GenericContext:
             return False
         self._closed = True
         if exc is None:
+            self.training._finish_search()
             return bool(self.core.__exit__(None, None, None))
         return bool(self.core.__exit__(type(exc), exc, exc.__traceback__))
 
