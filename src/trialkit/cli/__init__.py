@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from ._alias import alias
 from ._checkpoint import checkpoint
 from ._common import CLIError, exit_with_error
 from ._experiment import experiment
@@ -30,6 +31,7 @@ cli.add_command(experiment)
 cli.add_command(trial)
 cli.add_command(checkpoint)
 cli.add_command(master)
+cli.add_command(alias)
 
 
 def _known_errors() -> tuple[type[BaseException], ...]:

@@ -10,6 +10,10 @@ from ._data import SequenceAdapter
 from ._load import load_model_from_checkpoint_path
 from ._trial import TFKerasTrial
 
+#: Determined's name for what ``build_*_data_loader`` returns: a ``tf.data.Dataset``, a
+#: ``keras.utils.Sequence`` or numpy arrays ``(x, y[, sample_weight])`` (type hints only).
+InputData = Any
+
 _LAZY = ("TrialkitCallback", "DeterminedCallback")
 
 
@@ -23,6 +27,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "DeterminedCallback",
+    "InputData",
     "SequenceAdapter",
     "TFKerasTrial",
     "TFKerasTrialContext",

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._alias import with_boot_dir
 from .._info import ClusterInfo, get_cluster_info
 from ..core._distributed import CHIEF_PORT_ENV, TOKEN_ENV
 from ..core._transport import free_port
@@ -97,6 +98,7 @@ def job_env(info: ClusterInfo | None, chief_port: int | None, **extra: str) -> d
         env[CHIEF_PORT_ENV] = str(chief_port if chief_port is not None else free_port())
     env.setdefault(TOKEN_ENV, secrets.token_hex(16))
     env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONPATH"] = with_boot_dir(env.get("PYTHONPATH"))  # `import determined` in workers
     env.update(extra)
     return env
 

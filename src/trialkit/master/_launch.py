@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._alias import with_boot_dir
 from .._home import make_private, make_private_tree, write_private
 from .._info import INFO_ENV, ClusterInfo, TrialInfo
 from ..config import entrypoint_kind
@@ -143,9 +144,8 @@ def build_launch(
             INFO_ENV: str(info_file),
             "TRIALKIT_HOME": str(home),
             "TRIALKIT_MASTER_FILE": str(master_file),
-            "PYTHONPATH": os.pathsep.join(
-                p for p in (str(workdir), env.get("PYTHONPATH", "")) if p
-            ),
+            # The alias boot dir makes `import determined` work when Determined is absent.
+            "PYTHONPATH": with_boot_dir(env.get("PYTHONPATH"), str(workdir)),
             "PYTHONUNBUFFERED": "1",
             "DET_MASTER": master_url,
             "DET_CLUSTER_ID": "trialkit",

@@ -1,7 +1,10 @@
-"""Batch samplers for the training chain repeat -> shard -> skip, plus seeded shuffling.
+"""Samplers for the training chain repeat -> shard -> skip, plus seeded shuffling.
 
-Every sampler here is a pure function of its arguments and the pass number, so a trial that
-stops at any batch can rebuild the chain with ``skip`` and continue on the very next batch.
+The names, arguments and index orders are Determined's ``determined.pytorch.samplers``: for the
+same seed, ``ReproducibleShuffleSampler`` and ``ReproducibleShuffleBatchSampler`` yield the same
+indices pass after pass (a ``numpy.random.RandomState(seed)`` shuffle of the materialized
+list, one shuffle per pass from one generator). ``SeededShuffleSampler`` is trialkit's own: its
+order depends only on ``(seed, pass)``, so a resumed trial continues mid-epoch on the same data.
 """
 
 from __future__ import annotations
@@ -19,6 +22,29 @@ def _set_pass(sampler: Any, n: int) -> None:
     for obj in (sampler, getattr(sampler, "sampler", None)):
         if obj is not None and hasattr(obj, "set_epoch"):
             obj.set_epoch(n)
+
+
+def _check_shard(num_workers: int, rank: int) -> None:
+    if num_workers < 1:
+        raise ValueError(f"num_workers must be positive, got {num_workers}")
+    if not 0 <= rank < num_workers:
+        raise ValueError(f"rank {rank} outside [0, {num_workers})")
+
+
+def _shard_len(full: int, num_workers: int, rank: int) -> int:
+    """Items of ``full`` that rank ``rank`` gets when item ``i`` goes to ``i % num_workers``."""
+    return full // num_workers + (1 if full % num_workers > rank else 0)
+
+
+def _skip(iterable: Iterable[Any], skip: int) -> Iterator[Any]:
+    """All but the first ``skip`` items; nothing when there are fewer (Determined's rule)."""
+    it = iter(iterable)
+    for _ in range(skip):
+        try:
+            next(it)
+        except StopIteration:
+            return
+    yield from it
 
 
 class SeededShuffleSampler(Sampler[int]):
@@ -40,8 +66,32 @@ class SeededShuffleSampler(Sampler[int]):
         return iter(torch.randperm(self._n, generator=g).tolist())
 
 
+class RepeatSampler(Sampler[Any]):
+    """Repeat a sampler forever; ``len`` is the underlying sampler's."""
+
+    def __init__(self, sampler: Iterable[Any]) -> None:
+        self._sampler = sampler
+
+    def __len__(self) -> int:
+        return len(self._sampler)  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[Any]:
+        n = 0
+        while True:
+            _set_pass(self._sampler, n)
+            empty = True
+            for item in self._sampler:
+                empty = False
+                yield item
+            if empty:
+                raise RuntimeError("RepeatSampler: the underlying sampler yields nothing")
+            n += 1
+
+
 class RepeatBatchSampler(Sampler[list[int]]):
-    """Repeat a batch sampler forever, announcing each pass via ``set_epoch``."""
+    """Repeat a batch sampler forever, announcing each pass via ``set_epoch``.
+
+    Unlike Determined's (which loops forever on an empty sampler), an empty pass is an error."""
 
     def __init__(self, batch_sampler: Iterable[list[int]]) -> None:
         self.batch_sampler = batch_sampler
@@ -62,31 +112,85 @@ class RepeatBatchSampler(Sampler[list[int]]):
             n += 1
 
 
-class DistributedBatchSampler(Sampler[list[int]]):
-    """Global batch ``i`` goes to rank ``i % num_replicas``."""
+class DistributedSampler(Sampler[Any]):
+    """Item ``i`` of a sampler goes to rank ``i % num_workers`` (a link in a chain, unlike
+    torch's standalone DistributedSampler); ``len`` is this rank's share."""
 
-    def __init__(self, batch_sampler: Iterable[list[int]], num_replicas: int, rank: int) -> None:
-        if not 0 <= rank < num_replicas:
-            raise ValueError(f"rank {rank} outside [0, {num_replicas})")
+    def __init__(self, sampler: Iterable[Any], num_workers: int, rank: int) -> None:
+        _check_shard(num_workers, rank)
+        self._sampler = sampler
+        self._num_workers = num_workers
+        self._rank = rank
+
+    def set_epoch(self, epoch: int) -> None:
+        _set_pass(self._sampler, epoch)
+
+    def __len__(self) -> int:
+        return _shard_len(len(self._sampler), self._num_workers, self._rank)  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[Any]:
+        for i, item in enumerate(self._sampler):
+            if i % self._num_workers == self._rank:
+                yield item
+
+
+class DistributedBatchSampler(Sampler[list[int]]):
+    """Global batch ``i`` goes to rank ``i % num_workers``; ``len`` is this rank's share.
+
+    ``num_workers`` is Determined's name; ``num_replicas=`` is accepted too."""
+
+    def __init__(
+        self,
+        batch_sampler: Iterable[list[int]],
+        num_workers: int | None = None,
+        rank: int = 0,
+        *,
+        num_replicas: int | None = None,
+    ) -> None:
+        n = num_workers if num_workers is not None else num_replicas
+        if n is None:
+            raise TypeError("DistributedBatchSampler needs num_workers")
+        _check_shard(n, rank)
         self.batch_sampler = batch_sampler
-        self.num_replicas = num_replicas
+        self.num_workers = n
         self.rank = rank
+
+    @property
+    def num_replicas(self) -> int:
+        return self.num_workers
 
     def set_epoch(self, epoch: int) -> None:
         _set_pass(self.batch_sampler, epoch)
 
     def __len__(self) -> int:
-        full = len(self.batch_sampler)  # type: ignore[arg-type]
-        return full // self.num_replicas + (1 if full % self.num_replicas > self.rank else 0)
+        return _shard_len(len(self.batch_sampler), self.num_workers, self.rank)  # type: ignore[arg-type]
 
     def __iter__(self) -> Iterator[list[int]]:
         for i, batch in enumerate(self.batch_sampler):
-            if i % self.num_replicas == self.rank:
+            if i % self.num_workers == self.rank:
                 yield batch
 
 
+class SkipSampler(Sampler[Any]):
+    """Drop the first ``skip`` records of a sampler once; ``len`` unchanged. Prefer
+    SkipBatchSampler: batches, not records, are what a checkpoint counts."""
+
+    def __init__(self, sampler: Iterable[Any], skip: int) -> None:
+        self._sampler = sampler
+        self._skip = int(skip)
+
+    def set_epoch(self, epoch: int) -> None:
+        _set_pass(self._sampler, epoch)
+
+    def __len__(self) -> int:
+        return len(self._sampler)  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[Any]:
+        return _skip(self._sampler, self._skip)
+
+
 class SkipBatchSampler(Sampler[list[int]]):
-    """Drop the first ``skip`` batches once (resuming mid-epoch); length unchanged."""
+    """Drop the first ``skip`` batches once (resuming mid-epoch); ``len`` unchanged."""
 
     def __init__(self, batch_sampler: Iterable[list[int]], skip: int) -> None:
         self.batch_sampler = batch_sampler
@@ -99,25 +203,44 @@ class SkipBatchSampler(Sampler[list[int]]):
         return len(self.batch_sampler)  # type: ignore[arg-type]
 
     def __iter__(self) -> Iterator[list[int]]:
-        it = iter(self.batch_sampler)
-        for _ in range(self.skip):
-            next(it)
-        yield from it
+        return _skip(self.batch_sampler, self.skip)
+
+
+class ReproducibleShuffleSampler(Sampler[Any]):
+    """Shuffle a sampler's items with ``numpy.random.RandomState(seed)``: each pass draws the
+    next shuffle from the same generator. Shuffle before skip, and skip before repeat."""
+
+    def __init__(self, sampler: Iterable[Any], seed: int) -> None:
+        self._sampler = sampler
+        self._rng = np.random.RandomState(seed)
+
+    def __len__(self) -> int:
+        return len(self._sampler)  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[Any]:
+        items = list(self._sampler)
+        self._rng.shuffle(items)  # type: ignore[arg-type]
+        return iter(items)
 
 
 class ReproducibleShuffleBatchSampler(Sampler[list[int]]):
-    """Shuffle the order of a batch sampler's batches with ``numpy.RandomState(seed)``."""
+    """Shuffle the order of a batch sampler's batches with ``numpy.random.RandomState(seed)``,
+    one shuffle per pass from the same generator (batch contents stay as they are)."""
 
     def __init__(self, batch_sampler: Iterable[list[int]], seed: int) -> None:
-        self.batch_sampler = batch_sampler
-        self.rng = np.random.RandomState(seed)
+        self._batch_sampler = batch_sampler
+        self._rng = np.random.RandomState(seed)
+
+    @property
+    def batch_sampler(self) -> Iterable[list[int]]:
+        return self._batch_sampler
 
     def __len__(self) -> int:
-        return len(self.batch_sampler)  # type: ignore[arg-type]
+        return len(self._batch_sampler)  # type: ignore[arg-type]
 
     def __iter__(self) -> Iterator[list[int]]:
-        batches = list(self.batch_sampler)
-        self.rng.shuffle(batches)  # type: ignore[arg-type]
+        batches = list(self._batch_sampler)
+        self._rng.shuffle(batches)  # type: ignore[arg-type]
         return iter(batches)
 
 
@@ -141,9 +264,13 @@ def adapt_batch_sampler(
 __all__ = [
     "BatchSampler",
     "DistributedBatchSampler",
+    "DistributedSampler",
     "RepeatBatchSampler",
+    "RepeatSampler",
     "ReproducibleShuffleBatchSampler",
+    "ReproducibleShuffleSampler",
     "SeededShuffleSampler",
     "SkipBatchSampler",
+    "SkipSampler",
     "adapt_batch_sampler",
 ]

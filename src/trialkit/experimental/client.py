@@ -1,0 +1,238 @@
+"""Determined's Python SDK (``determined.experimental.client``) for trialkit's master: create
+experiments, wait for them, find their best checkpoints and download them.
+
+It talks to the running master of ``$TRIALKIT_HOME`` (``login()`` arguments are accepted and
+ignored: the master is local and its token is in the home)."""
+
+from __future__ import annotations
+
+import base64
+import enum
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .._client import MasterClient
+
+
+class ExperimentState(enum.Enum):
+    """An experiment's state (trialkit's names)."""
+
+    ACTIVE = "ACTIVE"
+    PAUSED = "PAUSED"
+    STOPPING_COMPLETED = "STOPPING_COMPLETED"
+    STOPPING_CANCELED = "STOPPING_CANCELED"
+    STOPPING_ERROR = "STOPPING_ERROR"
+    COMPLETED = "COMPLETED"
+    CANCELED = "CANCELED"
+    ERROR = "ERROR"
+
+
+TERMINAL = {ExperimentState.COMPLETED, ExperimentState.CANCELED, ExperimentState.ERROR}
+
+
+def _master() -> MasterClient:
+    from .._home import trialkit_home
+    from ..master import client_for
+
+    home = trialkit_home()
+    client = client_for(home)
+    if client is None:
+        raise RuntimeError(f"no master is running for {home}; start one with 'trialkit master up'")
+    return client
+
+
+def login(master: str | None = None, user: str | None = None, **_: Any) -> None:
+    """Accepted for Determined scripts; trialkit's local master needs no login."""
+
+
+class Checkpoint:
+    """A checkpoint: ``uuid``, ``metadata``, ``resources``, ``state``; ``download()``."""
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        self._record = record
+        self.uuid: str = record["uuid"]
+        self.metadata: dict[str, Any] = record.get("metadata") or {}
+        self.resources: dict[str, int] = record.get("resources") or {}
+        self.state: str = record.get("state", "")
+        self.trial_id: int = record["trial_id"]
+        self.experiment_id: int = record["experiment_id"]
+        self.steps_completed: int = record.get("steps_completed", 0)
+
+    def download(self, path: str | None = None) -> str:
+        """Copy the files to ``path`` (default ``checkpoints/<uuid>``); returns the path."""
+        from ..cli._checkpoint import _experiment_storage
+
+        dest = Path(path) if path is not None else Path("checkpoints") / self.uuid
+        _experiment_storage(_master(), self._record).download(self.uuid, dest)
+        return str(dest)
+
+    def __repr__(self) -> str:
+        return f"Checkpoint(uuid={self.uuid!r}, trial_id={self.trial_id})"
+
+
+class Trial:
+    """A trial: ``id``, ``experiment_id``, ``hparams``; its checkpoints."""
+
+    def __init__(self, trial_id: int) -> None:
+        self.id = trial_id
+        desc = _master().request("GET", f"/api/v1/trials/{trial_id}")
+        self._desc = desc
+        self.experiment_id: int = desc["trial"]["experiment_id"]
+        self.hparams: dict[str, Any] = desc["trial"]["hparams"]
+
+    def list_checkpoints(self) -> list[Checkpoint]:
+        return [Checkpoint(c) for c in self._desc["checkpoints"] if c["state"] == "COMPLETED"]
+
+    def top_checkpoint(
+        self, sort_by: str | None = None, smaller_is_better: bool | None = None
+    ) -> Checkpoint:
+        """The checkpoint with the best validation ``sort_by`` (default: the searcher metric)."""
+        return Experiment(self.experiment_id).top_checkpoint(
+            sort_by, smaller_is_better, trial_ids={self.id}
+        )
+
+
+class Experiment:
+    """An experiment: ``id``; ``wait()``, lifecycle actions, trials and checkpoints."""
+
+    def __init__(self, experiment_id: int) -> None:
+        self.id = int(experiment_id)
+
+    def _describe(self) -> dict[str, Any]:
+        return _master().request("GET", f"/api/v1/experiments/{self.id}")  # type: ignore[no-any-return]
+
+    @property
+    def state(self) -> ExperimentState:
+        return ExperimentState(self._describe()["experiment"]["state"])
+
+    def get_config(self) -> dict[str, Any]:
+        return self._describe()["experiment"]["config"]  # type: ignore[no-any-return]
+
+    def wait(self, interval: float = 5.0) -> ExperimentState:
+        """Block until the experiment ends; returns its final state."""
+        while True:
+            state = self.state
+            if state in TERMINAL:
+                return state
+            time.sleep(interval)
+
+    def _post(self, action: str) -> None:
+        _master().request("POST", f"/api/v1/experiments/{self.id}/{action}")
+
+    def activate(self) -> None:
+        self._post("activate")
+
+    def pause(self) -> None:
+        self._post("pause")
+
+    def kill(self) -> None:
+        self._post("kill")
+
+    def archive(self) -> None:
+        self._post("archive")
+
+    def unarchive(self) -> None:
+        self._post("unarchive")
+
+    def list_trials(self) -> list[Trial]:
+        return [Trial(t["id"]) for t in self._describe()["trials"]]
+
+    get_trials = list_trials
+
+    def list_checkpoints(self) -> list[Checkpoint]:
+        return [Checkpoint(c) for c in self._describe()["checkpoints"] if c["state"] == "COMPLETED"]
+
+    def top_checkpoint(
+        self,
+        sort_by: str | None = None,
+        smaller_is_better: bool | None = None,
+        *,
+        trial_ids: set[int] | None = None,
+    ) -> Checkpoint:
+        """The checkpoint whose step has the best validation ``sort_by`` (default: the
+        searcher metric and its direction)."""
+        ranked = self.top_n_checkpoints(1, sort_by, smaller_is_better, trial_ids=trial_ids)
+        if not ranked:
+            raise ValueError(f"experiment {self.id} has no checkpoint with a validation metric")
+        return ranked[0]
+
+    def top_n_checkpoints(
+        self,
+        limit: int,
+        sort_by: str | None = None,
+        smaller_is_better: bool | None = None,
+        *,
+        trial_ids: set[int] | None = None,
+    ) -> list[Checkpoint]:
+        desc = self._describe()
+        searcher = desc["experiment"]["config"].get("searcher") or {}
+        metric = sort_by or searcher.get("metric")
+        smaller = (
+            smaller_is_better
+            if smaller_is_better is not None
+            else searcher.get("smaller_is_better", True)
+        )
+        scored = []
+        for trial in desc["trials"]:
+            if trial_ids is not None and trial["id"] not in trial_ids:
+                continue
+            tdesc = _master().request("GET", f"/api/v1/trials/{trial['id']}")
+            by_step = {v["steps_completed"]: v["values"] for v in tdesc["validation_metrics"]}
+            for c in tdesc["checkpoints"]:
+                value = by_step.get(c["steps_completed"], {}).get(metric)
+                if c["state"] == "COMPLETED" and isinstance(value, (int, float)):
+                    scored.append((value if smaller else -value, Checkpoint(c)))
+        scored.sort(key=lambda pair: pair[0])
+        return [c for _, c in scored[:limit]]
+
+
+def create_experiment(
+    config: str | Path | dict[str, Any], model_dir: str | Path | None = None, **_: Any
+) -> Experiment:
+    """Create an experiment from a config (file or dict) and a model directory."""
+    from .._modeldir import entrypoint_check, pack
+    from ..config import ConfigError, load_config
+
+    cfg = load_config(config if isinstance(config, dict) else Path(config))
+    archive = pack(model_dir or ".")
+    missing = entrypoint_check(cfg.entrypoint, archive, f"model directory {model_dir or '.'}")
+    if missing:
+        raise ConfigError(missing)
+    resp = _master().request(
+        "POST",
+        "/api/v1/experiments",
+        json_body={
+            "config": cfg.as_dict(),
+            "model_def": base64.b64encode(archive).decode(),
+            "activate": True,
+            "python": sys.executable,
+        },
+    )
+    return Experiment(resp["experiment"]["id"])
+
+
+def get_experiment(experiment_id: int) -> Experiment:
+    return Experiment(experiment_id)
+
+
+def get_trial(trial_id: int) -> Trial:
+    return Trial(trial_id)
+
+
+def get_checkpoint(uuid: str) -> Checkpoint:
+    return Checkpoint(_master().request("GET", f"/api/v1/checkpoints/{uuid}"))
+
+
+__all__ = [
+    "Checkpoint",
+    "Experiment",
+    "ExperimentState",
+    "Trial",
+    "create_experiment",
+    "get_checkpoint",
+    "get_experiment",
+    "get_trial",
+    "login",
+]
