@@ -17,6 +17,7 @@ import pytest
 from tests.docs.blocks import REPO, Block, blocks, guide_pages
 from tests.integration.conftest import Master, master  # noqa: F401  (the fixture)
 from trialkit.cli import cli
+from trialkit.cli._det import translate as det_translate
 from trialkit.config import load_config
 
 PAGES = guide_pages()
@@ -102,6 +103,9 @@ def test_yaml_blocks_load_and_commands_parse(page: str, tmp_path: Path) -> None:
                 argv = _split_env(argv)[1]
                 if argv[0] == "trialkit":
                     parse_cli(argv[1:])
+                elif argv[0] == "det":
+                    for line in det_translate(argv[1:]):
+                        parse_cli(line)
                 else:
                     assert argv[0] in ("python", "python3"), f"{block.where}: {argv[0]}: mark it"
 
@@ -145,5 +149,8 @@ def _run_shell(
             _run([sys.executable, *argv[1:]], cwd, {**env, **extra}, block.where)
         elif "master" in block.flags:
             _run([sys.executable, "-m", "trialkit.cli", *argv[1:]], cwd, env, block.where)
+        elif argv[0] == "det":
+            for translated in det_translate(argv[1:]):
+                parse_cli(translated)
         else:
             parse_cli(argv[1:])
