@@ -187,6 +187,7 @@ exp = client.create_experiment("const.yaml", ".")
 print("state", exp.wait(interval=0.2).value)
 best = exp.top_checkpoint()
 print("steps", best.steps_completed)
+print("trial", best.trial_id)
 path = best.download(sys.argv[1])
 trial = det.pytorch.load_trial_from_checkpoint_path(path)
 print("loaded", type(trial).__name__)
@@ -207,9 +208,14 @@ def test_determined_sdk_client_creates_waits_and_downloads(master: Master, tmp_p
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == [
+    lines = proc.stdout.splitlines()
+    trial_id = int(lines[2].split()[1])
+    # top_checkpoint is the checkpoint at the lowest validation_loss (unseeded: any of the four).
+    best_steps = min(_validations(master, trial_id), key=lambda sv: sv[1])[0]
+    assert lines == [
         "state COMPLETED",
-        "steps 32",  # the best validation_loss is the last one of this converging run
+        f"steps {best_steps}",
+        f"trial {trial_id}",
         "loaded RegressionTrial",
         "trial checkpoints [8, 16, 24, 32]",
     ]

@@ -128,7 +128,12 @@ PYTORCH += [
 PYTORCH += [f"pytorch.MetricReducer.{m}" for m in ("reset", "per_slot_reduce", "cross_slot_reduce")]
 PYTORCH += ["pytorch.DataLoader.get_data_loader", "pytorch.Trainer.fit"]
 
-KERAS = ["keras.TFKerasTrial", "keras.TFKerasTrialContext", "keras.InputData"]
+KERAS = [
+    "keras.TFKerasTrial",
+    "keras.TFKerasTrialContext",
+    "keras.InputData",
+    "keras.load_model_from_checkpoint_path",
+]
 
 EXPERIMENTAL = ["experimental.test_one_batch"] + [
     f"experimental.client.{n}"
@@ -157,7 +162,6 @@ GAPS = {
     "core.ExperimentalCoreContext": "inference links to model versions: no model registry",
     "experimental.core_v2": "trialkit.core.init() outside the master records unmanaged runs",
     "keras.TensorBoard": "Keras' own TensorBoard callback writes where the trial asks",
-    "keras.load_model_from_checkpoint_path": "TFKerasTrial checkpoints load with Keras directly",
 }
 
 #: Resolves each dotted name under the alias in a fresh interpreter; prints the missing ones.

@@ -14,12 +14,10 @@ from typing import Any
 
 import torch
 
-from .. import _modeldir
 from ..harness import average_batches, scalar
 from ..pytorch import DataLoader, PyTorchCallback
-from ..pytorch._reducer import custom_reducer_metrics, reduce_batches, reduce_workers
-from ..pytorch._rng import capture_rng, restore_rng
-from ..pytorch._strategy import model_dir_for
+from ..pytorch._reducer import reduce_batches, reduce_workers
+from ..pytorch._strategy_base import TorchStrategyBase
 from ._context import DeepSpeedTrialContext
 from ._trial import DeepSpeedTrial, check_trial, evaluate_batch_takes_index
 
@@ -43,22 +41,16 @@ def _metrics(out: Any, trial: DeepSpeedTrial, what: str) -> dict[str, Any]:
     return out
 
 
-class DeepSpeedStrategy:
+class DeepSpeedStrategy(TorchStrategyBase):
     """Everything the loop needs from a DeepSpeedTrial and its context."""
+
+    trial: DeepSpeedTrial
+    context: DeepSpeedTrialContext
 
     def __init__(self, trial: DeepSpeedTrial, context: DeepSpeedTrialContext) -> None:
         check_trial(trial, context)
-        self.trial = trial
-        self.context = context
-        self.device = context.device
-        self.dist = context.distributed
+        super().__init__(trial, context)
         self.mpu = context.mpu
-        cbs = trial.build_callbacks()
-        if not isinstance(cbs, dict):
-            raise TypeError(
-                f"{type(trial).__name__}.build_callbacks() must return a dict of name -> PyTorchCallback"
-            )
-        self._callbacks = cbs
         self._full_dataset = _overrides_full(trial)
         self._eval_with_index = not self._full_dataset and evaluate_batch_takes_index(trial)
         self._calls_per_step = context._micro_batches_per_call()
@@ -66,31 +58,11 @@ class DeepSpeedStrategy:
         records = context.get_train_micro_batch_size_per_gpu() * self._micro_batches
         # Records per rank and step as the loop counts them (it multiplies by the ranks).
         self._records = records * self.mpu.data_parallel_world_size // max(self.dist.size, 1)
-        self._val_loader: Any = None
-        self._profiler_on = False
-
-    def callbacks(self) -> dict[str, Any]:
-        return self._callbacks
-
-    # RNG and metadata ---------------------------------------------------------------------------
-
-    def capture_rng(self) -> dict[str, Any]:
-        return capture_rng(self.device)
-
-    def restore_rng(self, state: dict[str, Any]) -> None:
-        restore_rng(state, self.device)
-
-    def fresh_seed(self) -> int:
-        return int(torch.initial_seed()) % 2**31
 
     def checkpoint_metadata(self) -> dict[str, Any]:
         import deepspeed
 
-        return {
-            "framework": f"torch-{torch.__version__}",
-            "format": "pickle",
-            "deepspeed_version": deepspeed.__version__,
-        }
+        return {**super().checkpoint_metadata(), "deepspeed_version": deepspeed.__version__}
 
     # Data ---------------------------------------------------------------------------------------
 
@@ -151,18 +123,6 @@ class DeepSpeedStrategy:
 
     # Training -----------------------------------------------------------------------------------
 
-    def training_started(self) -> None:
-        for m in self.context.models:
-            m.train()
-        if self.context._profiler is not None:
-            self.context._profiler.__enter__()
-            self._profiler_on = True
-
-    def training_ended(self) -> None:
-        if self._profiler_on:
-            self.context._profiler.__exit__(None, None, None)
-            self._profiler_on = False
-
     def train_batch(
         self, batch: Any, epoch_idx: int, batch_idx: int, epoch_len: int
     ) -> dict[str, Any]:
@@ -189,18 +149,6 @@ class DeepSpeedStrategy:
                     "engine.step() once per train_batch call"
                 )
 
-    def stop_requested(self) -> bool:
-        return self.context._stop_requested
-
-    # Reducers -----------------------------------------------------------------------------------
-
-    def reset_reducers(self) -> None:
-        for r, *_ in self.context._reducers:
-            r.reset()
-
-    def training_reducer_metrics(self) -> dict[str, Any]:
-        return custom_reducer_metrics(self.context._reducers, self.dist, training=True)
-
     # Validation ---------------------------------------------------------------------------------
 
     def _validation_loader(self) -> Any:
@@ -217,31 +165,6 @@ class DeepSpeedStrategy:
                     )
             self._val_loader = loader
         return self._val_loader
-
-    def validate(self, test_mode: bool) -> dict[str, Any]:
-        ctx = self.context
-        for m in ctx.models:
-            m.eval()
-        self.reset_reducers()
-        for cb in self._callbacks.values():
-            cb.on_validation_start()
-        loader = self._validation_loader()
-        with torch.no_grad():
-            if self._full_dataset:
-                metrics = self._evaluate_full(loader)
-            else:
-                metrics = self._evaluate_batches(loader, test_mode)
-        metrics.update(custom_reducer_metrics(ctx._reducers, self.dist, training=False))
-        if self.dist.size > 1 and any(
-            type(cb).on_validation_end is not PyTorchCallback.on_validation_end
-            for cb in self._callbacks.values()
-        ):
-            metrics = self.dist.broadcast(metrics)
-        for cb in self._callbacks.values():
-            cb.on_validation_end(metrics)
-        for m in ctx.models:
-            m.train()
-        return metrics
 
     def _evaluate_full(self, loader: Any) -> dict[str, Any]:
         """On every rank, with the unsharded loader (None where none is built): ZeRO-3 and
@@ -331,17 +254,6 @@ class DeepSpeedStrategy:
         if self.dist.rank == 0:
             self._copy_code(path / "code")
         self.trial.save(ctx, path)
-
-    def _copy_code(self, dest: Path) -> None:
-        src = model_dir_for(self.trial, self.context._core.info is not None)
-        if src is None:
-            return
-        try:
-            _modeldir.unpack(_modeldir.pack(src), dest)
-        except _modeldir.ModelDirError as e:
-            logger.warning("checkpoint code/ left out: %s", e)
-            return
-        dest.chmod(0o755)
 
     def load(self, path: Path) -> dict[str, Any] | None:
         """Restore the engines, then this rank's callbacks; return its RNG state. A rank the

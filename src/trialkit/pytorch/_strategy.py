@@ -6,19 +6,17 @@ from __future__ import annotations
 import json
 import logging
 import sys
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from .. import _modeldir
 from ._callback import PyTorchCallback
 from ._context import PyTorchTrialContext
 from ._data import DataLoader, data_length, to_device
-from ._reducer import custom_reducer_metrics, reduce_batches, reduce_workers
-from ._rng import capture_rng, restore_rng
+from ._reducer import reduce_batches, reduce_workers
+from ._strategy_base import TorchStrategyBase
 from ._trial import PyTorchTrial, check_trial, evaluate_batch_takes_index
 
 logger = logging.getLogger("trialkit.pytorch")
@@ -45,16 +43,6 @@ def load_model_state(model: torch.nn.Module, state: dict[str, Any]) -> None:
     target.load_state_dict(state)
 
 
-def model_dir_for(trial: object, on_cluster: bool) -> Path | None:
-    """Code to copy into checkpoints: the trial's working directory under the master, else the
-    directory of the module defining the Trial class."""
-    if on_cluster:
-        return Path.cwd()
-    module = sys.modules.get(type(trial).__module__)
-    file = getattr(module, "__file__", None)
-    return Path(file).resolve().parent if file else None
-
-
 def _states(state: dict[str, Any], key: str, legacy: str, wanted: int, what: str) -> list[Any]:
     """The saved states for ``wanted`` objects; Determined's single-object legacy keys are
     accepted when the trial wraps exactly one object."""
@@ -77,56 +65,23 @@ def _states(state: dict[str, Any], key: str, legacy: str, wanted: int, what: str
     return states
 
 
-class TorchStrategy:
+class TorchStrategy(TorchStrategyBase):
     """Everything the loop needs from a PyTorchTrial and its context."""
+
+    trial: PyTorchTrial
+    context: PyTorchTrialContext
 
     def __init__(
         self, trial: PyTorchTrial, context: PyTorchTrialContext, *, is_trainer: bool = True
     ) -> None:
         check_trial(trial, context)
-        self.trial = trial
-        self.context = context
-        self.device = context.device
-        self.dist = context.distributed
+        super().__init__(trial, context)
         self.is_trainer = is_trainer
-        cbs = trial.build_callbacks()
-        if not isinstance(cbs, dict):
-            raise TypeError(
-                f"{type(trial).__name__}.build_callbacks() must return a dict of name -> PyTorchCallback"
-            )
-        self._callbacks = cbs
-        for name, cb in cbs.items():
-            if type(cb).on_checkpoint_end is not PyTorchCallback.on_checkpoint_end:
-                warnings.warn(
-                    f"callback {name!r} overrides on_checkpoint_end, which is deprecated; "
-                    "use on_checkpoint_write_end",
-                    FutureWarning,
-                    stacklevel=2,
-                )
         self._full_dataset = (
             type(trial).evaluate_full_dataset is not PyTorchTrial.evaluate_full_dataset
         )
         self._eval_with_index = not self._full_dataset and evaluate_batch_takes_index(trial)
         self._default_batch_length = type(trial).get_batch_length is PyTorchTrial.get_batch_length
-        self._val_loader: Any = None
-        self._profiler_on = False
-
-    def callbacks(self) -> dict[str, Any]:
-        return self._callbacks
-
-    # RNG ----------------------------------------------------------------------------------------
-
-    def capture_rng(self) -> dict[str, Any]:
-        return capture_rng(self.device)
-
-    def restore_rng(self, state: dict[str, Any]) -> None:
-        restore_rng(state, self.device)
-
-    def fresh_seed(self) -> int:
-        return int(torch.initial_seed()) % 2**31
-
-    def checkpoint_metadata(self) -> dict[str, Any]:
-        return {"framework": f"torch-{torch.__version__}", "format": "pickle"}
 
     # Data ---------------------------------------------------------------------------------------
 
@@ -184,18 +139,8 @@ class TorchStrategy:
 
     # Training -----------------------------------------------------------------------------------
 
-    def training_started(self) -> None:
-        for m in self.context.models:
-            m.train()
-        if self.context._profiler is not None:
-            self.context._profiler.__enter__()
-            self._profiler_on = True
-
-    def training_ended(self) -> None:
+    def _settle_gradients(self) -> None:
         self.context._release_retired_grads()
-        if self._profiler_on:
-            self.context._profiler.__exit__(None, None, None)
-            self._profiler_on = False
 
     def train_batch(
         self, batch: Any, epoch_idx: int, batch_idx: int, epoch_len: int
@@ -222,51 +167,15 @@ class TorchStrategy:
             ctx._profiler.step()
         return {k: (v.detach() if isinstance(v, torch.Tensor) else v) for k, v in out.items()}
 
-    def stop_requested(self) -> bool:
-        return self.context._stop_requested
-
-    # Reducers -----------------------------------------------------------------------------------
-
-    def reset_reducers(self) -> None:
-        for r, *_ in self.context._reducers:
-            r.reset()
-
-    def _custom_metrics(self, training: bool) -> dict[str, Any]:
-        return custom_reducer_metrics(self.context._reducers, self.dist, training)
-
-    def training_reducer_metrics(self) -> dict[str, Any]:
-        return self._custom_metrics(training=True)
-
     # Validation ---------------------------------------------------------------------------------
 
-    def validate(self, test_mode: bool) -> dict[str, Any]:
-        ctx, trial = self.context, self.trial
-        ctx._release_retired_grads()
-        for m in ctx.models:
-            m.eval()
-        self.reset_reducers()
-        for cb in self._callbacks.values():
-            cb.on_validation_start()
-        loader = self._validation_loader()
-        with torch.no_grad():
-            if self._full_dataset:
-                metrics: dict[str, Any] = {}
-                if self.dist.rank == 0:
-                    metrics = trial.evaluate_full_dataset(loader)
-                    if not isinstance(metrics, dict):
-                        raise TypeError("evaluate_full_dataset must return a dict of metrics")
-            else:
-                metrics = self._evaluate_batches(loader, test_mode)
-        metrics.update(self._custom_metrics(training=False))
-        if self.dist.size > 1 and any(
-            type(cb).on_validation_end is not PyTorchCallback.on_validation_end
-            for cb in self._callbacks.values()
-        ):
-            metrics = self.dist.broadcast(metrics)
-        for cb in self._callbacks.values():
-            cb.on_validation_end(metrics)
-        for m in ctx.models:
-            m.train()
+    def _evaluate_full(self, loader: Any) -> dict[str, Any]:
+        """On the chief, as Determined does; the other ranks report nothing."""
+        if self.dist.rank != 0:
+            return {}
+        metrics = self.trial.evaluate_full_dataset(loader)
+        if not isinstance(metrics, dict):
+            raise TypeError("evaluate_full_dataset must return a dict of metrics")
         return metrics
 
     def _evaluate_batches(self, loader: Any, test_mode: bool) -> dict[str, Any]:
@@ -349,17 +258,6 @@ class TorchStrategy:
             load_data["is_trainer"] = True
         (path / LOAD_DATA).write_text(json.dumps(load_data, indent=2, default=str))
         self._copy_code(path / "code")
-
-    def _copy_code(self, dest: Path) -> None:
-        src = model_dir_for(self.trial, self.context._core.info is not None)
-        if src is None:
-            return
-        try:
-            _modeldir.unpack(_modeldir.pack(src), dest)
-        except _modeldir.ModelDirError as e:
-            logger.warning("checkpoint code/ left out: %s", e)
-            return
-        dest.chmod(0o755)
 
     def load(self, path: Path) -> dict[str, Any] | None:
         """Restore models, optimizers, schedulers, scaler, callbacks; return the RNG state."""
