@@ -40,7 +40,7 @@ def resolve_experiment(client: MasterClient, ref: str) -> int:
 def experiment_client(ref: str) -> tuple[MasterClient, int]:
     """The master's client and the experiment ``ref`` (id or name) names."""
     if not ref.isdigit():
-        from ..master import client_for
+        from .._discovery import client_for
 
         if client_for(trialkit_home()) is None:
             raise CLIError(
@@ -67,7 +67,7 @@ def resolve_checkpoint(client: MasterClient, ref: str) -> str:
 
 def get_client(start: bool = True) -> MasterClient:
     """The running master's client; start one in the background when there is none."""
-    from ..master import client_for, start_background
+    from .._discovery import client_for, start_background
 
     home = trialkit_home()
     client = client_for(home)

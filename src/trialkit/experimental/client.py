@@ -33,8 +33,8 @@ TERMINAL = {ExperimentState.COMPLETED, ExperimentState.CANCELED, ExperimentState
 
 
 def _master() -> MasterClient:
+    from .._discovery import client_for
     from .._home import trialkit_home
-    from ..master import client_for
 
     home = trialkit_home()
     client = client_for(home)

@@ -156,8 +156,8 @@ class LocalSearchRunner:
 
     def _get_client(self) -> Any:
         if self._client is None:
+            from trialkit._discovery import client_for, start_background
             from trialkit._home import trialkit_home
-            from trialkit.master import client_for, start_background
 
             home = trialkit_home()
             self._client = client_for(home) or start_background(home)
