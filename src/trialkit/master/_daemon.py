@@ -6,14 +6,17 @@ private to the user (docs/security.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,8 @@ from .._discovery import check_slots, master_file
 from .._home import PRIVATE_FILE, PRIVATE_UMASK, ensure_private_dir, make_private
 
 logger = logging.getLogger("trialkit.master")
+
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 class _ActivityTracker:
@@ -191,7 +196,8 @@ def serve(
             daemon=True,
         ).start()
     try:
-        server.run()
+        with _signals_end_the_server_only():
+            server.run()
     finally:
         done.set()
         engine.stop()
@@ -200,6 +206,22 @@ def serve(
             # Keep the port for the next master; drop the token so clients stop using it.
             _write_master_file(mfile, {"url": url, "token": "", "pid": None, "port": port})
         store.close()
+
+
+@contextlib.contextmanager
+def _signals_end_the_server_only() -> Iterator[None]:
+    """uvicorn stops gracefully on SIGTERM/SIGINT and then raises the signal again into the
+    handlers it found: the default ones would kill the process (SIGTERM) or raise
+    KeyboardInterrupt (SIGINT) before serve() cleans up. Hand it handlers that do nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    found = {sig: signal.signal(sig, lambda signum, frame: None) for sig in _STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in found.items():
+            signal.signal(sig, handler)
 
 
 def _previous_port(mfile: Path) -> int | None:
