@@ -13,16 +13,15 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from tests.unit.test_core_contexts import MemoryMaster
-
+from trialkit.core._backend import TrialBackend
 from trialkit.core._metrics import MetricsShipper
 
 
-class GatedMaster(MemoryMaster):
-    """Holds the first batch in flight until ``release`` is set; tells when it got there."""
+class GatedMaster(TrialBackend):
+    """Records metrics and progress; holds the first batch in flight until ``release`` is set."""
 
     def __init__(self) -> None:
-        super().__init__()
+        self.reports: list[dict[str, Any]] = []
         self.sending = threading.Event()
         self.release = threading.Event()
         self.progress_sent = threading.Event()
@@ -30,11 +29,32 @@ class GatedMaster(MemoryMaster):
     def ship_metrics(self, reports: list[dict[str, Any]]) -> None:
         self.sending.set()
         assert self.release.wait(30), "the test never released the first batch"
-        super().ship_metrics(reports)
+        self.reports.extend(reports)
 
     def report_progress(self, value: float, *, raw: bool) -> None:
-        super().report_progress(value, raw=raw)
         self.progress_sent.set()
+
+    # The rest of a trial's calls; the shipper makes none of them.
+    def report_checkpoint(self, record: dict[str, Any]) -> None: ...
+    def checkpoint_metadata(self, uuid: str) -> dict[str, Any] | None:
+        return None
+
+    def delete_checkpoint(self, uuid: str) -> None: ...
+    def preemption_requested(self, timeout: float) -> bool:
+        return False
+
+    def ack_preemption(self) -> None: ...
+    def searcher_operation(self) -> tuple[int | None, bool]:
+        return None, True
+
+    def complete_operation(self, length: int, metric: Any) -> None: ...
+    def set_status(self, status: str) -> None: ...
+    def report_early_exit(self, reason: str) -> None: ...
+    def best_validation(self) -> float | None:
+        return None
+
+    def last_validation(self) -> int | None:
+        return None
 
 
 class Interleaving:
@@ -88,7 +108,12 @@ def test_a_report_queued_while_a_batch_is_delivered_is_counted_once() -> None:
         assert not second.is_alive(), "put() did not return"
 
         flushed = threading.Event()
-        threading.Thread(target=lambda: (shipper.flush(), flushed.set()), daemon=True).start()
+
+        def flush() -> None:
+            shipper.flush()
+            flushed.set()
+
+        threading.Thread(target=flush, daemon=True).start()
         assert flushed.wait(10), (
             f"flush() never returned: both reports were delivered ({len(master.reports)}) but "
             f"the shipper still counts {int(shipper._undelivered)} undelivered"
