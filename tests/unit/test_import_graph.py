@@ -54,6 +54,7 @@ RULES = (
     Rule("trialkit.storage", ("trialkit.master", "trialkit.store"), "storage is used by trials"),
     Rule("trialkit._client", SERVICE, "the HTTP client is the client side"),
     Rule("trialkit._discovery", SERVICE, "clients find and start the master without loading it"),
+    Rule("trialkit.experimental", SERVICE, "the SDK is a client of the master's REST API"),
     Rule(
         "trialkit.store",
         ("trialkit.master", "trialkit.core", "trialkit.cli", "trialkit.searcher", *FRAMEWORKS),
