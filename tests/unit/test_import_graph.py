@@ -23,7 +23,8 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 ROOT = "trialkit"
 
 FRAMEWORKS = ("torch", "tensorflow", "keras", "tf_keras", "deepspeed", "horovod", "lightning")
-HARNESSES = ("trialkit.pytorch", "trialkit.keras", "trialkit.deepspeed", "trialkit.harness")
+TRIAL_CLASSES = ("trialkit.pytorch", "trialkit.keras", "trialkit.deepspeed")
+HARNESSES = (*TRIAL_CLASSES, "trialkit.harness")
 SERVICE = ("trialkit.master", "trialkit.store", "sqlalchemy", "fastapi", "starlette", "uvicorn")
 
 
@@ -39,7 +40,7 @@ class Rule:
 RULES = (
     Rule(
         "trialkit.core",
-        ("trialkit.master", "trialkit.store", "trialkit.cli", *HARNESSES[:3]),
+        ("trialkit.master", "trialkit.store", "trialkit.cli", *TRIAL_CLASSES),
         "the Core API runs in every trial process, under any framework, with or without a master",
     ),
     Rule("trialkit.searcher", ("trialkit.master", "trialkit.store"), "search methods are pure"),
