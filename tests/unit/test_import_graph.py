@@ -50,6 +50,10 @@ RULES = (
         "the service never imports a training framework nor the code that runs inside trials",
     ),
     Rule("trialkit.harness", ("trialkit.master", "trialkit.store"), "harnesses import core only"),
+    *(
+        Rule(trial_side, ("trialkit.master", "trialkit.store"), "it runs inside trial processes")
+        for trial_side in ("trialkit.exec", "trialkit.generic", "trialkit._alias", "trialkit._info")
+    ),
     Rule("trialkit.cli", SERVICE, "the CLI talks to the master over HTTP only"),
     Rule("trialkit.launch", ("trialkit.master", "trialkit.store"), "launchers run inside trials"),
     Rule("trialkit.storage", ("trialkit.master", "trialkit.store"), "storage is used by trials"),
@@ -311,6 +315,21 @@ def test_the_walker_sees_the_imports_it_must() -> None:
     assert ("trialkit", "trialkit.core", "type") in found
     assert ("trialkit.searcher._factory", "trialkit.searcher._optuna", "function") in found
     assert ("trialkit.cli", "trialkit.cli._master", "module") in found
+
+
+def test_a_rule_is_checked_on_chains_not_just_direct_imports() -> None:
+    """The shared loop reaches the checkpoint journal only through core: a rule against it
+    would fail with the whole chain."""
+    all_arrows = arrows()
+    graph = _runtime_graph(all_arrows)
+    chain = next(chains_to("trialkit.harness._loop", ("trialkit._journal",), graph, all_arrows))
+    assert [a.target for a in chain] == [
+        "trialkit.core",
+        "trialkit.core._checkpoint",
+        "trialkit._journal",
+    ]
+    # ... and the exception for local mode is the only way from core to the store.
+    assert not list(chains_to("trialkit.core._context", ("trialkit.store",), graph, all_arrows))
 
 
 def test_no_forbidden_arrow() -> None:
