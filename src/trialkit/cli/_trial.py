@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import click
 
 from ._common import experiment_client, get_client, json_option, print_json, print_table
@@ -20,7 +22,7 @@ def trial() -> None:
 def list_(experiment_ref: str, as_json: bool) -> None:
     """List an experiment's trials (experiment id or name)."""
     client, experiment_id = experiment_client(experiment_ref)
-    trials = client.request("GET", f"/api/v1/experiments/{experiment_id}/trials")["trials"]
+    trials = [dataclasses.asdict(t) for t in client.list_trials(experiment_id).trials]
     if as_json:
         print_json(trials)
         return
@@ -47,7 +49,7 @@ def list_(experiment_ref: str, as_json: bool) -> None:
 @json_option
 def describe(trial_id: int, as_json: bool) -> None:
     """Show a trial with its validations and checkpoints."""
-    desc = get_client().request("GET", f"/api/v1/trials/{trial_id}")
+    desc = dataclasses.asdict(get_client().describe_trial(trial_id))
     if as_json:
         print_json(desc)
         return
@@ -74,10 +76,10 @@ def logs(trial_id: int, follow: bool, tail: int | None) -> None:
     client = get_client()
 
     def finished() -> bool:
-        resp = client.request("GET", f"/api/v1/trials/{trial_id}/logs", params={"limit": 0})
-        return resp["trial_state"] in TERMINAL and not resp["running"]
+        resp = client.trial_logs(trial_id, limit=0)
+        return resp.trial_state in TERMINAL and not resp.running
 
-    client.request("GET", f"/api/v1/trials/{trial_id}")
+    client.describe_trial(trial_id)  # a clear error for a trial that does not exist
     follow_logs(
         client, lambda: [trial_id], follow=follow, prefix=False, finished=finished, tail=tail
     )
