@@ -152,6 +152,7 @@ def measure(http: Any, counter: StatementCounter, path: str) -> tuple[float, int
 
 def main() -> int:
     import httpx
+
     import trialkit
 
     print(f"trialkit from {Path(trialkit.__file__).parent}")
