@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import click
 
@@ -46,10 +47,24 @@ def list_(experiment_ref: str, as_json: bool) -> None:
 
 @trial.command("describe")
 @click.argument("trial_id", type=int)
+@click.option(
+    "--metrics",
+    "with_metrics",
+    is_flag=True,
+    help="Also show every training report and the per-batch metrics it carried.",
+)
 @json_option
-def describe(trial_id: int, as_json: bool) -> None:
+def describe(trial_id: int, with_metrics: bool, as_json: bool) -> None:
     """Show a trial with its validations and checkpoints."""
-    desc = dataclasses.asdict(get_client().describe_trial(trial_id))
+    client = get_client()
+    desc = dataclasses.asdict(client.describe_trial(trial_id))
+    if with_metrics:
+        desc["training_metrics"] = [
+            dataclasses.asdict(m) for m in client.trial_metrics(trial_id, group="training").metrics
+        ]
+        desc["batch_metrics"] = [
+            dataclasses.asdict(b) for b in client.trial_batch_metrics(trial_id).reports
+        ]
     if as_json:
         print_json(desc)
         return
@@ -65,6 +80,20 @@ def describe(trial_id: int, as_json: bool) -> None:
     print_table("validations", ["steps", "metrics"], rows)
     crow = [(c["uuid"], c["steps_completed"], c["state"]) for c in desc["checkpoints"]]
     print_table("checkpoints", ["uuid", "steps", "state"], crow)
+    if with_metrics:
+        _show_training(desc["training_metrics"], desc["batch_metrics"])
+
+
+def _show_training(reports: list[dict[str, Any]], batches: list[dict[str, Any]]) -> None:
+    """The training reports, then one row per batch of those that carried batch metrics."""
+    rows = [(m["steps_completed"], fmt_metrics(m["values"])) for m in reports]
+    print_table("training", ["steps", "metrics"], rows)
+    brows = [
+        (b["steps_completed"], i, fmt_metrics(values))
+        for b in batches
+        for i, values in enumerate(b["batch_metrics"])
+    ]
+    print_table("batch metrics", ["steps", "index", "metrics"], brows)
 
 
 @trial.command("logs")

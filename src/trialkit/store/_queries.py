@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Float, case, func, literal, select
+from sqlalchemy import Float, case, cast, func, literal, null, select
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -53,7 +53,7 @@ def latest_and_best(
         pick = func.min if smaller_is_better else func.max
         best: ColumnElement[Any] = pick(validation_value).over(partition_by=MetricRow.trial_id)
     else:
-        best = literal(None, Float)
+        best = cast(null(), Float)
     ranked = (
         select(
             MetricRow.trial_id,
