@@ -17,7 +17,6 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
 from .._modeldir import ModelDirError, check_archive
@@ -63,6 +62,7 @@ from ..store import (
 from ._auth import TokenAuth
 from ._create import CreateError, prepare_experiment
 from ._engine import Engine
+from ._errors import UnexpectedErrors
 from ._schemas import (
     CheckpointBody,
     CheckpointUuid,
@@ -110,33 +110,6 @@ def _decode_model_def(text: str | None) -> bytes | None:
     return archive
 
 
-class _UnexpectedErrors:
-    """A bug, not bad input: one JSON line to the client and the traceback to the master's log,
-    once. (Starlette's handler for Exception re-raises to the server, which logs it again.)"""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = False
-
-        async def tracked(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, receive, tracked)
-        except Exception as exc:
-            logger.error("%s %s failed", scope.get("method"), scope.get("path"), exc_info=exc)
-            if not started:  # else the client sees the response cut off: nothing more to send
-                detail = f"internal error ({type(exc).__name__}); see the master log"
-                await JSONResponse({"detail": detail}, status_code=500)(scope, receive, send)
-
-
 _BEARER = HTTPBearer(auto_error=False, description="the master token or a trial's own token")
 
 
@@ -161,7 +134,7 @@ def create_app(
         trial_key=trial_key,
         checkpoint_trial=lambda uuid: _checkpoint_trial(store, uuid),
     )
-    app.add_middleware(_UnexpectedErrors)  # added last: the outermost, around TokenAuth too
+    app.add_middleware(UnexpectedErrors)  # added last: the outermost, around TokenAuth too
     started = time.time()
     # Set once a shutdown is asked for: long polls then answer at once, so the server is not
     # left waiting for them (their clients simply ask the next master).
