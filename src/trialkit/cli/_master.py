@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import click
@@ -86,11 +87,11 @@ def up(slots: int | None, foreground: bool, idle_timeout: str | None) -> None:
         run_in_foreground(home, slots=slots, idle_timeout=idle)
     running = client_for(home)
     client = running or start_background(home, slots=slots, idle_timeout=idle)
-    info = client.request("GET", "/api/v1/master")
-    where = f"at {client.url} with {info['slots']} slots (home {home})"
+    info = client.master_info()
+    where = f"at {client.url} with {info.slots} slots (home {home})"
     if running is None:
         click.echo(f"master running {where}")
-    elif slots is not None and slots != info["slots"]:
+    elif slots is not None and slots != info.slots:
         exit_with_error(
             f"a master is already running {where}; --slots {slots} is ignored"
             " ('trialkit master down' first to change it)",
@@ -117,7 +118,7 @@ def status(as_json: bool) -> None:
 
     home = trialkit_home()
     client = client_for(home)
-    info = client.request("GET", "/api/v1/master") | {"url": client.url} if client else None
+    info = dataclasses.asdict(client.master_info()) | {"url": client.url} if client else None
     if as_json:
         print_json({"running": info is not None, **(info or {"home": str(home)})})
     elif info:
