@@ -75,7 +75,7 @@ def client_for(home: Path, timeout: float = 30.0) -> MasterClient | None:
         return None
     client = MasterClient(found[0], found[1], master_file=str(master_file(home)), timeout=timeout)
     try:
-        client.request("GET", "/api/v1/master", timeout=2.0)
+        client.master_info(timeout=2.0)
     except Exception:
         client.close()
         return None
@@ -160,7 +160,7 @@ def stop_master(home: Path, wait: float = 15.0) -> bool:
         return False
     pid = json.loads(master_file(home).read_text()).get("pid")
     try:
-        client.request("POST", "/api/v1/master/shutdown")
+        client.shutdown()
     finally:
         client.close()
     deadline = time.monotonic() + wait
