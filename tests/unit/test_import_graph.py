@@ -58,6 +58,7 @@ RULES = (
     Rule("trialkit.launch", ("trialkit.master", "trialkit.store"), "launchers run inside trials"),
     Rule("trialkit.storage", ("trialkit.master", "trialkit.store"), "storage is used by trials"),
     Rule("trialkit._client", SERVICE, "the HTTP client is the client side"),
+    Rule("trialkit.rest", SERVICE, "the REST contract is shared by the CLI, trials and the master"),
     Rule("trialkit._discovery", SERVICE, "clients find and start the master without loading it"),
     Rule("trialkit.experimental", SERVICE, "the SDK is a client of the master's REST API"),
     Rule(
