@@ -1,0 +1,119 @@
+"""examples/lightning_mnist under a real master: const and adaptive_asha train, validate and
+checkpoint; a run paused mid-epoch and activated ends on the weights of an uninterrupted run."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.integration.conftest import EXAMPLES, Master
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("lightning")
+
+pytestmark = pytest.mark.integration
+
+#: Runs the example with a sleep per batch so a pause lands mid-epoch; no RNG or weight changes.
+SLOW = """import time
+
+import train
+
+step = train.MNISTModule.training_step
+
+
+def slow_step(self, batch, batch_idx):
+    time.sleep(0.3)
+    return step(self, batch, batch_idx)
+
+
+train.MNISTModule.training_step = slow_step
+train.main()
+"""
+
+
+def _example(tmp_path: Path) -> Path:
+    model_dir = tmp_path / "lightning_mnist"
+    shutil.copytree(EXAMPLES / "lightning_mnist", model_dir)
+    (model_dir / "slow_train.py").write_text(SLOW)
+    return model_dir
+
+
+def _config(model_dir: Path, name: str, *, slow: bool = False) -> dict[str, Any]:
+    cfg: dict[str, Any] = yaml.safe_load((model_dir / name).read_text())
+    cfg["reproducibility"] = {"experiment_seed": 7}
+    cfg.setdefault("environment", {})["environment_variables"] = ["OMP_NUM_THREADS=1"]
+    if slow:
+        cfg["entrypoint"] = cfg["entrypoint"].replace("train.py", "slow_train.py")
+    return cfg
+
+
+def _finished(master: Master, exp: int, timeout: float = 420) -> dict[str, Any]:
+    desc = master.wait_state(exp, {"COMPLETED", "ERROR", "CANCELED"}, timeout=timeout)
+    if desc["experiment"]["state"] != "COMPLETED":
+        logs = [master.cli("trial", "logs", str(t["id"])).stdout[-3000:] for t in desc["trials"]]
+        raise AssertionError("\n".join(logs))
+    return desc
+
+
+def _metrics(master: Master, trial_id: int, group: str) -> list[dict[str, Any]]:
+    got = master.client.request(
+        "GET", f"/api/v1/trials/{trial_id}/metrics", params={"group": group}
+    )["metrics"]
+    return sorted(got, key=lambda m: (m["run_id"], m["steps_completed"]))
+
+
+def _weights(master: Master, uuid: str, dest: Path) -> dict[str, Any]:
+    master.cli("checkpoint", "download", uuid, "-o", str(dest))
+    ckpt = torch.load(dest / "lightning.ckpt", map_location="cpu", weights_only=False)
+    return ckpt["state_dict"]  # type: ignore[no-any-return]
+
+
+def test_const_trains_reports_and_checkpoints(master: Master, tmp_path: Path) -> None:
+    model_dir = _example(tmp_path)
+    exp = master.create(_config(model_dir, "const.yaml"), model_dir)
+    [trial] = _finished(master, exp)["trials"]
+    training = _metrics(master, trial["id"], "training")
+    assert [m["steps_completed"] for m in training] == list(range(5, 61, 5))
+    assert all("loss" in m["values"] and "batches" in m["values"] for m in training)
+    validation = _metrics(master, trial["id"], "validation")
+    assert validation[-1]["steps_completed"] == 60
+    assert {"val_loss", "val_accuracy", "epochs"} <= validation[-1]["values"].keys()
+    assert validation[-1]["values"]["epochs"] == 3.0  # 20 batches an epoch
+    ckpt = master.describe(exp)["checkpoints"][-1]
+    assert ckpt["steps_completed"] == 60 and "lightning.ckpt" in ckpt["resources"]
+
+
+def test_pause_mid_epoch_and_activate_ends_on_uninterrupted_weights(
+    master: Master, tmp_path: Path
+) -> None:
+    model_dir = _example(tmp_path)
+    straight = master.create(_config(model_dir, "const.yaml"), model_dir)
+    paused_exp = master.create(_config(model_dir, "const.yaml", slow=True), model_dir)
+    master.wait_for(lambda: bool(master.describe(paused_exp)["trials"]), timeout=60, what="trial")
+    trial_id = master.describe(paused_exp)["trials"][0]["id"]
+
+    def trained() -> int:
+        return max((m["steps_completed"] for m in _metrics(master, trial_id, "training")), default=0)
+
+    master.wait_for(lambda: trained() >= 25, timeout=300, what="25 batches")
+    master.cli("experiment", "pause", str(paused_exp))
+    master.wait_for(
+        lambda: master.describe(paused_exp)["trials"][0]["state"] == "PAUSED",
+        timeout=180,
+        what="PAUSED",
+    )
+    paused = max(master.describe(paused_exp)["checkpoints"], key=lambda c: c["steps_completed"])
+    assert 25 <= paused["steps_completed"] < 60 and paused["steps_completed"] % 20, paused
+    master.cli("experiment", "activate", str(paused_exp))
+    [resumed] = _finished(master, paused_exp)["trials"]
+    [reference] = _finished(master, straight)["trials"]
+    run2 = [m["steps_completed"] for m in _metrics(master, trial_id, "training") if m["run_id"] == 2]
+    assert run2 and min(run2) > paused["steps_completed"], (paused, run2)
+    left = _weights(master, reference["latest_checkpoint"], tmp_path / "a")
+    right = _weights(master, resumed["latest_checkpoint"], tmp_path / "b")
+    assert left.keys() == right.keys() and left
+    assert [k for k in left if not torch.equal(left[k], right[k])] == []
