@@ -34,10 +34,16 @@ class MNISTModule(pl.LightningModule):
         super().__init__()
         self.save_hyperparameters()
         self.net = nn.Sequential(
-            nn.Flatten(), nn.Linear(784, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, 10)
+            nn.Flatten(),
+            nn.Linear(784, hidden),
+            nn.ReLU(),
+            nn.Dropout(dropout),
+            nn.Linear(hidden, 10),
         )
 
-    def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int) -> torch.Tensor:
+    def training_step(
+        self, batch: tuple[torch.Tensor, torch.Tensor], batch_idx: int
+    ) -> torch.Tensor:
         x, y = batch
         loss = F.cross_entropy(self.net(x), y)
         self.log("loss", loss)
@@ -85,8 +91,14 @@ def main() -> None:
             enable_model_summary=False,
             num_sanity_val_steps=0,
         )
-        model = MNISTModule(int(hparams["hidden"]), float(hparams["dropout"]), float(hparams["learning_rate"]))
-        trainer.fit(model, datamodule=SyntheticMNIST(int(hparams["batch_size"])), ckpt_path=callback.ckpt_path)
+        model = MNISTModule(
+            int(hparams["hidden"]), float(hparams["dropout"]), float(hparams["learning_rate"])
+        )
+        trainer.fit(
+            model,
+            datamodule=SyntheticMNIST(int(hparams["batch_size"])),
+            ckpt_path=callback.ckpt_path,
+        )
 
 
 if __name__ == "__main__":

@@ -97,7 +97,9 @@ def test_pause_mid_epoch_and_activate_ends_on_uninterrupted_weights(
     trial_id = master.describe(paused_exp)["trials"][0]["id"]
 
     def trained() -> int:
-        return max((m["steps_completed"] for m in _metrics(master, trial_id, "training")), default=0)
+        return max(
+            (m["steps_completed"] for m in _metrics(master, trial_id, "training")), default=0
+        )
 
     master.wait_for(lambda: trained() >= 25, timeout=300, what="25 batches")
     master.cli("experiment", "pause", str(paused_exp))
@@ -111,7 +113,9 @@ def test_pause_mid_epoch_and_activate_ends_on_uninterrupted_weights(
     master.cli("experiment", "activate", str(paused_exp))
     [resumed] = _finished(master, paused_exp)["trials"]
     [reference] = _finished(master, straight)["trials"]
-    run2 = [m["steps_completed"] for m in _metrics(master, trial_id, "training") if m["run_id"] == 2]
+    run2 = [
+        m["steps_completed"] for m in _metrics(master, trial_id, "training") if m["run_id"] == 2
+    ]
     assert run2 and min(run2) > paused["steps_completed"], (paused, run2)
     left = _weights(master, reference["latest_checkpoint"], tmp_path / "a")
     right = _weights(master, resumed["latest_checkpoint"], tmp_path / "b")

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
+import numpy as np
 import torch
 
 from .. import core
@@ -47,6 +48,26 @@ def _scalars(metrics: dict[str, Any]) -> dict[str, float]:
     return out
 
 
+def _portable_rng(state: dict[str, Any]) -> dict[str, Any]:
+    """RNG states in types ``torch.load(weights_only=True)`` (Lightning's default) accepts."""
+    kind, keys, pos, has_gauss, cached = state["np_rng_state"]
+    return {
+        **state,
+        "np_rng_state": (kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, cached),
+        "random_rng_state": list(state["random_rng_state"]),
+    }
+
+
+def _native_rng(state: dict[str, Any]) -> dict[str, Any]:
+    kind, keys, pos, has_gauss, cached = state["np_rng_state"]
+    version, internal, gauss = state["random_rng_state"]
+    return {
+        **state,
+        "np_rng_state": (kind, keys.numpy().astype(np.uint32), pos, has_gauss, cached),
+        "random_rng_state": (version, tuple(internal), gauss),
+    }
+
+
 class TrialkitCallback(pl.Callback):
     """Run ``trainer.fit`` as a trialkit trial; pass ``ckpt_path=callback.ckpt_path`` to fit.
 
@@ -70,7 +91,9 @@ class TrialkitCallback(pl.Callback):
     ) -> None:
         super().__init__()
         if not isinstance(checkpoint_period, int) or checkpoint_period < 0:
-            raise ValueError(f"checkpoint_period: got {checkpoint_period!r}; expected a number >= 0")
+            raise ValueError(
+                f"checkpoint_period: got {checkpoint_period!r}; expected a number >= 0"
+            )
         info = get_cluster_info()
         self._core = core_context
         self._report_period = _period(train_metrics_report_period)
@@ -109,7 +132,7 @@ class TrialkitCallback(pl.Callback):
             "batches": self.batches,
             "epoch": self._epoch,
             "in_epoch": self._in_epoch,
-            "rng": capture_rng(),
+            "rng": _portable_rng(capture_rng()),
             "continue_id": self._continue_id,
         }
 
@@ -140,7 +163,7 @@ class TrialkitCallback(pl.Callback):
         self._position.rebuild(trainer, epoch, skip)
         self._epoch, self._in_epoch = epoch, skip
         if resume is not None:
-            restore_rng(resume["rng"])
+            restore_rng(_native_rng(resume["rng"]))
         self._last_ckpt = self.batches
         if self._targets is not None:
             self._next_target(trainer)
