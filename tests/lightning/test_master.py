@@ -3,7 +3,10 @@ checkpoint; a run paused mid-epoch and activated ends on the weights of an unint
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -121,3 +124,71 @@ def test_pause_mid_epoch_and_activate_ends_on_uninterrupted_weights(
     right = _weights(master, resumed["latest_checkpoint"], tmp_path / "b")
     assert left.keys() == right.keys() and left
     assert [k for k in left if not torch.equal(left[k], right[k])] == []
+
+
+def test_adaptive_asha_runs_the_example(master: Master, tmp_path: Path) -> None:
+    model_dir = _example(tmp_path)
+    cfg = _config(model_dir, "adaptive.yaml")
+    cfg["searcher"]["max_trials"] = 4
+    desc = _finished(master, master.create(cfg, model_dir), timeout=540)
+    trials = desc["trials"]
+    assert len(trials) == 4 and all(t["state"] == "COMPLETED" for t in trials)
+    lengths = sorted(t["latest_validation"]["steps_completed"] for t in trials)
+    assert lengths[-1] == 80 and lengths[0] < 80, lengths  # ASHA stopped some trials early
+    for t in trials:  # every searcher length validated once, where the searcher asked
+        steps = [m["steps_completed"] for m in _metrics(master, t["id"], "validation")]
+        assert steps and steps[-1] == t["latest_validation"]["steps_completed"]
+        assert len(steps) == len(set(steps)), steps
+
+
+#: The example, slower, with rank 1 writing its pid once it is past batch 12 (to be killed).
+KILLABLE = """import os
+import time
+
+import train
+
+step = train.MNISTModule.training_step
+
+
+def slow_step(self, batch, batch_idx):
+    time.sleep(0.2)
+    if self.global_rank == 1 and self.global_step >= 12 and not os.path.exists({pidfile!r}):
+        with open({pidfile!r} + ".tmp", "w") as f:
+            f.write(str(os.getpid()))
+        os.rename({pidfile!r} + ".tmp", {pidfile!r})
+    return step(self, batch, batch_idx)
+
+
+train.MNISTModule.training_step = slow_step
+train.main()
+"""
+
+
+def test_two_ddp_ranks_a_killed_rank_fails_fast_and_the_trial_resumes(
+    master: Master, tmp_path: Path
+) -> None:
+    model_dir = _example(tmp_path)
+    pidfile = tmp_path / "rank1.pid"
+    (model_dir / "killable.py").write_text(KILLABLE.format(pidfile=str(pidfile)))
+    cfg = _config(model_dir, "distributed.yaml")
+    cfg["entrypoint"] = cfg["entrypoint"].replace("train.py", "killable.py")
+    cfg["min_checkpoint_period"] = {"batches": 10}
+    exp = master.create(cfg, model_dir)
+    master.wait_for(pidfile.exists, timeout=240, what="rank 1 past batch 12")
+    os.kill(int(pidfile.read_text()), signal.SIGKILL)
+    killed = time.monotonic()
+    master.wait_for(
+        lambda: master.describe(exp)["trials"][0]["restarts"] == 1,
+        timeout=60,
+        what="the run to end and a restart to be counted",
+    )
+    took = time.monotonic() - killed
+    assert took < 10.0, f"the master saw the run end {took:.1f}s after rank 1 was killed"
+    [trial] = _finished(master, exp)["trials"]
+    assert trial["run_id"] == 2 and trial["latest_validation"]["steps_completed"] == 40
+    run2 = [
+        m["steps_completed"] for m in _metrics(master, trial["id"], "training") if m["run_id"] == 2
+    ]
+    assert run2 and min(run2) > 10, run2  # run 2 went on from the checkpoint at batch 10
+    ckpt = max(master.describe(exp)["checkpoints"], key=lambda c: c["steps_completed"])
+    assert ckpt["steps_completed"] == 40 and "lightning.ckpt" in ckpt["resources"]

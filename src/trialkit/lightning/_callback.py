@@ -76,8 +76,8 @@ class TrialkitCallback(pl.Callback):
     to start from (default: the trial's latest checkpoint); ``continue_id``: the id of this run
     (default: the trial id): a checkpoint of another id only warm-starts the weights.
     ``train_metrics_report_period``: batches between training reports, or ``"epoch"``.
-    ``checkpoint_period``: batches between checkpoints (0: at searcher lengths, preemption and
-    the end only). ``seed``: the shuffle seed of the training data (default: the trial seed)."""
+    ``checkpoint_period``: batches between checkpoints (default: the experiment's
+    ``min_checkpoint_period`` in batches; 0: at searcher lengths, preemption and the end only). ``seed``: the shuffle seed of the training data (default: the trial seed)."""
 
     def __init__(
         self,
@@ -86,22 +86,29 @@ class TrialkitCallback(pl.Callback):
         continue_id: int | str | None = None,
         *,
         train_metrics_report_period: str | int = 100,
-        checkpoint_period: int = 0,
+        checkpoint_period: int | None = None,
         seed: int | None = None,
     ) -> None:
         super().__init__()
-        if not isinstance(checkpoint_period, int) or checkpoint_period < 0:
+        if checkpoint_period is not None and (
+            not isinstance(checkpoint_period, int) or checkpoint_period < 0
+        ):
             raise ValueError(
                 f"checkpoint_period: got {checkpoint_period!r}; expected a number >= 0"
             )
         info = get_cluster_info()
         self._core = core_context
         self._report_period = _period(train_metrics_report_period)
-        self._checkpoint_period = checkpoint_period
+        self._checkpoint_period = checkpoint_period or 0
         self._is_chief = core_context.distributed.rank == 0
         self._sharded = core_context.distributed.size > 1
         self._config = info.trial.config if info is not None else {}
         self._hparams = info.trial.hparams if info is not None else {}
+        if checkpoint_period is None:  # the experiment's min_checkpoint_period, in batches
+            period = self._config.get("min_checkpoint_period") or {}
+            self._checkpoint_period = int(
+                period.get("batches", 0) if isinstance(period, dict) else 0
+            )
         if checkpoint is None and info is not None:
             checkpoint = info.latest_checkpoint
         if continue_id is None:
