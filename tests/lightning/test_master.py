@@ -192,3 +192,21 @@ def test_two_ddp_ranks_a_killed_rank_fails_fast_and_the_trial_resumes(
     assert run2 and min(run2) > 10, run2  # run 2 went on from the checkpoint at batch 10
     ckpt = max(master.describe(exp)["checkpoints"], key=lambda c: c["steps_completed"])
     assert ckpt["steps_completed"] == 40 and "lightning.ckpt" in ckpt["resources"]
+
+
+def test_adaptive_asha_with_time_metric_and_max_time(master: Master, tmp_path: Path) -> None:
+    """The 0.38 contract: no operations; validations carry ``batches``, ASHA stops trials."""
+    model_dir = _example(tmp_path)
+    cfg = _config(model_dir, "adaptive.yaml")
+    searcher = cfg["searcher"]
+    del searcher["max_length"]
+    searcher.update(time_metric="batches", max_time=80, max_rungs=2, max_trials=3)
+    desc = _finished(master, master.create(cfg, model_dir), timeout=540)
+    trials = desc["trials"]
+    assert len(trials) == 3
+    lengths = sorted(t["latest_validation"]["steps_completed"] for t in trials)
+    assert lengths[-1] == 80, lengths  # the best trial reached max_time
+    for t in trials:  # once an epoch (20 batches), each with the time metric
+        validation = _metrics(master, t["id"], "validation")
+        assert [m["steps_completed"] for m in validation][:1] == [20]
+        assert all(m["values"]["batches"] == m["steps_completed"] for m in validation)

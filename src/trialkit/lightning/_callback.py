@@ -14,6 +14,7 @@ from typing import Any
 import lightning.pytorch as pl
 import numpy as np
 import torch
+from lightning.pytorch.trainer.states import TrainerFn
 
 from .. import core
 from .._info import get_cluster_info
@@ -66,6 +67,11 @@ def _native_rng(state: dict[str, Any]) -> dict[str, Any]:
         "np_rng_state": (kind, keys.numpy().astype(np.uint32), pos, has_gauss, cached),
         "random_rng_state": (version, tuple(internal), gauss),
     }
+
+
+def _fitting(trainer: pl.Trainer) -> bool:
+    """Whether a validation runs inside ``fit`` (not its sanity check, not ``validate()``)."""
+    return trainer.state.fn == TrainerFn.FITTING and not trainer.sanity_checking
 
 
 class TrialkitCallback(pl.Callback):
@@ -126,6 +132,7 @@ class TrialkitCallback(pl.Callback):
         self._targets: SearcherTargets | None = None
         self._target: Target | None = None
         self._awaiting_validation = False
+        self._preempted = False
         self._val_rng: dict[str, Any] | None = None
         self.batches = 0  # global training batches: the steps_completed of reports
         self._epoch = 0
@@ -203,8 +210,9 @@ class TrialkitCallback(pl.Callback):
             logger.info("preemption requested: checkpoint at batch %d and stop", self.batches)
             if self._last_ckpt != self.batches:
                 self._save(trainer)
-            self._awaiting_validation = False
-            trainer.limit_val_batches = 0  # stop without a validation
+            self._preempted = True
+            if not self._awaiting_validation:  # a searcher length validates first
+                trainer.limit_val_batches = 0  # otherwise stop without a validation
             trainer.should_stop = True
 
     def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -212,11 +220,11 @@ class TrialkitCallback(pl.Callback):
             self._report_training(trainer)
 
     def on_validation_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        if not trainer.sanity_checking:  # validation must not move the training RNG
+        if _fitting(trainer):  # validation must not move the training RNG
             self._val_rng = capture_rng()
 
     def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        if trainer.sanity_checking:
+        if not _fitting(trainer):
             return
         if self._val_rng is not None:
             restore_rng(self._val_rng)
@@ -263,7 +271,7 @@ class TrialkitCallback(pl.Callback):
             if self._is_chief:
                 target.op.report_completed(self._searcher_metric(metrics))
             self._next_target(trainer)
-            if self._target is not None:
+            if self._target is not None and not self._preempted:
                 trainer.should_stop = False  # more training: undo the stop that validated
         else:
             self._target = None
@@ -296,8 +304,9 @@ class TrialkitCallback(pl.Callback):
 
     def _report_training(self, trainer: pl.Trainer) -> None:
         results = trainer.fit_loop.epoch_loop._results
-        on_step = self._report_period != "epoch"
-        metrics = dict(results.metrics(on_step=on_step)["callback"])
+        metrics = dict(results.metrics(on_step=True)["callback"])  # the latest batch's values
+        if self._report_period == "epoch":  # and what was logged with on_epoch=True
+            metrics.update(results.metrics(on_step=False)["callback"])
         self._core.train.report_training_metrics(
             steps_completed=self.batches, metrics=self._with_counters(trainer, metrics)
         )
