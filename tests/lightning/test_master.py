@@ -90,12 +90,17 @@ def test_const_trains_reports_and_checkpoints(master: Master, tmp_path: Path) ->
     assert ckpt["steps_completed"] == 60 and "lightning.ckpt" in ckpt["resources"]
 
 
+@pytest.mark.parametrize(
+    ("yaml_name", "length", "epoch_len"),
+    [("const.yaml", 60, 20), ("distributed.yaml", 40, 10)],  # 2 ranks: half the batches each
+)
 def test_pause_mid_epoch_and_activate_ends_on_uninterrupted_weights(
-    master: Master, tmp_path: Path
+    master: Master, tmp_path: Path, yaml_name: str, length: int, epoch_len: int
 ) -> None:
     model_dir = _example(tmp_path)
-    straight = master.create(_config(model_dir, "const.yaml"), model_dir)
-    paused_exp = master.create(_config(model_dir, "const.yaml", slow=True), model_dir)
+    straight = master.create(_config(model_dir, yaml_name), model_dir)
+    _finished(master, straight)  # one at a time: a 2-slot master
+    paused_exp = master.create(_config(model_dir, yaml_name, slow=True), model_dir)
     master.wait_for(lambda: bool(master.describe(paused_exp)["trials"]), timeout=60, what="trial")
     trial_id = master.describe(paused_exp)["trials"][0]["id"]
 
@@ -112,7 +117,8 @@ def test_pause_mid_epoch_and_activate_ends_on_uninterrupted_weights(
         what="PAUSED",
     )
     paused = max(master.describe(paused_exp)["checkpoints"], key=lambda c: c["steps_completed"])
-    assert 25 <= paused["steps_completed"] < 60 and paused["steps_completed"] % 20, paused
+    assert 25 <= paused["steps_completed"] < length, paused
+    assert paused["steps_completed"] % epoch_len, f"paused at an epoch's end: {paused}"
     master.cli("experiment", "activate", str(paused_exp))
     [resumed] = _finished(master, paused_exp)["trials"]
     [reference] = _finished(master, straight)["trials"]
