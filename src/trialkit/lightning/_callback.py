@@ -174,7 +174,8 @@ class TrialkitCallback(pl.Callback):
             if skip >= trainer.num_training_batches:
                 epoch, skip = epoch + 1, 0
             logger.info("resuming at epoch %d, batch %d of the epoch", epoch, skip)
-        self._position.rebuild(trainer, epoch, skip)
+        if resume is not None or self._position.shuffles(trainer):
+            self._position.rebuild(trainer, epoch, skip)  # the order of (seed, epoch), at skip
         self._epoch, self._in_epoch = epoch, skip
         if resume is not None:
             restore_rng(_native_rng(resume["rng"]))

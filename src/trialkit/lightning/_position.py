@@ -62,6 +62,13 @@ class DataPosition:
                 loader.sampler.generator = self.generator
                 loader.generator = self.generator  # the worker seeds
 
+    def shuffles(self, trainer: Any) -> bool:
+        """Whether a training loader draws its order from a RandomSampler (seeded by us)."""
+        return any(
+            isinstance(loader, DataLoader) and isinstance(loader.sampler, RandomSampler)
+            for loader in self._loaders(trainer)
+        )
+
     def rebuild(self, trainer: Any, epoch: int, skip: int) -> None:
         """Recreate the training iterator for ``epoch``, ``skip`` batches in."""
         fit_loop = trainer.fit_loop
