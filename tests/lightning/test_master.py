@@ -216,3 +216,19 @@ def test_adaptive_asha_with_time_metric_and_max_time(master: Master, tmp_path: P
         validation = _metrics(master, t["id"], "validation")
         assert [m["steps_completed"] for m in validation][:1] == [20]
         assert all(m["values"]["batches"] == m["steps_completed"] for m in validation)
+
+
+def test_lightning_trial_class_matches_the_callback_script(master: Master, tmp_path: Path) -> None:
+    """``entrypoint: model_def:MNISTTrial`` trains as ``python3 train.py`` does: same weights."""
+    model_dir = _example(tmp_path)
+    script = master.create(_config(model_dir, "const.yaml"), model_dir)
+    trial_cls = master.create(_config(model_dir, "trial.yaml"), model_dir)
+    [a] = _finished(master, script)["trials"]
+    [b] = _finished(master, trial_cls)["trials"]
+    steps = [m["steps_completed"] for m in _metrics(master, b["id"], "training")]
+    assert steps == list(range(5, 61, 5))  # scheduling_unit: 5
+    assert b["latest_validation"]["steps_completed"] == 60
+    left = _weights(master, a["latest_checkpoint"], tmp_path / "a")
+    right = _weights(master, b["latest_checkpoint"], tmp_path / "b")
+    assert left.keys() == right.keys() and left
+    assert [k for k in left if not torch.equal(left[k], right[k])] == []
