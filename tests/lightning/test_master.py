@@ -189,6 +189,7 @@ def test_two_ddp_ranks_a_killed_rank_fails_fast_and_the_trial_resumes(
         what="the run to end and a restart to be counted",
     )
     took = time.monotonic() - killed
+    print(f"the run ended {took:.1f}s after rank 1 was SIGKILLed")
     assert took < 10.0, f"the master saw the run end {took:.1f}s after rank 1 was killed"
     [trial] = _finished(master, exp)["trials"]
     assert trial["run_id"] == 2 and trial["latest_validation"]["steps_completed"] == 40
