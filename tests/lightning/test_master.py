@@ -75,21 +75,6 @@ def _weights(master: Master, uuid: str, dest: Path) -> dict[str, Any]:
     return ckpt["state_dict"]  # type: ignore[no-any-return]
 
 
-def test_const_trains_reports_and_checkpoints(master: Master, tmp_path: Path) -> None:
-    model_dir = _example(tmp_path)
-    exp = master.create(_config(model_dir, "const.yaml"), model_dir)
-    [trial] = _finished(master, exp)["trials"]
-    training = _metrics(master, trial["id"], "training")
-    assert [m["steps_completed"] for m in training] == list(range(5, 61, 5))
-    assert all("loss" in m["values"] and "batches" in m["values"] for m in training)
-    validation = _metrics(master, trial["id"], "validation")
-    assert validation[-1]["steps_completed"] == 60
-    assert {"val_loss", "val_accuracy", "epochs"} <= validation[-1]["values"].keys()
-    assert validation[-1]["values"]["epochs"] == 3.0  # 20 batches an epoch
-    ckpt = master.describe(exp)["checkpoints"][-1]
-    assert ckpt["steps_completed"] == 60 and "lightning.ckpt" in ckpt["resources"]
-
-
 @pytest.mark.parametrize(
     ("yaml_name", "length", "epoch_len"),
     [("const.yaml", 60, 20), ("distributed.yaml", 40, 10)],  # 2 ranks: half the batches each
@@ -99,7 +84,8 @@ def test_pause_mid_epoch_and_activate_ends_on_uninterrupted_weights(
 ) -> None:
     model_dir = _example(tmp_path)
     straight = master.create(_config(model_dir, yaml_name), model_dir)
-    _finished(master, straight)  # one at a time: a 2-slot master
+    if yaml_name == "distributed.yaml":
+        _finished(master, straight)  # the master has 2 slots: one 2-slot trial at a time
     paused_exp = master.create(_config(model_dir, yaml_name, slow=True), model_dir)
     master.wait_for(lambda: bool(master.describe(paused_exp)["trials"]), timeout=60, what="trial")
     trial_id = master.describe(paused_exp)["trials"][0]["id"]
@@ -219,12 +205,22 @@ def test_adaptive_asha_with_time_metric_and_max_time(master: Master, tmp_path: P
         assert all(m["values"]["batches"] == m["steps_completed"] for m in validation)
 
 
-def test_lightning_trial_class_matches_the_callback_script(master: Master, tmp_path: Path) -> None:
-    """``entrypoint: model_def:MNISTTrial`` trains as ``python3 train.py`` does: same weights."""
+def test_const_and_the_lightning_trial_class_train_alike(master: Master, tmp_path: Path) -> None:
+    """const.yaml (``python3 train.py``) reports, validates and checkpoints at the searcher's
+    length; ``entrypoint: model_def:MNISTTrial`` (trial.yaml) ends on the same weights."""
     model_dir = _example(tmp_path)
     script = master.create(_config(model_dir, "const.yaml"), model_dir)
     trial_cls = master.create(_config(model_dir, "trial.yaml"), model_dir)
     [a] = _finished(master, script)["trials"]
+    training = _metrics(master, a["id"], "training")
+    assert [m["steps_completed"] for m in training] == list(range(5, 61, 5))
+    assert all("loss" in m["values"] and "batches" in m["values"] for m in training)
+    validation = _metrics(master, a["id"], "validation")
+    assert [m["steps_completed"] for m in validation] == [20, 40, 60]  # each epoch's end
+    assert {"val_loss", "val_accuracy", "epochs"} <= validation[-1]["values"].keys()
+    assert validation[-1]["values"]["epochs"] == 3.0  # 20 batches an epoch
+    ckpt = master.describe(script)["checkpoints"][-1]
+    assert ckpt["steps_completed"] == 60 and "lightning.ckpt" in ckpt["resources"]
     [b] = _finished(master, trial_cls)["trials"]
     steps = [m["steps_completed"] for m in _metrics(master, b["id"], "training")]
     assert steps == list(range(5, 61, 5))  # scheduling_unit: 5
