@@ -229,3 +229,21 @@ def test_const_and_the_lightning_trial_class_train_alike(master: Master, tmp_pat
     right = _weights(master, b["latest_checkpoint"], tmp_path / "b")
     assert left.keys() == right.keys() and left
     assert [k for k in left if not torch.equal(left[k], right[k])] == []
+
+
+def test_warm_start_from_another_trial_loads_the_weights_not_the_counters(
+    master: Master, tmp_path: Path
+) -> None:
+    model_dir = _example(tmp_path)
+    cfg = _config(model_dir, "const.yaml")
+    cfg["searcher"]["max_length"] = {"batches": 20}
+    [source] = _finished(master, master.create(cfg, model_dir))["trials"]
+    cfg["hyperparameters"]["learning_rate"] = 0.0  # training leaves the start weights as they are
+    cfg["searcher"]["source_checkpoint_uuid"] = source["latest_checkpoint"]
+    [warm] = _finished(master, master.create(cfg, model_dir))["trials"]
+    steps = [m["steps_completed"] for m in _metrics(master, warm["id"], "training")]
+    assert steps == [5, 10, 15, 20]  # its own count from 0, not the source's 20
+    left = _weights(master, source["latest_checkpoint"], tmp_path / "a")
+    right = _weights(master, warm["latest_checkpoint"], tmp_path / "b")
+    assert left.keys() == right.keys() and left
+    assert [k for k in left if not torch.equal(left[k], right[k])] == []
