@@ -26,7 +26,7 @@ class SearcherTargets:
         self._gbs = gbs
         self._ops: Iterator[core.SearcherOperation] | None = None
         self._single: int | None = None
-        if searcher.get("max_length"):
+        if searcher.get("max_length") or searcher.get("name") == "custom":  # operations
             units = core_context.searcher.get_configured_units()
             self.unit = (units or core.Unit.BATCHES).value.lower()
             self._ops = core_context.searcher.operations()
