@@ -112,6 +112,8 @@ def test_pause_mid_epoch_and_activate_ends_on_uninterrupted_weights(
         m["steps_completed"] for m in _metrics(master, trial_id, "training") if m["run_id"] == 2
     ]
     assert run2 and min(run2) > paused["steps_completed"], (paused, run2)
+    validated = [m["steps_completed"] for m in _metrics(master, trial_id, "validation")]
+    assert validated == list(range(epoch_len, length + 1, epoch_len))  # none at the pause
     left = _weights(master, reference["latest_checkpoint"], tmp_path / "a")
     right = _weights(master, resumed["latest_checkpoint"], tmp_path / "b")
     assert left.keys() == right.keys() and left
