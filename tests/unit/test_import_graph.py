@@ -52,7 +52,13 @@ RULES = (
     Rule("trialkit.harness", ("trialkit.master", "trialkit.store"), "harnesses import core only"),
     *(
         Rule(trial_side, ("trialkit.master", "trialkit.store"), "it runs inside trial processes")
-        for trial_side in ("trialkit.exec", "trialkit.generic", "trialkit._alias", "trialkit._info")
+        for trial_side in (
+            "trialkit.exec",
+            "trialkit.generic",
+            "trialkit._alias",
+            "trialkit._info",
+            "trialkit.lightning",
+        )
     ),
     Rule("trialkit.cli", SERVICE, "the CLI talks to the master over HTTP only"),
     Rule("trialkit.launch", ("trialkit.master", "trialkit.store"), "launchers run inside trials"),

@@ -1,0 +1,143 @@
+"""Benchmark: per-batch time of a LightningModule under trialkit (``TrialkitCallback`` in a
+``core.init()`` script, local mode) vs. the plain Lightning Trainer, same model, data and seed.
+
+Goal (issue 18): <= 1.02x the plain Trainer.
+
+Method: bench/pytorch_overhead.py's. Each contender trains in lockstep with a hand-written
+PyTorch step (the batch sampler stamps the time and runs the partner step before each batch),
+so both sides of every ratio are measured within the same ~10 ms on these shared cores. The
+control is the hand-written loop as the contender (the method's own bias). The verdict is the
+ratio of the two Lightning contenders' ratios, with a 95 % bootstrap interval (rounds, then
+blocks of 25 batches). Each round runs every contender in a fresh process, in an order that
+reverses every other round. Timing is printed, not asserted.
+
+Usage: ``python bench/lightning_overhead.py [--rounds 6] [--batches 400]`` (about 3 minutes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils.data import TensorDataset
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import pytorch_overhead as po  # noqa: E402
+
+
+def run_lightning_trialkit(
+    width: int, data: TensorDataset, steps: int, tick: po.Lockstep
+) -> nn.Module:
+    import lightning as L
+    from trialkit import core
+    from trialkit.lightning import TrialkitCallback
+
+    class Module(L.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = po.make_model(width)
+
+        def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+            x, y = batch
+            loss = nn.functional.cross_entropy(self.model(x), y)
+            self.log("loss", loss)
+            return loss
+
+        def configure_optimizers(self) -> torch.optim.Optimizer:
+            return torch.optim.SGD(self.parameters(), lr=0.01)
+
+        def train_dataloader(self) -> Any:
+            return po.torch_loader(data, tick)
+
+    module = Module()
+    with core.init() as core_context:
+        callback = TrialkitCallback(core_context)  # reports every 100 batches
+        trainer = L.Trainer(
+            max_steps=steps,
+            accelerator="cpu",
+            devices=1,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            num_sanity_val_steps=0,
+            limit_val_batches=0,
+            callbacks=[callback],
+        )
+        trainer.fit(module, ckpt_path=callback.ckpt_path)
+    return module.model
+
+
+po.CONTENDERS.clear()
+po.CONTENDERS.update(
+    {
+        "hand-written (control)": po.run_hand_written,
+        "Lightning Trainer": po.run_lightning,
+        "Lightning + trialkit": run_lightning_trialkit,
+    }
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--batches", type=int, default=400)
+    parser.add_argument("--target-ms", type=float, default=5.0)
+    parser.add_argument("--width", type=int, default=0, help="skip calibration; use this MLP width")
+    parser.add_argument("--child", choices=po.CONTENDERS, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        po.run_child(args.child, args.width, args.batches)
+        return
+    torch.set_num_threads(1)
+    width = args.width or po.calibrate(args.target_ms)
+    home = tempfile.mkdtemp(prefix="trialkit-bench-")
+    po.__file__ = __file__  # rounds re-run this script as the child
+    rounds: dict[str, list[po.Sums]] = {name: [] for name in po.CONTENDERS}
+    times: dict[str, list[float]] = {name: [] for name in po.CONTENDERS}
+    weights: dict[str, set[str]] = {name: set() for name in po.CONTENDERS}
+    order = list(po.CONTENDERS)
+    for r in range(args.rounds):
+        for name in order if r % 2 == 0 else order[::-1]:
+            got = po.run_round(name, width, args.batches, home)
+            if got.get("missing"):
+                raise SystemExit("lightning is not installed: pip install 'trialkit[lightning]'")
+            rounds[name].append(po.block_sums([(c, h) for c, h in got["pairs"]]))
+            times[name] += [c for c, _ in got["pairs"]]
+            weights[name].add("bitwise equal" if got["bitwise"] else "differ")
+    print(
+        f"MLP {po.IN}-{width}-{width}-{po.OUT}, batch {po.BATCH}, 1 torch thread; {args.rounds} "
+        f"rounds x {args.batches} timed batches, in lockstep with a hand-written step"
+    )
+    head = f"{'loop':24} {'ms/batch':>9} {'vs hand-written':>16} {'95 % interval':>17}  weights"
+    print(head)
+    print("-" * len(head))
+    boots = {name: po.resampled_ratios(got) for name, got in rounds.items()}
+    for name, got in rounds.items():
+        low, high = po.interval(boots[name])
+        point = po.ratio([b for r in got for b in r])
+        ms = statistics.median(times[name]) * 1e3
+        span = f"[{low:.4f}, {high:.4f}]"
+        print(f"{name:24} {ms:9.3f} {point:16.4f} {span:>17}  {', '.join(sorted(weights[name]))}")
+    ours, plain = "Lightning + trialkit", "Lightning Trainer"
+    net = po.ratio([b for r in rounds[ours] for b in r]) / po.ratio(
+        [b for r in rounds[plain] for b in r]
+    )
+    low, high = po.interval([a / b for a, b in zip(boots[ours], boots[plain], strict=True)])
+    verdict = "met" if net <= po.GOAL_RATIO else "NOT met"
+    print(
+        f"TrialkitCallback per-batch time vs the plain Lightning Trainer: {net:.4f}x (95 % "
+        f"interval {low:.4f}x to {high:.4f}x); goal <= {po.GOAL_RATIO:.2f}x: {verdict}"
+    )
+
+
+if __name__ == "__main__":
+    logging.disable(logging.WARNING)
+    main()
