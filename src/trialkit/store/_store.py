@@ -45,6 +45,7 @@ from ._models import (
     MetricRow,
     TrialRow,
 )
+from ._deletes import DeleteQueries
 from ._queries import experiment_trial_ids, latest_and_best, latest_checkpoints, metric_number
 from ._types import (
     BatchMetrics,
@@ -184,7 +185,7 @@ def _add_missing_columns(engine: Engine) -> None:
                 )
 
 
-class Store:
+class Store(DeleteQueries):
     """Thread-safe access to experiments, trials, metrics, checkpoints and logs."""
 
     def __init__(self, url: str) -> None:
