@@ -6,7 +6,9 @@ from __future__ import annotations
 from trialkit.master._gc import GCCandidate, GCPolicy, select_for_deletion
 
 
-def C(uuid: str, trial: int, steps: int, metric: float | None, vid: int | None = None) -> GCCandidate:
+def C(
+    uuid: str, trial: int, steps: int, metric: float | None, vid: int | None = None
+) -> GCCandidate:
     return GCCandidate(uuid, trial, steps, metric, vid if vid is not None else steps, float(steps))
 
 

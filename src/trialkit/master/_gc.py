@@ -15,8 +15,10 @@ descending. Checkpoints another experiment warm-starts from are never deleted.
 from __future__ import annotations
 
 import math
+import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..storage import StorageManager, build
@@ -194,3 +196,94 @@ def collect_garbage(store: Store, experiment: Experiment) -> GCResult:
     )
     doomed = [c for c in store.list_checkpoints(experiment_id=experiment.id) if c.uuid in chosen]
     return delete_checkpoints(store, experiment_storage(experiment), doomed)
+
+
+class DeleteRefused(ValueError):
+    """A checkpoint or experiment that must not be deleted now; the message says why."""
+
+
+def _referencing(store: Store, uuids: set[str]) -> tuple[str, int] | None:
+    """(uuid, experiment id) of a warm start that uses one of ``uuids`` as its source."""
+    for exp in store.list_experiments():
+        source = (exp.config.get("searcher") or {}).get("source_checkpoint_uuid")
+        if source and str(source) in uuids:
+            return str(source), exp.id
+    return None
+
+
+def check_checkpoint_deletable(store: Store, checkpoint: Checkpoint) -> None:
+    """DeleteRefused when the checkpoint's trial is still running or a warm start uses it."""
+    trial = store.get_trial(checkpoint.trial_id)
+    if not trial.state.terminal:
+        raise DeleteRefused(
+            f"checkpoint {checkpoint.uuid} belongs to trial {trial.id}, which is "
+            f"{trial.state.value}; it may resume from it, so delete it after the trial ends"
+        )
+    used = _referencing(store, {checkpoint.uuid})
+    if used is not None:
+        raise DeleteRefused(
+            f"checkpoint {checkpoint.uuid} is the warm-start source of experiment {used[1]}; "
+            "delete that experiment first"
+        )
+
+
+def delete_checkpoints_by_uuid(store: Store, uuids: Sequence[str]) -> GCResult:
+    """Delete the named checkpoints (already deleted ones are skipped), all or none: each is
+    checked first (``check_checkpoint_deletable``)."""
+    chosen = [store.get_checkpoint(u) for u in dict.fromkeys(uuids)]
+    live = [c for c in chosen if c.state != DELETED]
+    for c in live:
+        check_checkpoint_deletable(store, c)
+    freed, deleted = 0, []
+    for c in live:
+        part = delete_checkpoints(
+            store, experiment_storage(store.get_experiment(c.experiment_id)), [c]
+        )
+        freed += part.bytes_freed
+        deleted += part.deleted
+    return GCResult(deleted, freed)
+
+
+def check_experiment_deletable(store: Store, experiment: Experiment) -> None:
+    """DeleteRefused unless the experiment has ended and no other experiment warm-starts
+    from one of its checkpoints."""
+    if not experiment.state.terminal:
+        raise DeleteRefused(
+            f"experiment {experiment.id} is {experiment.state.value}; only a finished "
+            f"experiment can be deleted ('trialkit experiment kill {experiment.id}' ends it)"
+        )
+    mine = {c.uuid for c in store.list_checkpoints(experiment_id=experiment.id)}
+    used = _referencing(store, mine)
+    if used is not None and used[1] != experiment.id:
+        raise DeleteRefused(
+            f"experiment {experiment.id}'s checkpoint {used[0]} is the warm-start source of "
+            f"experiment {used[1]}; delete that experiment first"
+        )
+
+
+def delete_experiment(store: Store, experiment: Experiment, trials_dir: Path) -> GCResult:
+    """Delete a finished experiment: its checkpoints' files, its trials' directories under
+    ``trials_dir`` (logs, working copies), then its rows."""
+    check_experiment_deletable(store, experiment)
+    result = delete_checkpoints(
+        store,
+        experiment_storage(experiment),
+        [c for c in store.list_checkpoints(experiment_id=experiment.id) if c.state != DELETED],
+    )
+    for trial in store.list_trials(experiment.id):
+        shutil.rmtree(trials_dir / str(trial.id), ignore_errors=True)
+    store.delete_experiment_rows(experiment.id)
+    return result
+
+
+def best_checkpoints(
+    store: Store, experiment: Experiment, limit: int
+) -> list[tuple[Checkpoint, float | None]]:
+    """The experiment's ``limit`` best live checkpoints by the searcher metric of their
+    validation (the order GC ranks by: best first, without a metric last), with that value."""
+    smaller_is_better = bool(
+        (experiment.config.get("searcher") or {}).get("smaller_is_better", True)
+    )
+    ranked = sorted(candidates(store, experiment), key=lambda c: _metric_key(c, smaller_is_better))
+    by_uuid = {c.uuid: c for c in store.list_checkpoints(experiment_id=experiment.id)}
+    return [(by_uuid[c.uuid], c.metric) for c in ranked[:limit]]

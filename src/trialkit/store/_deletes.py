@@ -44,7 +44,10 @@ class DeleteQueries:
             .order_by(MetricRow.id)
         )
         with self._session() as s:
-            return [ValidationRecord(r.id, r.trial_id, r.steps_completed, r.values) for r in s.execute(q)]
+            return [
+                ValidationRecord(r.id, r.trial_id, r.steps_completed, r.values)
+                for r in s.execute(q)
+            ]
 
     def delete_experiment_rows(self, experiment_id: int) -> None:
         """Remove the experiment and everything of its trials, in one transaction."""

@@ -36,6 +36,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from .._json import dumps
+from ._deletes import DeleteQueries
 from ._models import (
     Base,
     CheckpointRow,
@@ -45,7 +46,6 @@ from ._models import (
     MetricRow,
     TrialRow,
 )
-from ._deletes import DeleteQueries
 from ._queries import experiment_trial_ids, latest_and_best, latest_checkpoints, metric_number
 from ._types import (
     BatchMetrics,
