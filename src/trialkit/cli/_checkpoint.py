@@ -142,13 +142,14 @@ def _location(manager: Any) -> str:
 
 
 def fmt_bytes(n: int) -> str:
-    """``n`` bytes in the largest unit that keeps it >= 1 (``1.5 MiB``), bytes exactly."""
-    size = float(n)
-    for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{n} bytes" if unit == "bytes" else f"{size:.1f} {unit}"
-        size /= 1024
-    raise AssertionError("unreachable")
+    """``n`` bytes exactly, and in the largest binary unit when that is KiB or more
+    (``1536 bytes (1.5 KiB)``)."""
+    size, unit = float(n), "bytes"
+    for bigger in ("KiB", "MiB", "GiB", "TiB"):
+        if size < 1024:
+            break
+        size, unit = size / 1024, bigger
+    return f"{n} bytes" if unit == "bytes" else f"{n} bytes ({size:.1f} {unit})"
 
 
 def _list_best(client: Any, experiment_id: int, limit: int, as_json: bool) -> None:
