@@ -14,6 +14,7 @@ descending. Checkpoints another experiment warm-starts from are never deleted.
 
 from __future__ import annotations
 
+import logging
 import math
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,6 +26,8 @@ from ..storage import StorageManager, build
 from ..store import Checkpoint, Experiment, Store
 
 DELETED = "DELETED"
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -287,3 +290,21 @@ def best_checkpoints(
     ranked = sorted(candidates(store, experiment), key=lambda c: _metric_key(c, smaller_is_better))
     by_uuid = {c.uuid: c for c in store.list_checkpoints(experiment_id=experiment.id)}
     return [(by_uuid[c.uuid], c.metric) for c in ranked[:limit]]
+
+
+def collect_garbage_at_end(store: Store, experiment_id: int) -> GCResult | None:
+    """GC when an experiment has ended (the engine's hook): a failure is logged, never raised,
+    so it cannot stop the engine; the checkpoints stay and ``experiment gc`` retries."""
+    try:
+        result = collect_garbage(store, store.get_experiment(experiment_id))
+    except Exception as e:  # storage or store trouble: keep the checkpoints, say so
+        logger.warning("experiment %d: checkpoint GC failed, nothing deleted: %s", experiment_id, e)
+        return None
+    if result.deleted:
+        logger.info(
+            "experiment %d: GC deleted %d checkpoints (%d bytes)",
+            experiment_id,
+            len(result.deleted),
+            result.bytes_freed,
+        )
+    return result
