@@ -1,4 +1,4 @@
-"""collect_garbage and the deletes on a real SQLite store with real checkpoint files: files go,
+"""collect_garbage and the deletes on a real store (SQLite, PostgreSQL) with real checkpoint files: files go,
 rows become DELETED, latest_checkpoint never names a deleted one, warm-start sources stay."""
 
 from __future__ import annotations
@@ -20,9 +20,13 @@ from trialkit.storage import SharedFSStorageManager
 from trialkit.store import Experiment, ExperimentState, NewMetric, Store, Trial, TrialState
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = Store.at(tmp_path / "home")
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """On SQLite and on a real PostgreSQL server, as the store tests."""
+    if request.param == "sqlite":
+        s = Store.at(tmp_path / "home")
+    else:
+        s = Store(request.getfixturevalue("postgres").new_database())
     yield s
     s.close()
 
