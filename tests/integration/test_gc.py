@@ -4,12 +4,13 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import Master, write_script
+from .conftest import TRIALKIT, Master, write_script
 
 pytestmark = pytest.mark.integration
 
@@ -157,6 +158,14 @@ def test_experiment_delete_removes_storage_dirs_and_records(master: Master, tmp_
     trials = [t["id"] for t in master.describe(exp)["trials"]]
     assert all((master.home / "trials" / str(t)).is_dir() for t in trials)
     total = sum(sum(c["resources"].values()) for c in _checkpoints(master, exp).values())
+    unconfirmed = subprocess.run(
+        [*TRIALKIT, "experiment", "delete", str(exp)],
+        env=master.env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert unconfirmed.returncode == 2 and unconfirmed.stderr.splitlines() == [
+        f"trialkit: error: experiment delete {exp}: no terminal to confirm on; add --yes"
+    ]
+    assert len(list(root.iterdir())) == 9
     out = master.cli("experiment", "delete", "--yes", str(exp)).stdout
     assert f"deleted experiment {exp}: 9 checkpoints, {total} bytes (" in out
     assert list(root.iterdir()) == []

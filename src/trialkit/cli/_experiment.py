@@ -340,6 +340,10 @@ def delete(experiment_ref: str, yes: bool) -> None:
 
     client, experiment_id = experiment_client(experiment_ref)
     if not yes:
+        if not sys.stdin.isatty():
+            raise CLIError(
+                f"experiment delete {experiment_id}: no terminal to confirm on; add --yes"
+            )
         click.confirm(
             f"Delete experiment {experiment_id} with all its checkpoints and logs?", abort=True
         )
