@@ -13,10 +13,11 @@ from trialkit.master._gc import (
     DeleteRefused,
     best_checkpoints,
     collect_garbage,
+    delete_checkpoints,
     delete_checkpoints_by_uuid,
     delete_experiment,
 )
-from trialkit.storage import SharedFSStorageManager
+from trialkit.storage import CheckpointStorageError, SharedFSStorageManager, StorageConfigError
 from trialkit.store import Experiment, ExperimentState, NewMetric, Store, Trial, TrialState
 
 
@@ -154,3 +155,33 @@ def test_best_checkpoints_rank_by_the_searcher_metric(store: Store, tmp_path: Pa
     ranked = [(c.uuid, v) for c, v in best_checkpoints(store, exp, 4)]
     assert ranked == [("a2", 0.1), ("b1", 0.3), ("a3", 0.4), ("a1", 0.5)]
     assert [c.uuid for c, _ in best_checkpoints(store, exp, 10)][4:] == ["b2", "b3"]
+
+
+def test_an_experiment_without_checkpoint_storage_is_one_clear_error(store: Store) -> None:
+    exp = store.create_experiment(name="old", config={"searcher": {"metric": "loss"}})
+    trial = _trial(store, exp)
+    store.add_checkpoint(
+        uuid="u1", trial_id=trial.id, experiment_id=exp.id, run_id=1, steps_completed=1,
+        metadata={}, resources={}, storage={},
+    )  # fmt: skip
+    with pytest.raises(StorageConfigError, match="experiment 1 has no checkpoint_storage"):
+        delete_checkpoints_by_uuid(store, ["u1"])
+    assert store.get_checkpoint("u1").state == "COMPLETED"
+
+
+class _StuckStorage(SharedFSStorageManager):
+    """Storage whose deletes remove nothing, as when the directory's permissions forbid it
+    (SharedFSStorageManager.delete then fails quietly; root, which runs CI here, is never
+    refused, so the permission case itself cannot be set up)."""
+
+    def delete(self, storage_id: str) -> None:
+        pass
+
+
+def test_files_that_cannot_be_deleted_keep_their_record(store: Store, tmp_path: Path) -> None:
+    root = tmp_path / "ckpts"
+    exp = _experiment(store, root)
+    _save(store, root, _trial(store, exp), "u1", 1, 10)
+    with pytest.raises(CheckpointStorageError, match="u1: its files could not all be deleted"):
+        delete_checkpoints(store, _StuckStorage(root), [store.get_checkpoint("u1")])
+    assert store.get_checkpoint("u1").state == "COMPLETED"

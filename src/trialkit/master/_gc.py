@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..storage import StorageManager, build
+from ..storage import CheckpointStorageError, StorageConfigError, StorageManager, build
 from ..store import Checkpoint, Experiment, Store
 
 DELETED = "DELETED"
@@ -163,7 +163,13 @@ def warm_start_sources(store: Store) -> set[str]:
 def experiment_storage(experiment: Experiment) -> StorageManager:
     """The storage the experiment's creator configured (a trial's reported location is not
     trusted for deleting files)."""
-    return build(experiment.config["checkpoint_storage"])
+    configured = experiment.config.get("checkpoint_storage")
+    if not configured:
+        raise StorageConfigError(
+            f"experiment {experiment.id} has no checkpoint_storage, so its checkpoints' files "
+            "cannot be found"
+        )
+    return build(configured)
 
 
 def delete_checkpoints(
@@ -173,6 +179,11 @@ def delete_checkpoints(
     deleted, freed = [], 0
     for c in checkpoints:
         storage.delete(c.uuid)
+        if storage.exists(c.uuid):  # e.g. no permission: the record keeps saying it is there
+            raise CheckpointStorageError(
+                f"checkpoint {c.uuid}: its files could not all be deleted from storage; "
+                "check the permissions of its directory and try again"
+            )
         store.set_checkpoint_state(c.uuid, DELETED)
         deleted.append(c.uuid)
         freed += checkpoint_bytes(c)

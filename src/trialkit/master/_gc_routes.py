@@ -15,7 +15,7 @@ from ..rest import (
     RankedCheckpoint,
     routes,
 )
-from ..storage import StorageConfigError
+from ..storage import CheckpointStorageError, StorageConfigError
 from ..store import Store
 from ._gc import (
     DeleteRefused,
@@ -33,7 +33,7 @@ class DeleteCheckpoints(BaseModel):
 
 
 def _refused(e: Exception) -> HTTPException:
-    """A refusal (409) or a checkpoint_storage that cannot be used (400), as one line."""
+    """A refusal (409), or storage that cannot be used or refused the delete (400): one line."""
     return HTTPException(409 if isinstance(e, DeleteRefused) else 400, str(e))
 
 
@@ -52,7 +52,7 @@ def add_gc_routes(app: FastAPI, store: Store, auth: Any, trials_dir: Path) -> No
             )
         try:
             result = collect_garbage(store, exp)
-        except StorageConfigError as e:
+        except (CheckpointStorageError, StorageConfigError) as e:
             raise _refused(e) from None
         return CheckpointsDeleted(deleted=result.deleted, bytes_freed=result.bytes_freed)
 
@@ -62,7 +62,7 @@ def add_gc_routes(app: FastAPI, store: Store, auth: Any, trials_dir: Path) -> No
         exp = store.get_experiment(experiment_id)
         try:
             result = delete_experiment(store, exp, trials_dir)
-        except (DeleteRefused, StorageConfigError) as e:
+        except (DeleteRefused, CheckpointStorageError, StorageConfigError) as e:
             raise _refused(e) from None
         return ExperimentDeleted(
             experiment_id=exp.id,
@@ -75,7 +75,7 @@ def add_gc_routes(app: FastAPI, store: Store, auth: Any, trials_dir: Path) -> No
         """Delete checkpoints (all or none): refused for a live trial's or a warm-start source."""
         try:
             result = delete_checkpoints_by_uuid(store, body.uuids)
-        except (DeleteRefused, StorageConfigError) as e:
+        except (DeleteRefused, CheckpointStorageError, StorageConfigError) as e:
             raise _refused(e) from None
         return CheckpointsDeleted(deleted=result.deleted, bytes_freed=result.bytes_freed)
 
