@@ -85,6 +85,8 @@ def test_experiment_gc_deletes_what_the_policy_selects(master: Master, tmp_path:
     listed = master.cli("checkpoint", "list", str(exp)).stdout
     assert all(after[k]["uuid"] in listed for k in KEPT)
     assert not any(c["uuid"] in listed for k, c in after.items() if k not in KEPT)
+    described = master.cli("experiment", "describe", str(exp)).stdout
+    assert f"{len(KEPT)} checkpoints (trialkit checkpoint list {exp})" in described
     again = master.cli("experiment", "gc", str(exp)).stdout
     assert f"experiment {exp}: 0 checkpoints deleted, 0 bytes freed" in again
 

@@ -220,9 +220,10 @@ def show_experiment(desc: dict[str, Any]) -> None:
     for t in desc["trials"]:
         if t["state"] == "ERROR" and t.get("error"):
             click.echo(f"trial {t['id']} error: {first_line(t['error'])}")
-    if desc["checkpoints"]:
+    live = [c for c in desc["checkpoints"] if c["state"] != "DELETED"]
+    if live:
         click.echo(
-            f"{len(desc['checkpoints'])} checkpoints (trialkit checkpoint list {e['id']});"
+            f"{len(live)} checkpoints (trialkit checkpoint list {e['id']});"
             f" JSON: trialkit experiment describe {e['id']} --json"
         )
 
