@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import math
 import shutil
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,10 +96,12 @@ def select_for_deletion(
     ``protected`` uuids (warm-start sources) are never among them."""
     by_metric = lambda c: _metric_key(c, smaller_is_better)  # noqa: E731
     experiment_rank = _ranks(checkpoints, by_metric)
+    per_trial: dict[int, list[GCCandidate]] = defaultdict(list)
+    for c in checkpoints:
+        per_trial[c.trial_id].append(c)
     trial_rank: dict[str, int] = {}
     trial_order_rank: dict[str, int] = {}
-    for trial_id in {c.trial_id for c in checkpoints}:
-        mine = [c for c in checkpoints if c.trial_id == trial_id]
+    for mine in per_trial.values():
         trial_rank |= _ranks(mine, by_metric)
         trial_order_rank |= _ranks(mine, lambda c: (-c.steps_completed, -c.reported_at, c.uuid))
     keep = set(protected)
