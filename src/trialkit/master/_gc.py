@@ -178,16 +178,19 @@ def experiment_storage(experiment: Experiment) -> StorageManager:
 def delete_checkpoints(
     store: Store, storage: StorageManager, checkpoints: Iterable[Checkpoint]
 ) -> GCResult:
-    """Delete the checkpoints' files, then mark their rows DELETED."""
+    """Mark the checkpoints' rows DELETED and delete their files."""
     deleted, freed = [], 0
     for c in checkpoints:
+        # Marked first: a master that dies mid-delete leaves files nothing names, never a
+        # COMPLETED record (a trial's latest) whose files are gone.
+        store.set_checkpoint_state(c.uuid, DELETED)
         storage.delete(c.uuid)
-        if storage.exists(c.uuid):  # e.g. no permission: the record keeps saying it is there
+        if storage.exists(c.uuid):  # e.g. no permission: it is still there, say so
+            store.set_checkpoint_state(c.uuid, c.state)
             raise CheckpointStorageError(
                 f"checkpoint {c.uuid}: its files could not all be deleted from storage; "
                 "check the permissions of its directory and try again"
             )
-        store.set_checkpoint_state(c.uuid, DELETED)
         deleted.append(c.uuid)
         freed += checkpoint_bytes(c)
     return GCResult(deleted, freed)
