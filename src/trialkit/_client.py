@@ -440,3 +440,36 @@ class MasterClient:
 
     def delete_checkpoint(self, uuid: str, *, retry_for: float = 0.0) -> rest.Ok:
         return self._call(rest.Ok, "DELETE", routes.CHECKPOINT, retry_for=retry_for, uuid=uuid)
+
+    # Checkpoint GC and deletion
+
+    def experiment_gc(self, experiment_id: int) -> rest.CheckpointsDeleted:
+        """Apply a finished experiment's checkpoint GC policy now."""
+        return self._call(
+            rest.CheckpointsDeleted, "POST", routes.EXPERIMENT_GC, experiment_id=experiment_id
+        )
+
+    def delete_experiment(self, experiment_id: int) -> rest.ExperimentDeleted:
+        """Delete a finished experiment with its checkpoints' files and trial directories."""
+        return self._call(
+            rest.ExperimentDeleted, "POST", routes.EXPERIMENT_DELETE, experiment_id=experiment_id
+        )
+
+    def delete_checkpoints(self, uuids: Sequence[str]) -> rest.CheckpointsDeleted:
+        """Delete checkpoints with their files (all or none; refused for a live trial's)."""
+        return self._call(
+            rest.CheckpointsDeleted,
+            "POST",
+            routes.CHECKPOINTS_DELETE,
+            body={"uuids": list(uuids)},
+        )
+
+    def best_checkpoints(self, experiment_id: int, limit: int) -> rest.BestCheckpoints:
+        """An experiment's ``limit`` best checkpoints by the searcher metric, best first."""
+        return self._call(
+            rest.BestCheckpoints,
+            "GET",
+            routes.BEST_CHECKPOINTS,
+            params={"limit": limit},
+            experiment_id=experiment_id,
+        )

@@ -1,4 +1,4 @@
-"""``trialkit checkpoint``: list, describe, download."""
+"""``trialkit checkpoint``: list, describe, download, delete."""
 
 from __future__ import annotations
 
@@ -22,15 +22,25 @@ from ._common import (
 
 @click.group("checkpoint")
 def checkpoint() -> None:
-    """List and download checkpoints."""
+    """List, download and delete checkpoints."""
 
 
 @checkpoint.command("list")
 @click.argument("experiment_ref", metavar="EXPERIMENT")
+@click.option(
+    "--best",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Only the N best checkpoints by the searcher metric, best first.",
+)
 @json_option
-def list_(experiment_ref: str, as_json: bool) -> None:
-    """List an experiment's checkpoints (experiment id or name)."""
+def list_(experiment_ref: str, best: int | None, as_json: bool) -> None:
+    """List an experiment's checkpoints (experiment id or name); deleted ones are not listed."""
     client, experiment_id = experiment_client(experiment_ref)
+    if best is not None:
+        _list_best(client, experiment_id, best, as_json)
+        return
     ckpts = [
         dataclasses.asdict(c) for c in client.experiment_checkpoints(experiment_id).checkpoints
     ]
@@ -65,7 +75,10 @@ def describe(uuid: str, as_json: bool) -> None:
         f"checkpoint {c['uuid']}: trial {c['trial_id']}, steps {c['steps_completed']}, {c['state']}"
     )
     click.echo(f"metadata: {c['metadata']}")
-    print_table("files", ["path", "bytes"], sorted(c["resources"].items()))
+    files = {p: n for p, n in c["resources"].items() if not p.endswith("/")}
+    print_table("files", ["path", "bytes"], sorted(files.items()))
+    gone = " (deleted from storage)" if c["state"] == "DELETED" else ""
+    click.echo(f"{len(files)} files, {fmt_bytes(sum(files.values()))} in total{gone}")
 
 
 @checkpoint.command("download")
@@ -126,3 +139,52 @@ def _experiment_storage(client: Any, ckpt: dict[str, Any]) -> Any:
 
 def _location(manager: Any) -> str:
     return str(getattr(manager, "base_path", manager))
+
+
+def fmt_bytes(n: int) -> str:
+    """``n`` bytes exactly, and in the largest binary unit when that is KiB or more
+    (``1536 bytes (1.5 KiB)``)."""
+    size, unit = float(n), "bytes"
+    for bigger in ("KiB", "MiB", "GiB", "TiB"):
+        if size < 1024:
+            break
+        size, unit = size / 1024, bigger
+    return f"{n} bytes" if unit == "bytes" else f"{n} bytes ({size:.1f} {unit})"
+
+
+def _list_best(client: Any, experiment_id: int, limit: int, as_json: bool) -> None:
+    """``checkpoint list --best N``: the best checkpoints by the searcher metric."""
+    best = client.best_checkpoints(experiment_id, limit)
+    if as_json:
+        print_json(dataclasses.asdict(best))
+        return
+    if best.metric is None:
+        raise CLIError(f"experiment {experiment_id} has no searcher.metric to rank checkpoints by")
+    order = "smaller is better" if best.smaller_is_better else "larger is better"
+    rows = [
+        (
+            r.checkpoint.uuid,
+            r.checkpoint.trial_id,
+            r.checkpoint.steps_completed,
+            "" if r.searcher_metric is None else f"{r.searcher_metric:.6g}",
+            fmt_time(r.checkpoint.reported_at),
+        )
+        for r in best.checkpoints
+    ]
+    print_table(
+        f"best {limit} by {best.metric} ({order})",
+        ["uuid", "trial", "steps", best.metric, "reported"],
+        rows,
+    )
+
+
+@checkpoint.command("delete")
+@click.argument("uuids", nargs=-1, required=True, metavar="UUID...")
+def delete(uuids: tuple[str, ...]) -> None:
+    """Delete checkpoints and their files (UUIDs or unique prefixes). Refused, for all of them,
+    when one belongs to a trial that is still running or is a warm-start source."""
+    client = get_client()
+    result = client.delete_checkpoints([resolve_checkpoint(client, u) for u in uuids])
+    for uuid in result.deleted:
+        click.echo(f"deleted checkpoint {uuid}")
+    click.echo(f"{len(result.deleted)} checkpoints deleted, {fmt_bytes(result.bytes_freed)} freed")

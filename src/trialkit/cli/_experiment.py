@@ -1,5 +1,5 @@
 """``trialkit experiment`` (alias ``e``): create, list, describe, pause, activate, kill, archive,
-logs, in Determined's CLI shapes."""
+logs, gc, delete, in Determined's CLI shapes."""
 
 from __future__ import annotations
 
@@ -220,9 +220,10 @@ def show_experiment(desc: dict[str, Any]) -> None:
     for t in desc["trials"]:
         if t["state"] == "ERROR" and t.get("error"):
             click.echo(f"trial {t['id']} error: {first_line(t['error'])}")
-    if desc["checkpoints"]:
+    live = [c for c in desc["checkpoints"] if c["state"] != "DELETED"]
+    if live:
         click.echo(
-            f"{len(desc['checkpoints'])} checkpoints (trialkit checkpoint list {e['id']});"
+            f"{len(live)} checkpoints (trialkit checkpoint list {e['id']});"
             f" JSON: trialkit experiment describe {e['id']} --json"
         )
 
@@ -310,4 +311,45 @@ def preview(config_file: Path, overrides: tuple[str, ...], seed: int | None, as_
     ]
     print_table(
         f"{len(trials)} trials (seed {seed})", ["trial", "hparams", "seed", "trains to"], rows
+    )
+
+
+@experiment.command("gc")
+@click.argument("experiment_ref", metavar="EXPERIMENT")
+def gc(experiment_ref: str) -> None:
+    """Apply a finished experiment's checkpoint GC policy now (checkpoint_storage's
+    save_experiment_best, save_trial_best, save_trial_latest) and print what it deleted."""
+    from ._checkpoint import fmt_bytes
+
+    client, experiment_id = experiment_client(experiment_ref)
+    result = client.experiment_gc(experiment_id)
+    for uuid in result.deleted:
+        click.echo(f"deleted checkpoint {uuid}")
+    click.echo(
+        f"experiment {experiment_id}: {len(result.deleted)} checkpoints deleted, "
+        f"{fmt_bytes(result.bytes_freed)} freed"
+    )
+
+
+@experiment.command("delete")
+@click.argument("experiment_ref", metavar="EXPERIMENT")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+def delete(experiment_ref: str, yes: bool) -> None:
+    """Delete a finished experiment: its checkpoints and their files, its trials' logs and
+    directories, and its records. It cannot be undone."""
+    from ._checkpoint import fmt_bytes
+
+    client, experiment_id = experiment_client(experiment_ref)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise CLIError(
+                f"experiment delete {experiment_id}: no terminal to confirm on; add --yes"
+            )
+        click.confirm(
+            f"Delete experiment {experiment_id} with all its checkpoints and logs?", abort=True
+        )
+    result = client.delete_experiment(experiment_id)
+    click.echo(
+        f"deleted experiment {experiment_id}: {result.checkpoints_deleted} checkpoints, "
+        f"{fmt_bytes(result.bytes_freed)} freed"
     )

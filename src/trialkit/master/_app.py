@@ -63,6 +63,7 @@ from ._auth import TokenAuth
 from ._create import CreateError, prepare_experiment
 from ._engine import Engine
 from ._errors import UnexpectedErrors
+from ._gc_routes import add_gc_routes
 from ._schemas import (
     CheckpointBody,
     CheckpointUuid,
@@ -277,7 +278,9 @@ def create_app(
         store.get_experiment(experiment_id)
         return CheckpointList(
             checkpoints=[
-                checkpoint_out(c) for c in store.list_checkpoints(experiment_id=experiment_id)
+                checkpoint_out(c)
+                for c in store.list_checkpoints(experiment_id=experiment_id)
+                if c.state != "DELETED"
             ]
         )
 
@@ -555,6 +558,7 @@ def create_app(
         store.set_checkpoint_state(uuid, "DELETED")
         return Ok()
 
+    add_gc_routes(app, store, Auth, engine.settings.home / "trials")
     return app
 
 

@@ -6,12 +6,15 @@ from ._decode import ResponseError, decode
 from ._models import (
     BatchMetricsList,
     BatchMetricsOut,
+    BestCheckpoints,
     BestTrial,
     BestValidation,
     CheckpointList,
     CheckpointOut,
     CheckpointReply,
+    CheckpointsDeleted,
     CreatedExperiment,
+    ExperimentDeleted,
     ExperimentDescription,
     ExperimentList,
     ExperimentOut,
@@ -27,6 +30,7 @@ from ._models import (
     Ok,
     OperationsApplied,
     Preemption,
+    RankedCheckpoint,
     SearcherEvents,
     SearcherOperation,
     SearcherSummary,
@@ -38,6 +42,10 @@ from ._models import (
 )
 
 __all__ = [
+    "BestCheckpoints",
+    "CheckpointsDeleted",
+    "ExperimentDeleted",
+    "RankedCheckpoint",
     "BatchMetricsList",
     "BatchMetricsOut",
     "BestTrial",

@@ -280,3 +280,35 @@ class LastValidation:
 @dataclass(frozen=True)
 class UuidList:
     uuids: list[str] = field(default_factory=list)
+
+
+# Checkpoint GC and deletion --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CheckpointsDeleted:
+    """What a GC run or a delete removed: the checkpoints and the bytes their files held."""
+
+    deleted: list[str]
+    bytes_freed: int
+
+
+@dataclass(frozen=True)
+class ExperimentDeleted:
+    experiment_id: int
+    checkpoints_deleted: int
+    bytes_freed: int
+
+
+@dataclass(frozen=True)
+class RankedCheckpoint:
+    checkpoint: CheckpointOut
+    #: The searcher metric of the validation at the checkpoint's steps (None: none there).
+    searcher_metric: float | None
+
+
+@dataclass(frozen=True)
+class BestCheckpoints:
+    metric: str | None
+    smaller_is_better: bool
+    checkpoints: list[RankedCheckpoint]

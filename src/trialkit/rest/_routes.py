@@ -42,3 +42,10 @@ CHECKPOINT = "/api/v1/checkpoints/{uuid}"
 def path(template: str, **params: Any) -> str:
     """``template`` with its ``{name}`` parameters filled in."""
     return template.format(**params)
+
+
+# Checkpoint GC and deletion (admin token only: none of these is in _auth's trial routes)
+EXPERIMENT_GC = "/api/v1/experiments/{experiment_id}/gc"
+EXPERIMENT_DELETE = "/api/v1/experiments/{experiment_id}/delete"
+BEST_CHECKPOINTS = "/api/v1/experiments/{experiment_id}/checkpoints/best"
+CHECKPOINTS_DELETE = "/api/v1/checkpoints/delete"

@@ -1,5 +1,6 @@
 """Persistent state: experiments, trials, metrics, checkpoints, logs (SQLite or PostgreSQL)."""
 
+from ._deletes import ValidationRecord
 from ._store import NotFound, Store, StoreError, sqlite_url
 from ._types import (
     TERMINAL_EXPERIMENT_STATES,
@@ -34,5 +35,6 @@ __all__ = [
     "Trial",
     "TrialState",
     "TrialView",
+    "ValidationRecord",
     "sqlite_url",
 ]

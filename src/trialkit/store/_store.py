@@ -36,6 +36,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from .._json import dumps
+from ._deletes import DeleteQueries
 from ._models import (
     Base,
     CheckpointRow,
@@ -184,7 +185,7 @@ def _add_missing_columns(engine: Engine) -> None:
                 )
 
 
-class Store:
+class Store(DeleteQueries):
     """Thread-safe access to experiments, trials, metrics, checkpoints and logs."""
 
     def __init__(self, url: str) -> None:

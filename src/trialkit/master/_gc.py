@@ -1,0 +1,327 @@
+"""Checkpoint garbage collection with Determined's policy (reference §6 checkpoint_storage).
+
+``select_for_deletion`` is the rule, a pure function: a checkpoint is deleted iff
+``((experiment_rank > save_experiment_best AND trial_rank > save_trial_best) OR it has no
+validation metric) AND trial_order_rank > save_trial_latest``. Ranks order by the searcher metric
+of the validation at the checkpoint's ``steps_completed`` (best first, nulls last, ties by
+validation id); ``trial_order_rank`` orders a trial's checkpoints by ``steps_completed``
+descending. Checkpoints another experiment warm-starts from are never deleted.
+
+``collect_garbage`` applies it: files go through the storage manager, the row becomes DELETED
+(kept, so ``checkpoint describe`` still says what it was; ``latest_checkpoint`` and
+``checkpoint list`` skip it).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import shutil
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..storage import CheckpointStorageError, StorageConfigError, StorageManager, build
+from ..store import Checkpoint, Experiment, Store
+
+DELETED = "DELETED"
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class GCCandidate:
+    """A checkpoint as the rule sees it: ``metric`` is the searcher metric of its validation
+    (None: no validation at its steps, or no number there), ``validation_id`` that
+    validation's id (ties between equal metrics go to the lower id)."""
+
+    uuid: str
+    trial_id: int
+    steps_completed: int
+    metric: float | None = None
+    validation_id: int | None = None
+    reported_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class GCPolicy:
+    """The three ``checkpoint_storage`` keys (Determined's defaults)."""
+
+    save_experiment_best: int = 0
+    save_trial_best: int = 1
+    save_trial_latest: int = 1
+
+    @classmethod
+    def from_config(cls, storage: Mapping[str, Any]) -> GCPolicy:
+        """The policy of a ``checkpoint_storage`` block (missing keys: the defaults)."""
+        defaults = cls()
+        return cls(
+            *(
+                int(storage.get(name, getattr(defaults, name)) or 0)
+                for name in ("save_experiment_best", "save_trial_best", "save_trial_latest")
+            )
+        )
+
+
+@dataclass(frozen=True)
+class GCResult:
+    """What one collection deleted."""
+
+    deleted: list[str] = field(default_factory=list)
+    bytes_freed: int = 0
+
+
+def _metric_key(c: GCCandidate, smaller_is_better: bool) -> tuple[Any, ...]:
+    """Best first, checkpoints without a metric last, ties by validation id (then uuid)."""
+    if c.metric is None:
+        return (1, 0.0, c.validation_id or 0, c.uuid)
+    signed = c.metric if smaller_is_better else -c.metric
+    return (0, signed, c.validation_id or 0, c.uuid)
+
+
+def _ranks(items: Sequence[GCCandidate], key: Any) -> dict[str, int]:
+    """1-based row numbers of ``items`` sorted by ``key`` (SQL's row_number())."""
+    return {c.uuid: i for i, c in enumerate(sorted(items, key=key), start=1)}
+
+
+def select_for_deletion(
+    checkpoints: Sequence[GCCandidate],
+    policy: GCPolicy,
+    smaller_is_better: bool = True,
+    protected: Iterable[str] = (),
+) -> list[str]:
+    """The uuids the GC rule deletes among one experiment's live checkpoints, in input order;
+    ``protected`` uuids (warm-start sources) are never among them."""
+    by_metric = lambda c: _metric_key(c, smaller_is_better)  # noqa: E731
+    experiment_rank = _ranks(checkpoints, by_metric)
+    per_trial: dict[int, list[GCCandidate]] = defaultdict(list)
+    for c in checkpoints:
+        per_trial[c.trial_id].append(c)
+    trial_rank: dict[str, int] = {}
+    trial_order_rank: dict[str, int] = {}
+    for mine in per_trial.values():
+        trial_rank |= _ranks(mine, by_metric)
+        trial_order_rank |= _ranks(mine, lambda c: (-c.steps_completed, -c.reported_at, c.uuid))
+    keep = set(protected)
+    return [
+        c.uuid
+        for c in checkpoints
+        if c.uuid not in keep
+        and (
+            (
+                experiment_rank[c.uuid] > policy.save_experiment_best
+                and trial_rank[c.uuid] > policy.save_trial_best
+            )
+            or c.metric is None
+        )
+        and trial_order_rank[c.uuid] > policy.save_trial_latest
+    ]
+
+
+def _number(value: Any) -> float | None:
+    """A metric value the rule can compare (a finite JSON number), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def candidates(store: Store, experiment: Experiment) -> list[GCCandidate]:
+    """The experiment's COMPLETED checkpoints, each with its validation's searcher metric."""
+    metric = (experiment.config.get("searcher") or {}).get("metric")
+    validations: dict[tuple[int, int], tuple[int, Any]] = {}
+    for v in store.experiment_validations(experiment.id):
+        validations[(v.trial_id, v.steps_completed)] = (v.id, v.values)  # the latest one wins
+    out = []
+    for c in store.list_checkpoints(experiment_id=experiment.id):
+        if c.state != "COMPLETED":
+            continue
+        found = validations.get((c.trial_id, c.steps_completed))
+        value = _number(found[1].get(metric)) if found and metric else None
+        out.append(
+            GCCandidate(
+                uuid=c.uuid,
+                trial_id=c.trial_id,
+                steps_completed=c.steps_completed,
+                metric=value,
+                validation_id=found[0] if found and value is not None else None,
+                reported_at=c.reported_at,
+            )
+        )
+    return out
+
+
+def warm_start_sources(store: Store) -> set[str]:
+    """The checkpoints experiments name as their warm-start source (a ``source_trial_id`` was
+    resolved to its checkpoint's uuid when the experiment was created)."""
+    out: set[str] = set()
+    for exp in store.list_experiments():
+        searcher = exp.config.get("searcher") or {}
+        if searcher.get("source_checkpoint_uuid"):
+            out.add(str(searcher["source_checkpoint_uuid"]))
+    return out
+
+
+def experiment_storage(experiment: Experiment) -> StorageManager:
+    """The storage the experiment's creator configured (a trial's reported location is not
+    trusted for deleting files)."""
+    configured = experiment.config.get("checkpoint_storage")
+    if not configured:
+        raise StorageConfigError(
+            f"experiment {experiment.id} has no checkpoint_storage, so its checkpoints' files "
+            "cannot be found"
+        )
+    return build(configured)
+
+
+def delete_checkpoints(
+    store: Store, storage: StorageManager, checkpoints: Iterable[Checkpoint]
+) -> GCResult:
+    """Mark the checkpoints' rows DELETED and delete their files."""
+    deleted, freed = [], 0
+    for c in checkpoints:
+        # Marked first: a master that dies mid-delete leaves files nothing names, never a
+        # COMPLETED record (a trial's latest) whose files are gone.
+        store.set_checkpoint_state(c.uuid, DELETED)
+        storage.delete(c.uuid)
+        if storage.exists(c.uuid):  # e.g. no permission: it is still there, say so
+            store.set_checkpoint_state(c.uuid, c.state)
+            raise CheckpointStorageError(
+                f"checkpoint {c.uuid}: its files could not all be deleted from storage; "
+                "check the permissions of its directory and try again"
+            )
+        deleted.append(c.uuid)
+        freed += checkpoint_bytes(c)
+    return GCResult(deleted, freed)
+
+
+def checkpoint_bytes(checkpoint: Checkpoint) -> int:
+    """The total size of the checkpoint's files, as its record lists them."""
+    return sum(int(size) for size in checkpoint.resources.values())
+
+
+def collect_garbage(store: Store, experiment: Experiment) -> GCResult:
+    """Apply the experiment's GC policy now: delete what the rule selects; return it."""
+    config = experiment.config
+    policy = GCPolicy.from_config(config.get("checkpoint_storage") or {})
+    smaller_is_better = bool((config.get("searcher") or {}).get("smaller_is_better", True))
+    chosen = set(
+        select_for_deletion(
+            candidates(store, experiment),
+            policy,
+            smaller_is_better,
+            protected=warm_start_sources(store),
+        )
+    )
+    doomed = [c for c in store.list_checkpoints(experiment_id=experiment.id) if c.uuid in chosen]
+    return delete_checkpoints(store, experiment_storage(experiment), doomed)
+
+
+class DeleteRefused(ValueError):
+    """A checkpoint or experiment that must not be deleted now; the message says why."""
+
+
+def _referencing(store: Store, uuids: set[str]) -> tuple[str, int] | None:
+    """(uuid, experiment id) of a warm start that uses one of ``uuids`` as its source."""
+    for exp in store.list_experiments():
+        source = (exp.config.get("searcher") or {}).get("source_checkpoint_uuid")
+        if source and str(source) in uuids:
+            return str(source), exp.id
+    return None
+
+
+def check_checkpoint_deletable(store: Store, checkpoint: Checkpoint) -> None:
+    """DeleteRefused when the checkpoint's trial is still running or a warm start uses it."""
+    trial = store.get_trial(checkpoint.trial_id)
+    if not trial.state.terminal:
+        raise DeleteRefused(
+            f"checkpoint {checkpoint.uuid} belongs to trial {trial.id}, which is "
+            f"{trial.state.value}; it may resume from it, so delete it after the trial ends"
+        )
+    used = _referencing(store, {checkpoint.uuid})
+    if used is not None:
+        raise DeleteRefused(
+            f"checkpoint {checkpoint.uuid} is the warm-start source of experiment {used[1]}; "
+            "delete that experiment first"
+        )
+
+
+def delete_checkpoints_by_uuid(store: Store, uuids: Sequence[str]) -> GCResult:
+    """Delete the named checkpoints (already deleted ones are skipped), all or none: each is
+    checked first (``check_checkpoint_deletable``)."""
+    chosen = [store.get_checkpoint(u) for u in dict.fromkeys(uuids)]
+    live = [c for c in chosen if c.state != DELETED]
+    for c in live:
+        check_checkpoint_deletable(store, c)
+    freed, deleted = 0, []
+    for c in live:
+        part = delete_checkpoints(
+            store, experiment_storage(store.get_experiment(c.experiment_id)), [c]
+        )
+        freed += part.bytes_freed
+        deleted += part.deleted
+    return GCResult(deleted, freed)
+
+
+def check_experiment_deletable(store: Store, experiment: Experiment) -> None:
+    """DeleteRefused unless the experiment has ended and no other experiment warm-starts
+    from one of its checkpoints."""
+    if not experiment.state.terminal:
+        raise DeleteRefused(
+            f"experiment {experiment.id} is {experiment.state.value}; only a finished "
+            f"experiment can be deleted ('trialkit experiment kill {experiment.id}' ends it)"
+        )
+    mine = {c.uuid for c in store.list_checkpoints(experiment_id=experiment.id)}
+    used = _referencing(store, mine)
+    if used is not None and used[1] != experiment.id:
+        raise DeleteRefused(
+            f"experiment {experiment.id}'s checkpoint {used[0]} is the warm-start source of "
+            f"experiment {used[1]}; delete that experiment first"
+        )
+
+
+def delete_experiment(store: Store, experiment: Experiment, trials_dir: Path) -> GCResult:
+    """Delete a finished experiment: its checkpoints' files, its trials' directories under
+    ``trials_dir`` (logs, working copies), then its rows."""
+    check_experiment_deletable(store, experiment)
+    result = delete_checkpoints(
+        store,
+        experiment_storage(experiment),
+        [c for c in store.list_checkpoints(experiment_id=experiment.id) if c.state != DELETED],
+    )
+    for trial in store.list_trials(experiment.id):
+        shutil.rmtree(trials_dir / str(trial.id), ignore_errors=True)
+    store.delete_experiment_rows(experiment.id)
+    return result
+
+
+def best_checkpoints(
+    store: Store, experiment: Experiment, limit: int
+) -> list[tuple[Checkpoint, float | None]]:
+    """The experiment's ``limit`` best live checkpoints by the searcher metric of their
+    validation (the order GC ranks by: best first, without a metric last), with that value."""
+    smaller_is_better = bool(
+        (experiment.config.get("searcher") or {}).get("smaller_is_better", True)
+    )
+    ranked = sorted(candidates(store, experiment), key=lambda c: _metric_key(c, smaller_is_better))
+    by_uuid = {c.uuid: c for c in store.list_checkpoints(experiment_id=experiment.id)}
+    return [(by_uuid[c.uuid], c.metric) for c in ranked[:limit]]
+
+
+def collect_garbage_at_end(store: Store, experiment_id: int) -> GCResult | None:
+    """GC when an experiment has ended (the engine's hook): a failure is logged, never raised,
+    so it cannot stop the engine; the checkpoints stay and ``experiment gc`` retries."""
+    try:
+        result = collect_garbage(store, store.get_experiment(experiment_id))
+    except Exception as e:  # storage or store trouble: keep the checkpoints, say so
+        logger.warning("experiment %d: checkpoint GC failed, nothing deleted: %s", experiment_id, e)
+        return None
+    if result.deleted:
+        logger.info(
+            "experiment %d: GC deleted %d checkpoints (%d bytes)",
+            experiment_id,
+            len(result.deleted),
+            result.bytes_freed,
+        )
+    return result

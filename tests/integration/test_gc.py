@@ -1,0 +1,195 @@
+"""Checkpoint GC and deletion on a real master with shared_fs storage, through the CLI:
+``experiment gc``, ``checkpoint delete``, ``checkpoint list --best N``, ``checkpoint describe``,
+``experiment delete``."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import TRIALKIT, Master, write_script
+
+pytestmark = pytest.mark.integration
+
+# Three steps per trial, a checkpoint and a validation at each; loss = |step - 2| + x / 10,
+# so every trial's best checkpoint is at step 2 and x=1's is the experiment's best.
+TRIAL = """
+import os, pathlib
+from trialkit import core
+
+with core.init() as ctx:
+    x = ctx.info.trial.hparams["x"]
+    for step in (1, 2, 3):
+        with ctx.checkpoint.store_path({"steps_completed": step}) as (path, _):
+            (path / "weights.bin").write_bytes(b"w" * (1000 * x + step))
+        ctx.train.report_validation_metrics(
+            steps_completed=step, metrics={"loss": abs(step - 2) + x / 10})
+    hold = os.environ.get("HOLD_FILE")
+    while hold and not pathlib.Path(hold).exists():
+        import time; time.sleep(0.1)
+"""
+
+
+def _config(root: Path, **policy: int) -> dict[str, Any]:
+    return {
+        "name": "gc",
+        "entrypoint": "python3 trial.py",
+        "hyperparameters": {"x": {"type": "categorical", "vals": [1, 2, 3]}},
+        "searcher": {"name": "grid", "metric": "loss", "max_length": {"batches": 3}},
+        "checkpoint_storage": {"type": "shared_fs", "host_path": str(root), **policy},
+        "max_restarts": 0,
+    }
+
+
+def _run(master: Master, tmp_path: Path, **policy: int) -> tuple[int, Path]:
+    model, root = tmp_path / "model", tmp_path / "ckpts"
+    write_script(model, "trial.py", TRIAL)
+    exp = master.create(_config(root, **policy), model)
+    desc = master.wait_state(exp, {"COMPLETED", "ERROR", "CANCELED"}, timeout=180)
+    assert desc["experiment"]["state"] == "COMPLETED", desc
+    return exp, root
+
+
+def _checkpoints(master: Master, exp: int) -> dict[tuple[int, int], dict[str, Any]]:
+    """(x, steps) -> checkpoint record, every state included."""
+    desc = master.describe(exp)
+    x_of = {t["id"]: t["hparams"]["x"] for t in desc["trials"]}
+    return {(x_of[c["trial_id"]], c["steps_completed"]): c for c in desc["checkpoints"]}
+
+
+# save_experiment_best 1 keeps x=1 step 2; save_trial_latest 1 keeps every step 3.
+POLICY = {"save_experiment_best": 1, "save_trial_best": 0, "save_trial_latest": 1}
+KEPT = {(1, 2), (1, 3), (2, 3), (3, 3)}
+
+
+def test_experiment_gc_deletes_what_the_policy_selects(master: Master, tmp_path: Path) -> None:
+    exp, root = _run(master, tmp_path, **POLICY)
+    before = _checkpoints(master, exp)
+    assert len(before) == 9
+    already = {k for k, c in before.items() if c["state"] == "DELETED"}  # GC at the end, if hooked
+    out = master.cli("experiment", "gc", str(exp)).stdout
+    collected = {k for k, c in before.items() if f"deleted checkpoint {c['uuid']}" in out}
+    assert already | collected == set(before) - KEPT
+    freed = sum(sum(before[k]["resources"].values()) for k in collected)
+    assert f"experiment {exp}: {len(collected)} checkpoints deleted, {freed} bytes" in out
+    after = _checkpoints(master, exp)
+    assert {k for k, c in after.items() if c["state"] == "COMPLETED"} == KEPT
+    assert sorted(p.name for p in root.iterdir()) == sorted(after[k]["uuid"] for k in KEPT)
+    trials = {t["id"]: t for t in master.describe(exp)["trials"]}
+    assert {t["latest_checkpoint"] for t in trials.values()} == {
+        after[(x, 3)]["uuid"] for x in (1, 2, 3)
+    }
+    listed = master.cli("checkpoint", "list", str(exp)).stdout
+    assert all(after[k]["uuid"] in listed for k in KEPT)
+    assert not any(c["uuid"] in listed for k, c in after.items() if k not in KEPT)
+    described = master.cli("experiment", "describe", str(exp)).stdout
+    assert f"{len(KEPT)} checkpoints (trialkit checkpoint list {exp})" in described
+    again = master.cli("experiment", "gc", str(exp)).stdout
+    assert f"experiment {exp}: 0 checkpoints deleted, 0 bytes freed" in again
+
+
+@pytest.mark.xfail(strict=True, reason="hooked by the lead after the engine merge")
+def test_gc_runs_when_the_experiment_ends(master: Master, tmp_path: Path) -> None:
+    exp, root = _run(master, tmp_path, save_trial_best=1, save_trial_latest=1)
+    # Default-style policy: each trial keeps its best (step 2) and its latest (step 3).
+    kept = {(x, s) for x in (1, 2, 3) for s in (2, 3)}
+    master.wait_for(
+        lambda: (
+            {k for k, c in _checkpoints(master, exp).items() if c["state"] == "COMPLETED"} == kept
+        ),
+        timeout=20,
+        what="GC at the experiment's end",
+    )
+    assert len(list(root.iterdir())) == len(kept)
+
+
+def test_checkpoint_list_best_and_describe(master: Master, tmp_path: Path) -> None:
+    exp, _ = _run(master, tmp_path, save_trial_best=10, save_trial_latest=10)
+    ckpts = _checkpoints(master, exp)
+    out = master.cli("checkpoint", "list", str(exp), "--best", "3").stdout
+    # loss: x=1 step 2: 0.1, x=2 step 2: 0.2, x=3 step 2: 0.3 (then 1.1 for x=1 steps 1 and 3).
+    best = [ckpts[(x, 2)]["uuid"] for x in (1, 2, 3)]
+    positions = [out.index(u) for u in best]
+    assert positions == sorted(positions), out
+    assert "best 3 by loss (smaller is better)" in out
+    assert ckpts[(1, 1)]["uuid"] not in out
+    c = ckpts[(2, 3)]
+    desc = master.cli("checkpoint", "describe", c["uuid"]).stdout
+    assert "weights.bin" in desc and "2003" in desc
+    total = sum(n for p, n in c["resources"].items() if not p.endswith("/"))
+    files = sum(1 for p in c["resources"] if not p.endswith("/"))
+    assert f"{files} files, {total} bytes ({total / 1024:.1f} KiB) in total" in desc
+
+
+def test_delete_refused_while_live_then_deleted(master: Master, tmp_path: Path) -> None:
+    model, root, hold = tmp_path / "model", tmp_path / "ckpts", tmp_path / "hold"
+    write_script(model, "trial.py", TRIAL)
+    config = _config(root) | {"hyperparameters": {"x": 1}, "searcher": {
+        "name": "single", "metric": "loss", "max_length": {"batches": 3}}}  # fmt: skip
+    config["environment"] = {"environment_variables": [f"HOLD_FILE={hold}"]}
+    exp = master.create(config, model)
+    master.wait_for(lambda: len(_checkpoints(master, exp)) == 3, timeout=120, what="3 checkpoints")
+    uuid = _checkpoints(master, exp)[(1, 1)]["uuid"]
+    refused = master.cli("checkpoint", "delete", uuid, check=False)
+    assert refused.returncode != 0
+    assert refused.stderr.strip().splitlines() == [
+        f"trialkit: error: checkpoint {uuid} belongs to trial "
+        f"{_checkpoints(master, exp)[(1, 1)]['trial_id']}, which is ACTIVE; it may resume from "
+        "it, so delete it after the trial ends"
+    ]
+    refused = master.cli("experiment", "delete", "--yes", str(exp), check=False)
+    assert refused.returncode != 0 and "only a finished experiment can be deleted" in refused.stderr
+    hold.write_text("")
+    master.wait_state(exp, {"COMPLETED"}, timeout=120)
+    size = sum(_checkpoints(master, exp)[(1, 1)]["resources"].values())
+    assert size > 1001  # weights.bin and the metadata file
+    out = master.cli("checkpoint", "delete", uuid[:8]).stdout
+    assert f"deleted checkpoint {uuid}" in out and f"1 checkpoints deleted, {size} bytes" in out
+    assert not (root / uuid).exists()
+    assert uuid not in master.cli("checkpoint", "list", str(exp)).stdout
+    assert f"{uuid}: trial" in master.cli("checkpoint", "describe", uuid).stdout.replace(
+        "checkpoint ", ""
+    )
+
+
+def test_experiment_delete_removes_storage_dirs_and_records(master: Master, tmp_path: Path) -> None:
+    exp, root = _run(master, tmp_path, save_trial_best=10, save_trial_latest=10)
+    trials = [t["id"] for t in master.describe(exp)["trials"]]
+    assert all((master.home / "trials" / str(t)).is_dir() for t in trials)
+    total = sum(sum(c["resources"].values()) for c in _checkpoints(master, exp).values())
+    unconfirmed = subprocess.run(
+        [*TRIALKIT, "experiment", "delete", str(exp)],
+        env=master.env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert unconfirmed.returncode == 2 and unconfirmed.stderr.splitlines() == [
+        f"trialkit: error: experiment delete {exp}: no terminal to confirm on; add --yes"
+    ]
+    assert len(list(root.iterdir())) == 9
+    out = master.cli("experiment", "delete", "--yes", str(exp)).stdout
+    assert f"deleted experiment {exp}: 9 checkpoints, {total} bytes (" in out
+    assert list(root.iterdir()) == []
+    assert not any((master.home / "trials" / str(t)).exists() for t in trials)
+    gone = master.cli("experiment", "describe", str(exp), check=False)
+    assert gone.returncode != 0 and f"experiment {exp} not found" in gone.stderr
+
+
+def test_warm_start_source_is_kept(master: Master, tmp_path: Path) -> None:
+    exp, root = _run(master, tmp_path, save_trial_best=10, save_trial_latest=10)
+    source = _checkpoints(master, exp)[(1, 1)]["uuid"]
+    model = tmp_path / "model"
+    config = _config(root) | {"hyperparameters": {"x": 1}, "searcher": {
+        "name": "single", "metric": "loss", "max_length": {"batches": 3},
+        "source_checkpoint_uuid": source}}  # fmt: skip
+    warm = master.create(config, model)
+    master.wait_state(warm, {"COMPLETED", "ERROR"}, timeout=120)
+    refused = master.cli("checkpoint", "delete", source, check=False)
+    assert refused.returncode != 0
+    assert f"is the warm-start source of experiment {warm}" in refused.stderr
+    refused = master.cli("experiment", "delete", "--yes", str(exp), check=False)
+    assert (
+        refused.returncode != 0 and f"experiment {warm}; delete that experiment" in refused.stderr
+    )
+    assert (root / source).is_dir()

@@ -1,0 +1,187 @@
+"""collect_garbage and the deletes on a real store (SQLite, PostgreSQL) with real checkpoint files: files go,
+rows become DELETED, latest_checkpoint never names a deleted one, warm-start sources stay."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trialkit.master._gc import (
+    DeleteRefused,
+    best_checkpoints,
+    collect_garbage,
+    delete_checkpoints,
+    delete_checkpoints_by_uuid,
+    delete_experiment,
+)
+from trialkit.storage import CheckpointStorageError, SharedFSStorageManager, StorageConfigError
+from trialkit.store import Experiment, ExperimentState, NewMetric, Store, Trial, TrialState
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """On SQLite and on a real PostgreSQL server, as the store tests."""
+    if request.param == "sqlite":
+        s = Store.at(tmp_path / "home")
+    else:
+        s = Store(request.getfixturevalue("postgres").new_database())
+    yield s
+    s.close()
+
+
+def _experiment(store: Store, root: Path, **policy: int) -> Experiment:
+    config = {
+        "searcher": {"name": "grid", "metric": "loss", "smaller_is_better": True},
+        "checkpoint_storage": {"type": "shared_fs", "host_path": str(root), **policy},
+    }
+    return store.create_experiment(name="gc", config=config)
+
+
+def _save(
+    store: Store, root: Path, trial: Trial, uuid: str, steps: int, size: int, **val: Any
+) -> None:
+    """A checkpoint of ``size`` bytes on disk and in the store, with a validation at its steps."""
+    with SharedFSStorageManager(root).store_path(uuid) as path:
+        (path / "weights.bin").write_bytes(b"x" * size)
+    store.add_checkpoint(
+        uuid=uuid,
+        trial_id=trial.id,
+        experiment_id=trial.experiment_id,
+        run_id=1,
+        steps_completed=steps,
+        metadata={},
+        resources={"weights.bin": size},
+        storage={"type": "shared_fs", "host_path": str(root)},
+    )
+    if val:
+        store.add_metrics(
+            [NewMetric(trial_id=trial.id, group="validation", steps_completed=steps, values=val)]
+        )
+
+
+def _trial(store: Store, exp: Experiment, state: TrialState = TrialState.COMPLETED) -> Trial:
+    t = store.create_trial(experiment_id=exp.id, request_id=f"r{exp.id}", hparams={}, seed=1)
+    return store.update_trial(t.id, state=state)
+
+
+def _two_trials(store: Store, root: Path, **policy: int) -> Experiment:
+    exp = _experiment(store, root, **policy)
+    a, b = _trial(store, exp), _trial(store, exp)
+    _save(store, root, a, "a1", 1, 100, loss=0.5)
+    _save(store, root, a, "a2", 2, 200, loss=0.1)
+    _save(store, root, a, "a3", 3, 300, loss=0.4)
+    _save(store, root, b, "b1", 1, 1000, loss=0.3)
+    _save(store, root, b, "b2", 2, 2000)  # no validation at its steps
+    _save(store, root, b, "b3", 3, 3000, loss="NaN")  # not a number: no metric
+    return store.update_experiment(exp.id, state=ExperimentState.COMPLETED)
+
+
+def test_default_policy_deletes_files_and_marks_rows(store: Store, tmp_path: Path) -> None:
+    root = tmp_path / "ckpts"
+    exp = _two_trials(store, root)
+    result = collect_garbage(store, exp)
+    # a: best a2, latest a3 -> a1 goes. b: best b1 (only metric), latest b3 -> b2 goes.
+    assert sorted(result.deleted) == ["a1", "b2"]
+    assert result.bytes_freed == 100 + 2000
+    assert sorted(p.name for p in root.iterdir()) == ["a2", "a3", "b1", "b3"]
+    assert store.get_checkpoint("a1").state == "DELETED"
+    assert collect_garbage(store, exp).deleted == []  # nothing left to collect
+
+
+def test_latest_checkpoint_never_names_a_deleted_one(store: Store, tmp_path: Path) -> None:
+    root = tmp_path / "ckpts"
+    exp = _two_trials(store, root, save_trial_latest=0, save_trial_best=1)
+    result = collect_garbage(store, exp)
+    assert sorted(result.deleted) == ["a1", "a3", "b2", "b3"]
+    trials = store.list_trials(exp.id)
+    latest = [store.latest_checkpoint(t.id) for t in trials]
+    assert [c.uuid if c else None for c in latest] == ["a2", "b1"]
+
+
+def test_warm_start_source_survives_gc_and_delete(store: Store, tmp_path: Path) -> None:
+    root = tmp_path / "ckpts"
+    exp = _two_trials(store, root, save_trial_best=0, save_trial_latest=0)
+    store.create_experiment(
+        name="warm", config={"searcher": {"name": "single", "source_checkpoint_uuid": "a1"}}
+    )
+    assert "a1" not in collect_garbage(store, exp).deleted
+    assert (root / "a1" / "weights.bin").exists()
+    with pytest.raises(DeleteRefused, match="a1 is the warm-start source of experiment 2"):
+        delete_checkpoints_by_uuid(store, ["a1"])
+    with pytest.raises(DeleteRefused, match="warm-start source of experiment 2"):
+        delete_experiment(store, exp, tmp_path / "trials")
+
+
+def test_checkpoint_delete_is_all_or_none(store: Store, tmp_path: Path) -> None:
+    root = tmp_path / "ckpts"
+    exp = _experiment(store, root)
+    done, live = _trial(store, exp), _trial(store, exp, TrialState.ACTIVE)
+    _save(store, root, done, "d1", 1, 10)
+    _save(store, root, live, "l1", 1, 10)
+    with pytest.raises(DeleteRefused, match=f"trial {live.id}, which is ACTIVE"):
+        delete_checkpoints_by_uuid(store, ["d1", "l1"])
+    assert store.get_checkpoint("d1").state == "COMPLETED" and (root / "d1").is_dir()
+    result = delete_checkpoints_by_uuid(store, ["d1", "d1"])
+    assert (result.deleted, result.bytes_freed) == (["d1"], 10)
+    assert not (root / "d1").exists()
+    assert delete_checkpoints_by_uuid(store, ["d1"]).deleted == []  # already deleted
+
+
+def test_delete_experiment_removes_files_dirs_and_rows(store: Store, tmp_path: Path) -> None:
+    root, trials_dir = tmp_path / "ckpts", tmp_path / "trials"
+    exp = _two_trials(store, root)
+    for t in store.list_trials(exp.id):
+        (trials_dir / str(t.id)).mkdir(parents=True)
+        (trials_dir / str(t.id) / "output.log").write_text("log\n")
+        store.add_logs(t.id, 1, ["a line"])
+    result = delete_experiment(store, exp, trials_dir)
+    assert result.bytes_freed == 100 + 200 + 300 + 1000 + 2000 + 3000
+    assert list(root.iterdir()) == [] and list(trials_dir.iterdir()) == []
+    assert store.list_experiments() == [] and store.list_trials() == []
+    assert store.list_checkpoints() == []
+
+
+def test_delete_experiment_refuses_a_running_one(store: Store, tmp_path: Path) -> None:
+    exp = _experiment(store, tmp_path / "ckpts")
+    with pytest.raises(DeleteRefused, match=r"experiment 1 is ACTIVE; only a finished"):
+        delete_experiment(store, exp, tmp_path / "trials")
+
+
+def test_best_checkpoints_rank_by_the_searcher_metric(store: Store, tmp_path: Path) -> None:
+    exp = _two_trials(store, tmp_path / "ckpts")
+    ranked = [(c.uuid, v) for c, v in best_checkpoints(store, exp, 4)]
+    assert ranked == [("a2", 0.1), ("b1", 0.3), ("a3", 0.4), ("a1", 0.5)]
+    assert [c.uuid for c, _ in best_checkpoints(store, exp, 10)][4:] == ["b2", "b3"]
+
+
+def test_an_experiment_without_checkpoint_storage_is_one_clear_error(store: Store) -> None:
+    exp = store.create_experiment(name="old", config={"searcher": {"metric": "loss"}})
+    trial = _trial(store, exp)
+    store.add_checkpoint(
+        uuid="u1", trial_id=trial.id, experiment_id=exp.id, run_id=1, steps_completed=1,
+        metadata={}, resources={}, storage={},
+    )  # fmt: skip
+    with pytest.raises(StorageConfigError, match="experiment 1 has no checkpoint_storage"):
+        delete_checkpoints_by_uuid(store, ["u1"])
+    assert store.get_checkpoint("u1").state == "COMPLETED"
+
+
+class _StuckStorage(SharedFSStorageManager):
+    """Storage whose deletes remove nothing, as when the directory's permissions forbid it
+    (SharedFSStorageManager.delete then fails quietly; root, which runs CI here, is never
+    refused, so the permission case itself cannot be set up)."""
+
+    def delete(self, storage_id: str) -> None:
+        pass
+
+
+def test_files_that_cannot_be_deleted_keep_their_record(store: Store, tmp_path: Path) -> None:
+    root = tmp_path / "ckpts"
+    exp = _experiment(store, root)
+    _save(store, root, _trial(store, exp), "u1", 1, 10)
+    with pytest.raises(CheckpointStorageError, match="u1: its files could not all be deleted"):
+        delete_checkpoints(store, _StuckStorage(root), [store.get_checkpoint("u1")])
+    assert store.get_checkpoint("u1").state == "COMPLETED"
