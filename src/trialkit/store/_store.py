@@ -16,7 +16,7 @@ import os
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 from sqlalchemy import (
     Engine,
@@ -36,6 +36,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from .._json import dumps
+from . import _convert as convert
 from ._deletes import DeleteQueries
 from ._models import (
     Base,
@@ -120,31 +121,6 @@ def _configure_sqlite(engine: Engine) -> None:
         cur.execute("PRAGMA busy_timeout=30000")
         cur.execute("PRAGMA foreign_keys=ON")
         cur.close()
-
-
-D = TypeVar("D")
-
-
-def _domain(cls: type[D], row: Any, **converted: Any) -> D:
-    """Copy a row's columns into the domain dataclass of the same field names."""
-    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
-    return cls(**{n: converted[n] if n in converted else getattr(row, n) for n in names})
-
-
-def _experiment(row: ExperimentRow) -> Experiment:
-    return _domain(Experiment, row, state=ExperimentState(row.state), labels=list(row.labels or []))
-
-
-def _trial(row: TrialRow) -> Trial:
-    return _domain(Trial, row, state=TrialState(row.state), slots=list(row.slots or []))
-
-
-def _checkpoint(row: CheckpointRow) -> Checkpoint:
-    return _domain(Checkpoint, row, metadata=row.meta)
-
-
-def _metric(row: MetricRow) -> Metric:
-    return _domain(Metric, row)
 
 
 def _insert_sql(engine: Engine, table: Table) -> tuple[str, list[str]]:
@@ -276,11 +252,11 @@ class Store(DeleteQueries):
             )
             s.add(row)
             s.flush()
-            return _experiment(row)
+            return convert.experiment(row)
 
     def get_experiment(self, experiment_id: int) -> Experiment:
         with self._session() as s:
-            return _experiment(self._get(s, ExperimentRow, experiment_id, "experiment"))
+            return convert.experiment(self._get(s, ExperimentRow, experiment_id, "experiment"))
 
     def list_experiments(
         self, *, include_archived: bool = True, states: Sequence[ExperimentState] = ()
@@ -291,7 +267,7 @@ class Store(DeleteQueries):
                 q = q.where(ExperimentRow.archived.is_(False))
             if states:
                 q = q.where(ExperimentRow.state.in_([st.value for st in states]))
-            return [_experiment(r) for r in s.scalars(q)]
+            return [convert.experiment(r) for r in s.scalars(q)]
 
     def update_experiment(self, experiment_id: int, **fields: Any) -> Experiment:
         if isinstance(fields.get("state"), ExperimentState):
@@ -299,7 +275,7 @@ class Store(DeleteQueries):
         with self._session() as s:
             row = self._get(s, ExperimentRow, experiment_id, "experiment")
             self._set_fields(row, fields)
-            return _experiment(row)
+            return convert.experiment(row)
 
     def get_model_def(self, experiment_id: int) -> bytes | None:
         with self._session() as s:
@@ -332,18 +308,18 @@ class Store(DeleteQueries):
             )
             s.add(row)
             s.flush()
-            return _trial(row)
+            return convert.trial(row)
 
     def get_trial(self, trial_id: int) -> Trial:
         with self._session() as s:
-            return _trial(self._get(s, TrialRow, trial_id, "trial"))
+            return convert.trial(self._get(s, TrialRow, trial_id, "trial"))
 
     def list_trials(self, experiment_id: int | None = None) -> list[Trial]:
         with self._session() as s:
             q = select(TrialRow).order_by(TrialRow.id)
             if experiment_id is not None:
                 q = q.where(TrialRow.experiment_id == experiment_id)
-            return [_trial(r) for r in s.scalars(q)]
+            return [convert.trial(r) for r in s.scalars(q)]
 
     def update_trial(self, trial_id: int, **fields: Any) -> Trial:
         if isinstance(fields.get("state"), TrialState):
@@ -351,7 +327,7 @@ class Store(DeleteQueries):
         with self._session() as s:
             row = self._get(s, TrialRow, trial_id, "trial")
             self._set_fields(row, fields)
-            return _trial(row)
+            return convert.trial(row)
 
     # Metrics -----------------------------------------------------------------------------------
 
@@ -417,7 +393,7 @@ class Store(DeleteQueries):
             q = select(MetricRow).where(MetricRow.trial_id == trial_id).order_by(MetricRow.id)
             if group is not None:
                 q = q.where(MetricRow.group == group)
-            return [_metric(r) for r in s.scalars(q)]
+            return [convert.metric(r) for r in s.scalars(q)]
 
     def count_metrics(self, trial_id: int, group: str | None = None) -> int:
         with self._session() as s:
@@ -435,7 +411,7 @@ class Store(DeleteQueries):
                 .limit(1)
             )
             row = s.scalars(q).first()
-            return _metric(row) if row is not None else None
+            return convert.metric(row) if row is not None else None
 
     def best_validation(
         self,
@@ -474,7 +450,7 @@ class Store(DeleteQueries):
                 q = q.where(TrialRow.experiment_id == experiment_id)
             if trial_id is not None:
                 q = q.where(TrialRow.id == trial_id)
-            trials = [_trial(r) for r in s.scalars(q)]
+            trials = [convert.trial(r) for r in s.scalars(q)]
             if not trials:
                 return []
             ids: Any = (
@@ -485,7 +461,7 @@ class Store(DeleteQueries):
             latest: dict[tuple[int, str], Metric] = {}
             best: dict[int, float] = {}
             for row in latest_and_best(s, ids, metric, smaller_is_better):
-                latest[(row.trial_id, row.group)] = _domain(Metric, row)
+                latest[(row.trial_id, row.group)] = convert.domain(Metric, row)
                 if row.best is not None:
                     best[row.trial_id] = float(row.best)
             checkpoints = latest_checkpoints(s, ids)
@@ -513,7 +489,7 @@ class Store(DeleteQueries):
                 .where(MetricRow.trial_id == trial_id, MetricRow.batch_metrics.is_not(None))
                 .order_by(MetricRow.id)
             )
-            return [_domain(BatchMetrics, r) for r in s.execute(q)]
+            return [convert.domain(BatchMetrics, r) for r in s.execute(q)]
 
     def last_validation_steps(self, trial_id: int) -> int | None:
         latest = self.latest_metrics(trial_id, "validation")
@@ -547,11 +523,11 @@ class Store(DeleteQueries):
                 reported_at=time.time(),
             )
             s.merge(row)
-            return _checkpoint(row)
+            return convert.checkpoint(row)
 
     def get_checkpoint(self, uuid: str) -> Checkpoint:
         with self._session() as s:
-            return _checkpoint(self._get(s, CheckpointRow, uuid, "checkpoint"))
+            return convert.checkpoint(self._get(s, CheckpointRow, uuid, "checkpoint"))
 
     def list_checkpoints(
         self, *, experiment_id: int | None = None, trial_id: int | None = None
@@ -562,7 +538,7 @@ class Store(DeleteQueries):
                 q = q.where(CheckpointRow.experiment_id == experiment_id)
             if trial_id is not None:
                 q = q.where(CheckpointRow.trial_id == trial_id)
-            return [_checkpoint(r) for r in s.scalars(q)]
+            return [convert.checkpoint(r) for r in s.scalars(q)]
 
     def latest_checkpoint(self, trial_id: int) -> Checkpoint | None:
         """The trial's completed checkpoint with the most steps (ties: the latest reported)."""
@@ -574,7 +550,7 @@ class Store(DeleteQueries):
                 .limit(1)
             )
             row = s.scalars(q).first()
-            return _checkpoint(row) if row is not None else None
+            return convert.checkpoint(row) if row is not None else None
 
     def set_checkpoint_state(self, uuid: str, state: str) -> None:
         with self._session() as s:
@@ -600,4 +576,4 @@ class Store(DeleteQueries):
                 .order_by(LogRow.id)
                 .limit(limit)
             )
-            return [_domain(LogLine, r) for r in s.scalars(q)]
+            return [convert.domain(LogLine, r) for r in s.scalars(q)]
