@@ -313,10 +313,7 @@ def create_app(
         deadline = time.monotonic() + min(timeout_seconds, 60.0)
 
         def poll() -> tuple[list[Any], dict[str, Any], str]:
-            with engine.lock:
-                queue = _event_queue(experiment_id)
-                events = queue.events_after(after) if queue is not None else []
-                progress = dict(queue.trial_progress) if queue is not None else {}
+            events, progress = engine.searcher_events(experiment_id, after)
             return events, progress, store.get_experiment(experiment_id).state.value
 
         while True:
@@ -339,20 +336,19 @@ def create_app(
         from ..searcher import SearcherError
         from ..searcher._custom import decode_operation
 
-        with engine.lock:
-            if _event_queue(experiment_id) is None:
-                raise HTTPException(
-                    400,
-                    f"experiment {experiment_id} has no custom searcher waiting for a runner"
-                    " (searcher.name: custom without custom_searcher_class, still active)",
-                )
-            try:
-                ops = [decode_operation(op) for op in body.operations]
-            except SearcherError as e:
-                raise HTTPException(400, str(e)) from e
-            applied = engine.remote_searcher_operations(
-                store.get_experiment(experiment_id), ops, body.last_event_id, body.progress
+        if _event_queue(experiment_id) is None:
+            raise HTTPException(
+                400,
+                f"experiment {experiment_id} has no custom searcher waiting for a runner"
+                " (searcher.name: custom without custom_searcher_class, still active)",
             )
+        try:
+            ops = [decode_operation(op) for op in body.operations]
+        except SearcherError as e:
+            raise HTTPException(400, str(e)) from e
+        applied = engine.remote_searcher_operations(
+            store.get_experiment(experiment_id), ops, body.last_event_id, body.progress
+        )
         return {"applied": applied}
 
     # Trials ------------------------------------------------------------------------------------
@@ -405,8 +401,7 @@ def create_app(
         t = trial_or_404(trial_id)
         if t.run_id != run_id and t.state not in TERMINAL_TRIAL_STATES:
             # The engine records a new run just after starting it: ask again once it is done.
-            with engine.lock:
-                t = trial_or_404(trial_id)
+            t = engine.current_trial(trial_id)
         if t.state in TERMINAL_TRIAL_STATES:
             raise HTTPException(
                 409, f"trial {trial_id} is {t.state.value}; it takes no more reports"
@@ -449,9 +444,8 @@ def create_app(
             return {"stored": 0, "duplicate": True}
         validations = [r for r in body.reports if r.group == "validation"]
         if validations:
-            with engine.lock:
-                for r in validations:
-                    engine.validation_reported(t, r.metrics)
+            for r in validations:
+                engine.validation_reported(t, r.metrics)
         return {"stored": len(body.reports)}
 
     @app.post("/api/v1/trials/{trial_id}/checkpoints", dependencies=[Auth])
@@ -485,8 +479,7 @@ def create_app(
 
     @app.post("/api/v1/trials/{trial_id}/ack_preemption", dependencies=[Auth])
     def ack_preemption(trial_id: TrialId, body: RunBody) -> dict[str, str]:
-        with engine.lock:
-            engine.ack(trial_or_404(trial_id), body.run_id)
+        engine.ack(trial_or_404(trial_id), body.run_id)
         return {"status": "ok"}
 
     @app.get("/api/v1/trials/{trial_id}/searcher/operation", dependencies=[Auth])
@@ -498,17 +491,15 @@ def create_app(
 
     @app.post("/api/v1/trials/{trial_id}/searcher/completed_operation", dependencies=[Auth])
     def completed_operation(trial_id: TrialId, body: CompletedOp) -> dict[str, str]:
-        with engine.lock:
-            try:
-                engine.operation_completed(trial_or_404(trial_id), body.length, body.metric)
-            except ValueError as e:
-                raise HTTPException(400, str(e)) from e
+        try:
+            engine.operation_completed(trial_or_404(trial_id), body.length, body.metric)
+        except ValueError as e:
+            raise HTTPException(400, str(e)) from e
         return {"status": "ok"}
 
     @app.post("/api/v1/trials/{trial_id}/progress", dependencies=[Auth])
     def progress(trial_id: TrialId, body: ProgressBody) -> dict[str, str]:
-        with engine.lock:
-            engine.progress_reported(trial_or_404(trial_id), body.progress, body.is_raw)
+        engine.progress_reported(trial_or_404(trial_id), body.progress, body.is_raw)
         return {"status": "ok"}
 
     @app.post("/api/v1/trials/{trial_id}/status", dependencies=[Auth])

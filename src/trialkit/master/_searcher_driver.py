@@ -14,7 +14,6 @@ import logging
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -123,16 +122,11 @@ def _load_custom_class(store: Store, experiment: Experiment, spec: str) -> Any:
 
 
 class SearcherDriver:
-    """The bridge between a pure search method and the store."""
+    """The bridge between a pure search method and the store. It writes the search's own data
+    (trials it creates, their operation and close/stop flags, its saved state), never a trial's
+    or an experiment's state: the engine reads the flags and moves trials on (``_lifecycle``)."""
 
-    def __init__(
-        self,
-        store: Store,
-        experiment: Experiment,
-        *,
-        has_process: Callable[[int], bool],
-        request_stop: Callable[[int], None],
-    ) -> None:
+    def __init__(self, store: Store, experiment: Experiment) -> None:
         self.store = store
         self.experiment_id = experiment.id
         cfg = experiment.config
@@ -141,8 +135,6 @@ class SearcherDriver:
         self.generation = generation_of(cfg["searcher"])
         self.metric = cfg["searcher"].get("metric") or ("searcher_metric" if custom else None)
         self.method = build_method(store, experiment)
-        self._has_process = has_process
-        self._request_stop = request_stop
         self.shutdown = False
         self.failure = False
         saved = store.get_searcher_state(experiment.id)
@@ -316,20 +308,13 @@ class SearcherDriver:
         if isinstance(op, ValidateAfter):
             self.store.update_trial(trial.id, op_length=op.length, op_complete=False)
             return []
+        # Close and Stop only flag the trial: the engine preempts its process, or completes it
+        # at once when it has none and nothing left to train (policies.finished_idle), and then
+        # tells the searcher it closed.
         if isinstance(op, Close):
-            trial = self.store.update_trial(trial.id, closed=True)
-            return self._finish_if_idle(trial)
+            self.store.update_trial(trial.id, closed=True)
+            return []
         if isinstance(op, Stop):
-            trial = self.store.update_trial(trial.id, stop_requested=True, closed=True)
-            self._request_stop(trial.id)
-            return self._finish_if_idle(trial, stopping=True)
+            self.store.update_trial(trial.id, stop_requested=True, closed=True)
+            return []
         raise SearcherError(f"unknown searcher operation {op!r}")
-
-    def _finish_if_idle(self, trial: Trial, stopping: bool = False) -> list[Operation]:
-        """A closed trial with no process and nothing left to train is complete right away."""
-        if trial.state.terminal or self._has_process(trial.id):
-            return []
-        if not (stopping or (self.generation == "0.37" and trial.op_complete)):
-            return []
-        self.store.update_trial(trial.id, state=TrialState.COMPLETED, ended_at=time.time())
-        return self.method.on_trial_closed(trial.request_id)
