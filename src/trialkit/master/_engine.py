@@ -17,6 +17,7 @@ from ..searcher import Operation
 from ..store import Experiment, ExperimentState, Store, Trial
 from ._lifecycle import ExperimentEvent, adopted_phase
 from ._runs import RunStarter, RunTarget
+from ._searcher_driver import SearcherDriver
 from ._searcher_router import SearcherRouter
 from ._supervision import TrialSupervision
 from ._supervisor import Supervisor
@@ -140,7 +141,7 @@ class Engine:
     def should_preempt(self, trial_id: int) -> bool:
         return self._states.should_preempt(trial_id)
 
-    def driver(self, experiment_id: int) -> Any:
+    def driver(self, experiment_id: int) -> SearcherDriver | None:
         """The experiment's SearcherDriver (None when it has none loaded)."""
         return self._searchers.driver(experiment_id)
 

@@ -131,11 +131,14 @@ class TrialSupervision:
                 self.states.experiment(exp, ExperimentEvent.PROCESSES_GONE)
             return
         self._escalate(exp)
-        self.states.settle(exp)
+        trials = self.store.list_trials(exp.id)
+        if self.states.settle(exp, trials):  # the searcher heard of it: may have failed
+            trials = self.store.list_trials(exp.id)
+            exp = self.store.get_experiment(exp.id)
         drv = self.searchers.driver(exp.id)
         if exp.state != ExperimentState.ACTIVE or drv is None:
             return
-        states = [t.state for t in self.store.list_trials(exp.id)]
+        states = [t.state for t in trials]
         if policy.experiment_done(drv.shutdown, states):
             final = policy.final_experiment_state(states, drv.failure)
             done = ExperimentEvent.SEARCH_COMPLETED

@@ -104,23 +104,28 @@ class Transitions:
     def live_trials(self, experiment_id: int) -> list[Trial]:
         return [t for t in self.store.list_trials(experiment_id) if not t.state.terminal]
 
-    def settle(self, exp: Experiment) -> None:
+    def settle(self, exp: Experiment, trials: list[Trial] | None = None) -> bool:
         """Act on the searcher's Close/Stop flags: preempt a stopped trial's process; complete a
-        closed trial with nothing left to train (which may close others: repeat until calm)."""
-        for _ in range(1000):
+        closed trial with nothing left to train (which may close others: repeat until calm).
+        ``trials``: the experiment's trials, if just listed. Whether any trial ended."""
+        ended = False
+        while True:
             exp = self.store.get_experiment(exp.id)
             if exp.state not in (ExperimentState.ACTIVE, ExperimentState.PAUSED):
-                return
+                return ended
             generation = self.searchers.generation(exp)
             moved = False
-            for t in self.live_trials(exp.id):
+            for t in trials if trials is not None else self.store.list_trials(exp.id):
+                if t.state.terminal:
+                    continue
                 if t.stop_requested and self.phase(t) is TrialPhase.RUNNING:
                     self.trial(t, TrialEvent.PREEMPT)
                 elif policy.finished_idle(t, generation, self.procs.has(t.id)):
                     self.trial(t, TrialEvent.IDLE_CLOSED)
-                    moved = True
-            if not moved:
-                return
+                    moved = ended = True
+            if not moved:  # each pass that moves ends a trial: this ends
+                return ended
+            trials = None
 
     # Experiments -------------------------------------------------------------------------------
 
