@@ -11,6 +11,7 @@ from pathlib import Path
 from .. import _modeldir
 from ..storage import build as build_storage
 from ..store import Experiment, Store, Trial
+from ._experiment_config import config_of
 from ._journal import register_journaled_checkpoints
 from ._launch import build_launch, describe_argv
 from ._processes import TrialProcess, run_tag
@@ -88,7 +89,10 @@ class RunStarter:
         """Delete checkpoint directories that runs killed mid-save left half-written in the
         experiment's storage (never one a live process is writing)."""
         try:
-            removed = build_storage(exp.config["checkpoint_storage"]).remove_stale_partials()
+            storage = config_of(exp).checkpoint_storage
+            if storage is None:  # _create always sets one
+                return
+            removed = build_storage(storage.model_dump(mode="json")).remove_stale_partials()
         except Exception as e:  # a cleanup must never stop a launch
             logger.warning("experiment %d: partial checkpoints not cleaned: %s", exp.id, e)
             return

@@ -30,7 +30,6 @@ from ..searcher import (
     Shutdown,
     Stop,
     ValidateAfter,
-    generation_of,
     make_search_method,
 )
 from ..searcher._custom import (
@@ -41,6 +40,7 @@ from ..searcher._custom import (
 )
 from ..searcher._searcher import Searcher
 from ..store import Experiment, ExperimentState, Store, Trial, TrialState
+from ._experiment_config import config_of
 
 logger = logging.getLogger("trialkit.master")
 
@@ -55,23 +55,21 @@ _RANKS_METRICS = ("async_halving", "adaptive_asha", "optuna")
 def build_method(store: Store, experiment: Experiment) -> DrivenMethod:
     """The experiment's search method: a built-in, a custom searcher (in the master or polled by
     a runner in the user's process), or Optuna."""
-    cfg = experiment.config
-    searcher = cfg["searcher"]
-    seed = int(cfg["reproducibility"]["experiment_seed"])
-    if searcher.get("name") == "custom":
-        metric = searcher.get("metric") or "searcher_metric"
-        spec = searcher.get("custom_searcher_class")
+    cfg = config_of(experiment)
+    searcher = cfg.searcher
+    seed = int(cfg.reproducibility.experiment_seed or 0)  # the master set it at creation
+    if searcher.name == "custom":
+        metric = searcher.metric or "searcher_metric"
+        spec = searcher.custom_searcher_class
         if not spec:
             return EventQueueMethod(metric, seed)
-        user = _load_custom_class(store, experiment, spec)(
-            **(searcher.get("custom_searcher_kwargs") or {})
-        )
+        user = _load_custom_class(store, experiment, spec)(**searcher.custom_searcher_kwargs)
         if not isinstance(user, SearchMethod):
             raise SearcherError(
                 f"searcher.custom_searcher_class: {spec} is not a trialkit.searcher.SearchMethod"
             )
         return CustomMethod(user, seed, metric)
-    return make_search_method(searcher, cfg["hyperparameters"], seed)
+    return make_search_method(searcher.model_dump(mode="json"), cfg.hyperparameters, seed)
 
 
 def _forget_model_dir_modules(before: set[str], root: Path) -> None:
@@ -129,11 +127,10 @@ class SearcherDriver:
     def __init__(self, store: Store, experiment: Experiment) -> None:
         self.store = store
         self.experiment_id = experiment.id
-        cfg = experiment.config
-        self.experiment_config = cfg
-        custom = cfg["searcher"].get("name") == "custom"
-        self.generation = generation_of(cfg["searcher"])
-        self.metric = cfg["searcher"].get("metric") or ("searcher_metric" if custom else None)
+        self.searcher_config = config_of(experiment).searcher
+        custom = self.searcher_config.name == "custom"
+        self.generation = self.searcher_config.generation
+        self.metric = self.searcher_config.metric or ("searcher_metric" if custom else None)
         self.method = build_method(store, experiment)
         self.shutdown = False
         self.failure = False
@@ -208,7 +205,7 @@ class SearcherDriver:
         no early exit) while its ValidateAfter was in flight never gave the searcher its metric.
         Determined took this as a user stop and the search silently ran short (or never ended,
         reference §7.6.4); trialkit fails the experiment and says what the trial did report."""
-        name = self.experiment_config["searcher"].get("name")
+        name = self.searcher_config.name
         if (
             self.generation != "0.37"
             or name not in _RANKS_METRICS

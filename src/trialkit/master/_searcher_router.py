@@ -8,8 +8,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from ..searcher import ExitedReason, SearcherError, generation_of
+from ..searcher import ExitedReason, SearcherError
 from ..store import Experiment, Store, Trial, TrialState
+from ._experiment_config import config_of
 from ._searcher_driver import SearcherDriver
 
 logger = logging.getLogger("trialkit.master")
@@ -32,7 +33,7 @@ class SearcherRouter:
 
     def generation(self, exp: Experiment) -> str:
         drv = self._drivers.get(exp.id)
-        return drv.generation if drv is not None else generation_of(exp.config["searcher"])
+        return drv.generation if drv is not None else config_of(exp).searcher.generation
 
     def forget(self, experiment_id: int) -> None:
         self._drivers.pop(experiment_id, None)

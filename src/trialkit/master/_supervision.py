@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..store import Experiment, ExperimentState, Store, Trial
 from . import _policies as policy
+from ._experiment_config import config_of
 from ._lifecycle import ExperimentEvent, TrialEvent, TrialPhase
 from ._processes import TrialProcess
 from ._runs import RunStarter
@@ -89,7 +90,7 @@ class TrialSupervision:
             op_complete=trial.op_complete,
             stop_requested=trial.stop_requested,
             restarts=trial.restarts,
-            max_restarts=int(exp.config.get("max_restarts", 5)),
+            max_restarts=config_of(exp).max_restarts,
             reported=reported,
             failure=failure,
             previous_silent_failure=silent[1] if silent and silent[0] == proc.run_id - 1 else None,
@@ -148,7 +149,7 @@ class TrialSupervision:
 
     def _escalate(self, exp: Experiment) -> None:
         """Runs slow to end: terminate those ignoring a pause, kill those ignoring SIGTERM."""
-        timeout = float(exp.config.get("preemption_timeout") or self.settings.preemption_timeout)
+        timeout = float(config_of(exp).preemption_timeout or self.settings.preemption_timeout)
         now = time.monotonic()
         for trial_id in self.procs.trials_of(exp.id):
             clock = self.states.clocks.get(trial_id)
@@ -183,7 +184,7 @@ class TrialSupervision:
             if exp.unmanaged or drv is None:
                 continue
             experiments[exp.id] = exp
-            need = max(int(exp.config.get("resources", {}).get("slots_per_trial", 1)), 1)
+            need = max(config_of(exp).resources.slots_per_trial, 1)
             for t in self.store.list_trials(exp.id):
                 if self.procs.has(t.id) or not policy.wants_process(
                     t.state, exp.state, drv.generation, t.op_complete, t.stop_requested

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..store import Experiment, ExperimentState, Store, Trial, TrialState
 from . import _policies as policy
+from ._experiment_config import config_of
 from ._lifecycle import (
     ExperimentAction,
     ExperimentEvent,
@@ -183,7 +184,6 @@ class Transitions:
 def trained_share(exp: Experiment, trials: list[Trial]) -> float:
     """How much of the search trained, for an experiment that did not complete: the searcher
     counts a failed or canceled trial as finished, which would show a failed search at 100 %."""
-    searcher = exp.config.get("searcher") or {}
-    expected = max(int(searcher.get("max_trials") or 0), len(trials), 1)
+    expected = max(config_of(exp).searcher.max_trials or 0, len(trials), 1)
     done = sum(1.0 if t.state == TrialState.COMPLETED else (t.progress or 0.0) for t in trials)
     return min(done / expected, 1.0)
