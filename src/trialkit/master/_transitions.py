@@ -119,12 +119,15 @@ class Transitions:
             for t in trials if trials is not None else self.store.list_trials(exp.id):
                 if t.state.terminal:
                     continue
-                if t.stop_requested and self.phase(t) is TrialPhase.RUNNING:
+                phase = self.phase(t)
+                if t.stop_requested and phase is TrialPhase.RUNNING:
                     self.trial(t, TrialEvent.PREEMPT)
-                elif policy.finished_idle(t, generation, self.procs.has(t.id)):
+                # the phase, not the supervisor: a run just reaped is still RUNNING until its
+                # exit is handled, and it is that exit that ends the trial
+                elif policy.finished_idle(t, generation, phase.has_process):
                     self.trial(t, TrialEvent.IDLE_CLOSED)
                     moved = ended = True
-            if not moved:  # each pass that moves ends a trial: this ends
+            if not moved:  # each pass that moves ends a trial (terminal): this ends
                 return ended
             trials = None
 
