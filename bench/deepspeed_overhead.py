@@ -71,7 +71,7 @@ DS_CONFIG: dict[str, Any] = {
 def init_one_rank() -> None:
     """A one-rank gloo process group, as the hand-written loop would set one up."""
     import deepspeed
-    from trialkit.core._transport import free_port
+    from trialkit.rendezvous import free_port
 
     for key, value in {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1"}.items():
         os.environ.setdefault(key, value)

@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from trialkit.core._transport import free_port
+from trialkit.rendezvous import free_port
 
 GOAL_RATIO = 3.0
 

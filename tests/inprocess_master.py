@@ -75,7 +75,7 @@ def served(app: Any) -> Iterator[str]:
 
     import uvicorn
 
-    from trialkit.core._transport import free_port
+    from trialkit.rendezvous import free_port
 
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))

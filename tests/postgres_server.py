@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from trialkit.core._transport import free_port
+from trialkit.rendezvous import free_port
 
 
 def _pg_bin() -> Path | None:

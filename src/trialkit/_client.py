@@ -1,4 +1,5 @@
-"""HTTP client for the master's REST API, shared by trial processes and the CLI.
+"""The typed HTTP client of the master's REST API, shared by trial processes, the CLI and the
+searcher runner: one method per route, returning that route's response model (``rest``).
 
 The master records its address and token in a 0600 file; when a connection fails the client
 re-reads that file, so a restarted master (on a new port) is found again without losing work.
@@ -11,13 +12,18 @@ import json
 import logging
 import os
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
+from . import rest
 from ._json import dumps
 from .errors import APIError, MasterUnavailable
+from .rest import routes
+
+R = TypeVar("R")
 
 _JSON_HEADERS = {"content-type": "application/json"}
 
@@ -133,3 +139,304 @@ class MasterClient:
         if not resp.content:
             return None
         return resp.json()
+
+    # Typed routes ------------------------------------------------------------------------------
+
+    def _call(
+        self,
+        model: type[R],
+        method: str,
+        template: str,
+        *,
+        body: Any = None,
+        params: dict[str, Any] | None = None,
+        retry_for: float = 0.0,
+        timeout: float | None = None,
+        **path_params: Any,
+    ) -> R:
+        """One request to the route ``template``, its answer read as ``model``."""
+        data = self.request(
+            method,
+            routes.path(template, **path_params),
+            json_body=body,
+            params=params,
+            retry_for=retry_for,
+            timeout=timeout,
+        )
+        return rest.decode(model, data, f"{method} {template}")
+
+    def master_info(self, *, timeout: float | None = None) -> rest.MasterInfo:
+        return self._call(rest.MasterInfo, "GET", routes.MASTER, timeout=timeout)
+
+    def shutdown(self) -> rest.Ok:
+        return self._call(rest.Ok, "POST", routes.SHUTDOWN)
+
+    # Experiments
+
+    def create_experiment(
+        self,
+        config: Mapping[str, Any],
+        *,
+        model_def: str | None = None,
+        activate: bool = True,
+        python: str | None = None,
+        warm_start_path: str | None = None,
+    ) -> rest.CreatedExperiment:
+        """Create an experiment; ``model_def`` is the packed model directory, base64."""
+        body: dict[str, Any] = {"config": config, "activate": activate}
+        for key, value in (
+            ("model_def", model_def),
+            ("python", python),
+            ("warm_start_path", warm_start_path),
+        ):
+            if value is not None:
+                body[key] = value
+        return self._call(rest.CreatedExperiment, "POST", routes.EXPERIMENTS, body=body)
+
+    def list_experiments(self, *, archived: bool = False) -> rest.ExperimentList:
+        return self._call(rest.ExperimentList, "GET", routes.EXPERIMENTS, params={"all": archived})
+
+    def describe_experiment(
+        self, experiment_id: int, *, retry_for: float = 0.0
+    ) -> rest.ExperimentDescription:
+        return self._call(
+            rest.ExperimentDescription,
+            "GET",
+            routes.EXPERIMENT,
+            retry_for=retry_for,
+            experiment_id=experiment_id,
+        )
+
+    def experiment_summary(
+        self, experiment_id: int, *, retry_for: float = 0.0
+    ) -> rest.ExperimentSummary:
+        """Describe without the checkpoint list (what ``--follow`` polls)."""
+        return self._call(
+            rest.ExperimentSummary,
+            "GET",
+            routes.EXPERIMENT_SUMMARY,
+            retry_for=retry_for,
+            experiment_id=experiment_id,
+        )
+
+    def experiment_action(self, experiment_id: int, action: str) -> rest.ExperimentReply:
+        """``action``: one of ``routes.EXPERIMENT_ACTIONS`` (pause, activate, kill, ...)."""
+        if action not in routes.EXPERIMENT_ACTIONS:
+            raise ValueError(f"no experiment action {action!r}: one of {routes.EXPERIMENT_ACTIONS}")
+        return self._call(
+            rest.ExperimentReply,
+            "POST",
+            routes.EXPERIMENT_ACTION,
+            experiment_id=experiment_id,
+            action=action,
+        )
+
+    def experiment_checkpoints(
+        self, experiment_id: int, *, retry_for: float = 0.0
+    ) -> rest.CheckpointList:
+        return self._call(
+            rest.CheckpointList,
+            "GET",
+            routes.EXPERIMENT_CHECKPOINTS,
+            retry_for=retry_for,
+            experiment_id=experiment_id,
+        )
+
+    def list_trials(self, experiment_id: int) -> rest.TrialList:
+        return self._call(
+            rest.TrialList, "GET", routes.EXPERIMENT_TRIALS, experiment_id=experiment_id
+        )
+
+    def best_validation(self, experiment_id: int, *, retry_for: float = 0.0) -> rest.BestValidation:
+        return self._call(
+            rest.BestValidation,
+            "GET",
+            routes.BEST_VALIDATION,
+            retry_for=retry_for,
+            experiment_id=experiment_id,
+        )
+
+    def searcher_events(
+        self, experiment_id: int, *, after: int, timeout_seconds: float, retry_for: float = 0.0
+    ) -> rest.SearcherEvents:
+        """Long-poll a custom searcher's events after event ``after``."""
+        return self._call(
+            rest.SearcherEvents,
+            "GET",
+            routes.SEARCHER_EVENTS,
+            params={"after": after, "timeout_seconds": timeout_seconds},
+            timeout=timeout_seconds + 30,
+            retry_for=retry_for,
+            experiment_id=experiment_id,
+        )
+
+    def searcher_operations(
+        self,
+        experiment_id: int,
+        operations: Sequence[Mapping[str, Any]],
+        *,
+        last_event_id: int,
+        progress: float | None,
+        retry_for: float = 0.0,
+    ) -> rest.OperationsApplied:
+        body = {
+            "operations": list(operations),
+            "last_event_id": last_event_id,
+            "progress": progress,
+        }
+        return self._call(
+            rest.OperationsApplied,
+            "POST",
+            routes.SEARCHER_OPERATIONS,
+            body=body,
+            retry_for=retry_for,
+            experiment_id=experiment_id,
+        )
+
+    # Trials
+
+    def describe_trial(self, trial_id: int) -> rest.TrialDescription:
+        return self._call(rest.TrialDescription, "GET", routes.TRIAL, trial_id=trial_id)
+
+    def trial_logs(
+        self,
+        trial_id: int,
+        *,
+        after_id: int = 0,
+        limit: int | None = None,
+        retry_for: float = 0.0,
+    ) -> rest.TrialLogs:
+        """Log lines after ``after_id`` (``limit=0``: only the trial's state)."""
+        params: dict[str, Any] = {"after_id": after_id}
+        if limit is not None:
+            params["limit"] = limit
+        return self._call(
+            rest.TrialLogs,
+            "GET",
+            routes.TRIAL_LOGS,
+            params=params,
+            retry_for=retry_for,
+            trial_id=trial_id,
+        )
+
+    def trial_metrics(
+        self, trial_id: int, *, group: str | None = None, retry_for: float = 0.0
+    ) -> rest.MetricList:
+        return self._call(
+            rest.MetricList,
+            "GET",
+            routes.TRIAL_METRICS,
+            params={"group": group} if group is not None else None,
+            retry_for=retry_for,
+            trial_id=trial_id,
+        )
+
+    def trial_batch_metrics(self, trial_id: int) -> rest.BatchMetricsList:
+        return self._call(
+            rest.BatchMetricsList, "GET", routes.TRIAL_BATCH_METRICS, trial_id=trial_id
+        )
+
+    def report_metrics(
+        self,
+        trial_id: int,
+        run_id: int,
+        reports: Sequence[Mapping[str, Any]],
+        *,
+        sender: str | None = None,
+        seq: int | None = None,
+    ) -> rest.MetricsStored:
+        """One attempt (the metrics shipper owns retries); with ``sender`` and ``seq`` the
+        master stores the batch once, also when it is sent again."""
+        body: dict[str, Any] = {"run_id": run_id, "reports": reports}
+        if sender is not None:
+            body.update(sender=sender, seq=seq)
+        return self._call(
+            rest.MetricsStored, "POST", routes.TRIAL_METRICS, body=body, trial_id=trial_id
+        )
+
+    def report_checkpoint(
+        self, trial_id: int, run_id: int, record: Mapping[str, Any], *, retry_for: float = 0.0
+    ) -> rest.CheckpointReply:
+        return self._call(
+            rest.CheckpointReply,
+            "POST",
+            routes.TRIAL_CHECKPOINTS,
+            body={**record, "run_id": run_id},
+            retry_for=retry_for,
+            trial_id=trial_id,
+        )
+
+    def preemption(self, trial_id: int, run_id: int, *, timeout_seconds: float) -> rest.Preemption:
+        """Long-poll whether the trial should stop (up to ``timeout_seconds``)."""
+        return self._call(
+            rest.Preemption,
+            "GET",
+            routes.PREEMPTION,
+            params={"timeout_seconds": timeout_seconds, "run_id": run_id},
+            timeout=timeout_seconds + 10,
+            trial_id=trial_id,
+        )
+
+    def _trial_command(
+        self, template: str, trial_id: int, body: dict[str, Any], retry_for: float
+    ) -> rest.Ok:
+        return self._call(
+            rest.Ok, "POST", template, body=body, retry_for=retry_for, trial_id=trial_id
+        )
+
+    def ack_preemption(self, trial_id: int, run_id: int, *, retry_for: float = 0.0) -> rest.Ok:
+        return self._trial_command(routes.ACK_PREEMPTION, trial_id, {"run_id": run_id}, retry_for)
+
+    def searcher_operation(
+        self, trial_id: int, *, retry_for: float = 0.0
+    ) -> rest.SearcherOperation:
+        return self._call(
+            rest.SearcherOperation,
+            "GET",
+            routes.SEARCHER_OPERATION,
+            retry_for=retry_for,
+            trial_id=trial_id,
+        )
+
+    def complete_operation(
+        self, trial_id: int, length: int, metric: Any, *, retry_for: float = 0.0
+    ) -> rest.Ok:
+        body = {"length": length, "metric": metric}
+        return self._trial_command(routes.COMPLETED_OPERATION, trial_id, body, retry_for)
+
+    def report_progress(
+        self, trial_id: int, progress: float, *, is_raw: bool, retry_for: float = 0.0
+    ) -> rest.Ok:
+        body = {"progress": progress, "is_raw": is_raw}
+        return self._trial_command(routes.PROGRESS, trial_id, body, retry_for)
+
+    def set_status(self, trial_id: int, status: str, *, retry_for: float = 0.0) -> rest.Ok:
+        return self._trial_command(routes.STATUS, trial_id, {"status": status}, retry_for)
+
+    def report_early_exit(self, trial_id: int, reason: str, *, retry_for: float = 0.0) -> rest.Ok:
+        return self._trial_command(routes.EARLY_EXIT, trial_id, {"reason": reason}, retry_for)
+
+    def last_validation(self, trial_id: int, *, retry_for: float = 0.0) -> rest.LastValidation:
+        return self._call(
+            rest.LastValidation,
+            "GET",
+            routes.LAST_VALIDATION,
+            retry_for=retry_for,
+            trial_id=trial_id,
+        )
+
+    # Checkpoints
+
+    def find_checkpoints(self, uuid_prefix: str) -> rest.UuidList:
+        """The UUIDs of the checkpoints that start with ``uuid_prefix``."""
+        return self._call(
+            rest.UuidList, "GET", routes.CHECKPOINTS, params={"uuid_prefix": uuid_prefix}
+        )
+
+    def get_checkpoint(self, uuid: str, *, retry_for: float = 0.0) -> rest.CheckpointOut:
+        return self._call(
+            rest.CheckpointOut, "GET", routes.CHECKPOINT, retry_for=retry_for, uuid=uuid
+        )
+
+    def delete_checkpoint(self, uuid: str, *, retry_for: float = 0.0) -> rest.Ok:
+        return self._call(rest.Ok, "DELETE", routes.CHECKPOINT, retry_for=retry_for, uuid=uuid)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from trialkit.core._transport import free_port
+from trialkit.rendezvous import free_port
 
 from .conftest import only_local_run_training
 

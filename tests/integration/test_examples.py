@@ -49,7 +49,8 @@ def test_hpsearch_random_runs_every_trial_to_its_length(master: Master) -> None:
         assert t["latest_validation"]["steps_completed"] == 100
         assert t["latest_validation"]["values"]["x"] == 100 * t["hparams"]["increment_by"]
     best = min(t["best_validation"] for t in trials)
-    assert desc["best_trial"]["loss"] == best
+    assert desc["best_trial"]["metric"] == "loss"
+    assert desc["best_trial"]["value"] == best
     # Same seed, same trials: a second experiment draws identical hyperparameters.
     master.cli("experiment", "create", str(CORE / "3_hpsearch.yaml"), str(CORE), "--follow")
     again = master.describe(2)["trials"]

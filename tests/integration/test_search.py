@@ -191,7 +191,8 @@ def _check_asha_experiment(master: Master, exp: int, length: int, max_trials: in
     best = min(trials, key=lambda t: t["best_validation"])
     assert desc["best_trial"] == {
         "trial_id": best["id"],
-        "loss": best["best_validation"],
+        "metric": "loss",
+        "value": best["best_validation"],
         "hparams": best["hparams"],
     }
     assert math.isclose(best["best_validation"], min(t["best_validation"] for t in trials))

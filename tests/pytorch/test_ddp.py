@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from trialkit import pytorch  # noqa: E402
-from trialkit.core._transport import free_port  # noqa: E402
+from trialkit.rendezvous import free_port  # noqa: E402
 
 from .ddp_worker import HPARAMS, fit  # noqa: E402
 

@@ -168,3 +168,14 @@ def test_state_shows_status_only_while_running() -> None:
     assert trial_state(_trial(1, "ACTIVE", status="validating")) == "ACTIVE (validating)"
     assert trial_state(_trial(1, "COMPLETED", status="checkpointing")) == "COMPLETED"
     assert trial_state(_trial(1, "ERROR", restarts=2), restarts=True) == "ERROR (2 restarts)"
+
+
+def test_best_trial_is_told_by_its_keys_not_by_dict_order() -> None:
+    from trialkit.cli._render import best_line
+
+    # ``hparams`` first and a metric named like a field: nothing is recovered by position.
+    best = {"hparams": {"lr": 0.1}, "value": 0.0123, "metric": "trial_id", "trial_id": 2}
+    trials = [_trial(2, "COMPLETED", latest_checkpoint="abc")]
+    desc = _desc("COMPLETED", trials, max_trials=1) | {"best_trial": best}
+    assert search_line(desc).endswith("best trial 2 trial_id=0.0123")
+    assert best_line(desc) == "best: trial 2 trial_id=0.0123 (lr=0.1), checkpoint abc"

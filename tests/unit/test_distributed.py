@@ -16,9 +16,8 @@ from typing import Any
 
 import pytest
 
-from trialkit.core import DistributedContext
-from trialkit.core._distributed import CHIEF_PORT_ENV, TOKEN_ENV
-from trialkit.core._transport import DistributedError, free_port
+from trialkit.core import DistributedContext, DistributedError
+from trialkit.rendezvous import CHIEF_PORT_ENV, TOKEN_ENV, free_port
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -366,7 +365,7 @@ def test_a_stranger_on_the_port_is_not_unpickled_and_does_not_block_the_job(
 
 
 def test_tf_config_ranks_group_workers_by_host(monkeypatch: pytest.MonkeyPatch) -> None:
-    from trialkit.core._distributed import CHIEF_PORT_ENV, tf_config_ranks
+    from trialkit.core._distributed import tf_config_ranks
 
     def config(index: int, workers: list[str], kind: str = "worker") -> str:
         return json.dumps({"cluster": {"worker": workers}, "task": {"type": kind, "index": index}})

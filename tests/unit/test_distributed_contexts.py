@@ -19,7 +19,7 @@ from trialkit.core import (
     SearcherContext,
 )
 from trialkit.core._backend import TrialBackend
-from trialkit.core._transport import free_port
+from trialkit.rendezvous import free_port
 from trialkit.storage import SharedFSStorageManager
 
 

@@ -34,7 +34,7 @@ def test_same_batch_posted_twice_is_stored_once(api: InProcessMaster) -> None:
     body = {"run_id": 0, "sender": "s1", "seq": 1, "reports": [report(1), report(2)]}
     first = api.call("POST", "/api/v1/trials/1/metrics", body)
     again = api.call("POST", "/api/v1/trials/1/metrics", body)
-    assert first.json() == {"stored": 2}
+    assert first.json() == {"stored": 2, "duplicate": False}
     assert again.status_code == 200 and again.json() == {"stored": 0, "duplicate": True}
     assert api.store.count_metrics(1, "training") == 2
 

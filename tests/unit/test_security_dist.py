@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from trialkit.core import DistributedContext
-from trialkit.core._distributed import TOKEN_ENV
-from trialkit.core._transport import DistributedError, _Conn, free_port
+from trialkit.core import DistributedContext, DistributedError
+from trialkit.core._transport import _Conn
+from trialkit.rendezvous import TOKEN_ENV, free_port
 
 TOKEN = "the-job-token-5f1c9a"
 _HEADER = struct.Struct("!Q")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,9 @@ def checkpoint() -> None:
 def list_(experiment_ref: str, as_json: bool) -> None:
     """List an experiment's checkpoints (experiment id or name)."""
     client, experiment_id = experiment_client(experiment_ref)
-    ckpts = client.request("GET", f"/api/v1/experiments/{experiment_id}/checkpoints")["checkpoints"]
+    ckpts = [
+        dataclasses.asdict(c) for c in client.experiment_checkpoints(experiment_id).checkpoints
+    ]
     if as_json:
         print_json(ckpts)
         return
@@ -54,7 +57,7 @@ def list_(experiment_ref: str, as_json: bool) -> None:
 def describe(uuid: str, as_json: bool) -> None:
     """Show a checkpoint's metadata and files (UUID or a unique prefix of it)."""
     client = get_client()
-    c = client.request("GET", f"/api/v1/checkpoints/{resolve_checkpoint(client, uuid)}")
+    c = dataclasses.asdict(client.get_checkpoint(resolve_checkpoint(client, uuid)))
     if as_json:
         print_json(c)
         return
@@ -89,7 +92,7 @@ def download(uuid: str, output_dir: Path | None, storage_path: Path | None) -> N
     check_storage_id(uuid)
     client = get_client()
     uuid = resolve_checkpoint(client, uuid)
-    c = client.request("GET", f"/api/v1/checkpoints/{uuid}")
+    c = dataclasses.asdict(client.get_checkpoint(uuid))
     manager: StorageManager = (
         SharedFSStorageManager(storage_path)
         if storage_path is not None
@@ -107,15 +110,15 @@ def _experiment_storage(client: Any, ckpt: dict[str, Any]) -> Any:
     is the experiment's configured checkpoint_storage (which its creator wrote)."""
     from ..storage import build
 
-    exp = client.request("GET", f"/api/v1/experiments/{ckpt['experiment_id']}")["experiment"]
-    configured = (exp.get("config") or {}).get("checkpoint_storage")
+    exp = client.experiment_summary(ckpt["experiment_id"]).experiment
+    configured = (exp.config or {}).get("checkpoint_storage")
     if not configured:
-        raise CLIError(f"experiment {exp['id']} has no checkpoint_storage; give --storage-path DIR")
+        raise CLIError(f"experiment {exp.id} has no checkpoint_storage; give --storage-path DIR")
     expected, reported = build(configured), build(ckpt["storage"])
     if _location(reported) != _location(expected):
         raise CLIError(
             f"checkpoint {ckpt['uuid']} was reported in {_location(reported)}, not in experiment "
-            f"{exp['id']}'s checkpoint storage {_location(expected)}; if you trust that "
+            f"{exp.id}'s checkpoint storage {_location(expected)}; if you trust that "
             "location, give it with --storage-path"
         )
     return expected

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -26,21 +27,21 @@ def resolve_experiment(client: MasterClient, ref: str) -> int:
     """An experiment id from an id, a name, or a unique prefix of a name."""
     if ref.isdigit():
         return int(ref)
-    exps = client.request("GET", "/api/v1/experiments", params={"all": True})["experiments"]
-    exact = [e for e in exps if e["name"] == ref]
-    found = exact or [e for e in exps if str(e["name"]).startswith(ref)]
+    exps = client.list_experiments(archived=True).experiments
+    exact = [e for e in exps if e.name == ref]
+    found = exact or [e for e in exps if e.name.startswith(ref)]
     if len(found) == 1:
-        return int(found[0]["id"])
+        return found[0].id
     if not found:
         raise CLIError(f"no experiment with id or name {ref!r}; see 'trialkit experiment list'")
-    listed = ", ".join(f"{e['id']} ({e['name']})" for e in found[:10])
+    listed = ", ".join(f"{e.id} ({e.name})" for e in found[:10])
     raise CLIError(f"{ref!r} names {len(found)} experiments: {listed}; give an id")
 
 
 def experiment_client(ref: str) -> tuple[MasterClient, int]:
     """The master's client and the experiment ``ref`` (id or name) names."""
     if not ref.isdigit():
-        from ..master import client_for
+        from .._discovery import client_for
 
         if client_for(trialkit_home()) is None:
             raise CLIError(
@@ -56,7 +57,7 @@ def resolve_checkpoint(client: MasterClient, ref: str) -> str:
     ref = ref.strip().lower()
     if len(ref) == 36:
         return ref
-    found = client.request("GET", "/api/v1/checkpoints", params={"uuid_prefix": ref})["uuids"]
+    found = client.find_checkpoints(ref).uuids
     if len(found) == 1:
         return str(found[0])
     if not found:
@@ -67,7 +68,7 @@ def resolve_checkpoint(client: MasterClient, ref: str) -> str:
 
 def get_client(start: bool = True) -> MasterClient:
     """The running master's client; start one in the background when there is none."""
-    from ..master import client_for, start_background
+    from .._discovery import client_for, start_background
 
     home = trialkit_home()
     client = client_for(home)
@@ -80,6 +81,11 @@ def get_client(start: bool = True) -> MasterClient:
 
 
 def print_json(data: Any) -> None:
+    """``data`` (a response model, or plain data) as indented JSON."""
+    if dataclasses.is_dataclass(data) and not isinstance(data, type):
+        data = dataclasses.asdict(data)
+    elif isinstance(data, list):
+        data = [dataclasses.asdict(d) if dataclasses.is_dataclass(d) else d for d in data]  # type: ignore[arg-type]
     click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
 
 

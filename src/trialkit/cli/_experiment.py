@@ -4,6 +4,7 @@ logs, in Determined's CLI shapes."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -95,22 +96,17 @@ def create(
         )
         return
     client = get_client()
-    resp = client.request(
-        "POST",
-        "/api/v1/experiments",
-        json_body={
-            "config": _with_warm_start_uuid(cfg.as_dict(), warm_start, warm_start_path),
-            "model_def": base64.b64encode(archive).decode(),
-            "activate": not paused,
-            # Trials run with this interpreter (and its venv) unless environment.python is set.
-            "python": sys.executable,
-            "warm_start_path": warm_start_path,
-        },
-    )
-    exp = resp["experiment"]
-    click.echo(f"Created experiment {exp['id']}")
+    exp = client.create_experiment(
+        _with_warm_start_uuid(cfg.as_dict(), warm_start, warm_start_path),
+        model_def=base64.b64encode(archive).decode(),
+        activate=not paused,
+        # Trials run with this interpreter (and its venv) unless environment.python is set.
+        python=sys.executable,
+        warm_start_path=warm_start_path,
+    ).experiment
+    click.echo(f"Created experiment {exp.id}")
     if follow:
-        _follow_to_end(client, int(exp["id"]))
+        _follow_to_end(client, exp.id)
 
 
 def _warm_start_dir(value: str | None) -> str | None:
@@ -161,8 +157,8 @@ def _follow_to_end(client: MasterClient, experiment_id: int) -> None:
 @json_option
 def list_(show_all: bool, as_json: bool) -> None:
     """List experiments."""
-    exps = get_client().request("GET", "/api/v1/experiments", params={"all": show_all})[
-        "experiments"
+    exps = [
+        dataclasses.asdict(e) for e in get_client().list_experiments(archived=show_all).experiments
     ]
     if as_json:
         print_json(exps)
@@ -189,7 +185,7 @@ def list_(show_all: bool, as_json: bool) -> None:
 def describe(experiment_ref: str, as_json: bool) -> None:
     """Show an experiment (id or name): state, search, best trial and the trial table."""
     client, experiment_id = experiment_client(experiment_ref)
-    desc = client.request("GET", f"/api/v1/experiments/{experiment_id}")
+    desc = dataclasses.asdict(client.describe_experiment(experiment_id))
     if as_json:
         print_json(desc)
         return
@@ -237,16 +233,14 @@ def _simple(action: str, help_text: str) -> None:
     def cmd(experiment_ref: str) -> None:
         client, experiment_id = experiment_client(experiment_ref)
         if action in ("pause", "activate", "kill"):
-            state = client.request("GET", f"/api/v1/experiments/{experiment_id}")["experiment"][
-                "state"
-            ]
+            state = client.experiment_summary(experiment_id).experiment.state
             if state in TERMINAL:
                 exit_with_error(
                     f"experiment {experiment_id} is already {state}; nothing to {action}", 1
                 )
-        exp = client.request("POST", f"/api/v1/experiments/{experiment_id}/{action}")["experiment"]
+        exp = client.experiment_action(experiment_id, action).experiment
         click.echo(
-            f"experiment {experiment_id}: {exp['state']}{' (archived)' if exp['archived'] else ''}"
+            f"experiment {experiment_id}: {exp.state}{' (archived)' if exp.archived else ''}"
         )
 
 
@@ -266,14 +260,10 @@ def logs(experiment_ref: str, follow: bool, tail: int | None) -> None:
     client, experiment_id = experiment_client(experiment_ref)
 
     def trials() -> list[int]:
-        return [
-            t["id"]
-            for t in client.request("GET", f"/api/v1/experiments/{experiment_id}/trials")["trials"]
-        ]
+        return [t.id for t in client.list_trials(experiment_id).trials]
 
     def finished() -> bool:
-        state = client.request("GET", f"/api/v1/experiments/{experiment_id}")["experiment"]["state"]
-        return state in TERMINAL
+        return client.experiment_summary(experiment_id).experiment.state in TERMINAL
 
     if not trials() and not follow:
         raise CLIError(f"experiment {experiment_id} has no trials yet")

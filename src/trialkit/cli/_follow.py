@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from collections import deque
@@ -56,9 +57,8 @@ def _view(desc: dict[str, Any]) -> Any:
 
 
 def _describe(client: MasterClient, experiment_id: int) -> dict[str, Any]:
-    return client.request(  # type: ignore[no-any-return]
-        "GET", f"/api/v1/experiments/{experiment_id}", retry_for=30
-    )
+    """The experiment's summary (describe without its checkpoint list), as the views read it."""
+    return dataclasses.asdict(client.experiment_summary(experiment_id, retry_for=30))
 
 
 def follow_experiment(
@@ -99,32 +99,25 @@ class _Told:
     ) -> list[dict[str, Any]]:
         if not validation_changed(before, trial):
             return []
-        reply = self._client.request(
-            "GET",
-            f"/api/v1/trials/{trial['id']}/metrics",
-            params={"group": "validation"},
-            retry_for=30,
-        )
+        reply = self._client.trial_metrics(trial["id"], group="validation", retry_for=30)
         new = []
-        for m in sorted(reply["metrics"], key=lambda m: m["reported_at"]):
-            key = (m["run_id"], m["steps_completed"], m["reported_at"])
+        for m in sorted(reply.metrics, key=lambda m: m.reported_at):
+            key = (m.run_id, m.steps_completed, m.reported_at)
             if key not in self._validations:
                 self._validations.add(key)
-                new.append(m)
+                new.append(dataclasses.asdict(m))
         return new
 
     def new_checkpoints(self, before: dict[str, Any] | None, trial: dict[str, Any]) -> list[str]:
         if not checkpoint_changed(before, trial):
             return []
-        reply = self._client.request(
-            "GET", f"/api/v1/experiments/{self._experiment_id}/checkpoints", retry_for=30
-        )
-        mine = [c for c in reply["checkpoints"] if c["trial_id"] == trial["id"]]
+        reply = self._client.experiment_checkpoints(self._experiment_id, retry_for=30)
+        mine = [c for c in reply.checkpoints if c.trial_id == trial["id"]]
         new = []
-        for c in sorted(mine, key=lambda c: c["reported_at"]):
-            if c["uuid"] not in self._checkpoints:
-                self._checkpoints.add(c["uuid"])
-                new.append(c["uuid"])
+        for c in sorted(mine, key=lambda c: c.reported_at):
+            if c.uuid not in self._checkpoints:
+                self._checkpoints.add(c.uuid)
+                new.append(c.uuid)
         return new
 
 
@@ -184,21 +177,16 @@ def follow_logs(
             first = tid not in after
             kept: deque[str] = deque(maxlen=tail if first and tail is not None else None)
             while True:
-                resp = client.request(
-                    "GET",
-                    f"/api/v1/trials/{tid}/logs",
-                    params={"after_id": after.get(tid, 0)},
-                    retry_for=30,
-                )
-                for line in resp["logs"]:
-                    text = f"[trial {tid}] {line['line']}" if prefix else line["line"]
+                resp = client.trial_logs(tid, after_id=after.get(tid, 0), retry_for=30)
+                for line in resp.logs:
+                    text = f"[trial {tid}] {line.line}" if prefix else line.line
                     if kept.maxlen is None:
                         click.echo(text)
                     else:
                         kept.append(text)
-                    after[tid] = line["id"]
+                    after[tid] = line.id
                 after.setdefault(tid, 0)
-                if len(resp["logs"]) < 10_000:
+                if len(resp.logs) < 10_000:
                     break
             for text in kept:
                 click.echo(text)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import click
@@ -59,8 +60,15 @@ def master() -> None:
 )
 def up(slots: int | None, foreground: bool, idle_timeout: str | None) -> None:
     """Start a master for $TRIALKIT_HOME (does nothing if one is running)."""
-    from ..master import SlotsError, check_slots, client_for, serve, start_background
-    from ..master._daemon import default_idle_timeout, parse_idle_timeout
+    from .._discovery import (
+        SlotsError,
+        check_slots,
+        client_for,
+        default_idle_timeout,
+        parse_idle_timeout,
+        run_in_foreground,
+        start_background,
+    )
 
     try:
         check_slots(slots)
@@ -76,15 +84,14 @@ def up(slots: int | None, foreground: bool, idle_timeout: str | None) -> None:
     except ValueError as e:
         raise CLIError(str(e)) from None
     if foreground:
-        serve(home, slots=slots, idle_timeout=idle)
-        return
+        run_in_foreground(home, slots=slots, idle_timeout=idle)
     running = client_for(home)
     client = running or start_background(home, slots=slots, idle_timeout=idle)
-    info = client.request("GET", "/api/v1/master")
-    where = f"at {client.url} with {info['slots']} slots (home {home})"
+    info = client.master_info()
+    where = f"at {client.url} with {info.slots} slots (home {home})"
     if running is None:
         click.echo(f"master running {where}")
-    elif slots is not None and slots != info["slots"]:
+    elif slots is not None and slots != info.slots:
         exit_with_error(
             f"a master is already running {where}; --slots {slots} is ignored"
             " ('trialkit master down' first to change it)",
@@ -97,7 +104,7 @@ def up(slots: int | None, foreground: bool, idle_timeout: str | None) -> None:
 @master.command("down")
 def down() -> None:
     """Stop the running master; trials keep running and the next master adopts them."""
-    from ..master import stop_master
+    from .._discovery import stop_master
 
     home = trialkit_home()
     click.echo("master stopped" if stop_master(home) else f"no master running for {home}")
@@ -107,11 +114,11 @@ def down() -> None:
 @json_option
 def status(as_json: bool) -> None:
     """Say whether a master is running: where, its version, interpreter, uptime and trials."""
-    from ..master import client_for
+    from .._discovery import client_for
 
     home = trialkit_home()
     client = client_for(home)
-    info = client.request("GET", "/api/v1/master") | {"url": client.url} if client else None
+    info = dataclasses.asdict(client.master_info()) | {"url": client.url} if client else None
     if as_json:
         print_json({"running": info is not None, **(info or {"home": str(home)})})
     elif info:

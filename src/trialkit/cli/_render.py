@@ -84,8 +84,7 @@ def best_line(desc: dict[str, Any]) -> str | None:
     best = desc.get("best_trial")
     if not best:
         return None
-    metric = next((k for k in best if k not in ("trial_id", "hparams")), "metric")
-    line = f"best: trial {best['trial_id']} {metric}={best[metric]:.6g}"
+    line = f"best: trial {best['trial_id']} {best['metric']}={best['value']:.6g}"
     if best.get("hparams"):
         line += f" ({fmt_metrics(best['hparams'])})"
     ckpt = next(
@@ -104,8 +103,7 @@ def search_line(desc: dict[str, Any], with_best: bool = True) -> str:
     parts.append(trial_counts(desc))
     best = desc.get("best_trial")
     if best and with_best:
-        metric = next((k for k in best if k not in ("trial_id", "hparams")), "metric")
-        parts.append(f"best trial {best['trial_id']} {metric}={best[metric]:.6g}")
+        parts.append(f"best trial {best['trial_id']} {best['metric']}={best['value']:.6g}")
     return " · ".join(parts)
 
 

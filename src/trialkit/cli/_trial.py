@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import click
 
 from ._common import experiment_client, get_client, json_option, print_json, print_table
@@ -20,7 +23,7 @@ def trial() -> None:
 def list_(experiment_ref: str, as_json: bool) -> None:
     """List an experiment's trials (experiment id or name)."""
     client, experiment_id = experiment_client(experiment_ref)
-    trials = client.request("GET", f"/api/v1/experiments/{experiment_id}/trials")["trials"]
+    trials = [dataclasses.asdict(t) for t in client.list_trials(experiment_id).trials]
     if as_json:
         print_json(trials)
         return
@@ -44,10 +47,24 @@ def list_(experiment_ref: str, as_json: bool) -> None:
 
 @trial.command("describe")
 @click.argument("trial_id", type=int)
+@click.option(
+    "--metrics",
+    "with_metrics",
+    is_flag=True,
+    help="Also show every training report and the per-batch metrics it carried.",
+)
 @json_option
-def describe(trial_id: int, as_json: bool) -> None:
+def describe(trial_id: int, with_metrics: bool, as_json: bool) -> None:
     """Show a trial with its validations and checkpoints."""
-    desc = get_client().request("GET", f"/api/v1/trials/{trial_id}")
+    client = get_client()
+    desc = dataclasses.asdict(client.describe_trial(trial_id))
+    if with_metrics:
+        desc["training_metrics"] = [
+            dataclasses.asdict(m) for m in client.trial_metrics(trial_id, group="training").metrics
+        ]
+        desc["batch_metrics"] = [
+            dataclasses.asdict(b) for b in client.trial_batch_metrics(trial_id).reports
+        ]
     if as_json:
         print_json(desc)
         return
@@ -63,6 +80,20 @@ def describe(trial_id: int, as_json: bool) -> None:
     print_table("validations", ["steps", "metrics"], rows)
     crow = [(c["uuid"], c["steps_completed"], c["state"]) for c in desc["checkpoints"]]
     print_table("checkpoints", ["uuid", "steps", "state"], crow)
+    if with_metrics:
+        _show_training(desc["training_metrics"], desc["batch_metrics"])
+
+
+def _show_training(reports: list[dict[str, Any]], batches: list[dict[str, Any]]) -> None:
+    """The training reports, then one row per batch of those that carried batch metrics."""
+    rows = [(m["steps_completed"], fmt_metrics(m["values"])) for m in reports]
+    print_table("training", ["steps", "metrics"], rows)
+    brows = [
+        (b["steps_completed"], i, fmt_metrics(values))
+        for b in batches
+        for i, values in enumerate(b["batch_metrics"])
+    ]
+    print_table("batch metrics", ["steps", "index", "metrics"], brows)
 
 
 @trial.command("logs")
@@ -74,10 +105,10 @@ def logs(trial_id: int, follow: bool, tail: int | None) -> None:
     client = get_client()
 
     def finished() -> bool:
-        resp = client.request("GET", f"/api/v1/trials/{trial_id}/logs", params={"limit": 0})
-        return resp["trial_state"] in TERMINAL and not resp["running"]
+        resp = client.trial_logs(trial_id, limit=0)
+        return resp.trial_state in TERMINAL and not resp.running
 
-    client.request("GET", f"/api/v1/trials/{trial_id}")
+    client.describe_trial(trial_id)  # a clear error for a trial that does not exist
     follow_logs(
         client, lambda: [trial_id], follow=follow, prefix=False, finished=finished, tail=tail
     )

@@ -9,14 +9,17 @@ from ._profiler import ProfilerContext
 from ._searcher import SearcherContext, SearcherMode, SearcherOperation, Unit
 from ._tensorboard import TensorboardMode
 from ._train import EarlyExitReason, TrainContext
+from ._transport import DistributedError, PeerLostError
 
 __all__ = [
     "CheckpointContext",
     "Context",
     "DistributedContext",
+    "DistributedError",
     "DownloadMode",
     "DummyDistributedContext",
     "EarlyExitReason",
+    "PeerLostError",
     "PreemptContext",
     "PreemptMode",
     "ProfilerContext",

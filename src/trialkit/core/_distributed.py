@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from .._home import PRIVATE_FILE, trialkit_home
-from ._transport import TOKEN_ENV, DistributedError, PeerLostError, Star, listen_any
+from ..rendezvous import CHIEF_PORT_ENV, TOKEN_ENV
+from ._transport import DistributedError, PeerLostError, Star, listen_any
 
-CHIEF_PORT_ENV = "TRIALKIT_CHIEF_PORT"
 TIMEOUT_ENV = "TRIALKIT_DIST_TIMEOUT"
 CONNECT_TIMEOUT_ENV = "TRIALKIT_DIST_CONNECT_TIMEOUT"
 

@@ -41,73 +41,57 @@ class HttpBackend(TrialBackend):
         self.trial_id = trial_id
         self.experiment_id = experiment_id
         self.run_id = run_id
-        self._t = f"/api/v1/trials/{trial_id}"
         self.retry_for = retry_window(self.RETRY_FOR)
-
-    def _post(self, path: str, body: Any) -> Any:
-        return self.client.request("POST", self._t + path, json_body=body, retry_for=self.retry_for)
-
-    def _get(self, path: str, **params: Any) -> Any:
-        return self.client.request("GET", path, params=params or None, retry_for=self.retry_for)
 
     def ship_metrics(self, reports: list[dict[str, Any]]) -> None:
         # One attempt: the shipper owns retries and backoff for metrics.
-        self.client.request(
-            "POST", self._t + "/metrics", json_body={"run_id": self.run_id, "reports": reports}
-        )
+        self.client.report_metrics(self.trial_id, self.run_id, reports)
 
     def ship_metric_batch(self, reports: list[dict[str, Any]], sender: str, seq: int) -> None:
         # The master stores a (run, sender, seq) once: a resend after a lost reply is acknowledged.
-        body = {"run_id": self.run_id, "sender": sender, "seq": seq, "reports": reports}
-        self.client.request("POST", self._t + "/metrics", json_body=body)
+        self.client.report_metrics(self.trial_id, self.run_id, reports, sender=sender, seq=seq)
 
     def report_checkpoint(self, record: dict[str, Any]) -> None:
-        self._post("/checkpoints", {**record, "run_id": self.run_id})
+        self.client.report_checkpoint(self.trial_id, self.run_id, record, retry_for=self.retry_for)
 
     def checkpoint_metadata(self, uuid: str) -> dict[str, Any] | None:
         try:
-            return self._get(f"/api/v1/checkpoints/{uuid}")["metadata"]  # type: ignore[no-any-return]
+            return self.client.get_checkpoint(uuid, retry_for=self.retry_for).metadata
         except APIError as e:
             if e.status in (403, 404):
                 return None  # another trial's: the caller reads metadata.json from storage
             raise
 
     def delete_checkpoint(self, uuid: str) -> None:
-        self.client.request("DELETE", f"/api/v1/checkpoints/{uuid}", retry_for=self.retry_for)
+        self.client.delete_checkpoint(uuid, retry_for=self.retry_for)
 
     def preemption_requested(self, timeout: float) -> bool:
-        resp = self.client.request(
-            "GET",
-            self._t + "/preemption",
-            params={"timeout_seconds": timeout, "run_id": self.run_id},
-            timeout=timeout + 10,
-        )
-        return bool(resp["preempt"])
+        return self.client.preemption(self.trial_id, self.run_id, timeout_seconds=timeout).preempt
 
     def ack_preemption(self) -> None:
-        self._post("/ack_preemption", {"run_id": self.run_id})
+        self.client.ack_preemption(self.trial_id, self.run_id, retry_for=self.retry_for)
 
     def searcher_operation(self) -> tuple[int | None, bool]:
-        resp = self._get(self._t + "/searcher/operation")
-        return resp["length"], bool(resp["completed"])
+        op = self.client.searcher_operation(self.trial_id, retry_for=self.retry_for)
+        return op.length, op.completed
 
     def complete_operation(self, length: int, metric: Any) -> None:
-        self._post("/searcher/completed_operation", {"length": length, "metric": metric})
+        self.client.complete_operation(self.trial_id, length, metric, retry_for=self.retry_for)
 
     def report_progress(self, value: float, *, raw: bool) -> None:
-        self._post("/progress", {"progress": value, "is_raw": raw})
+        self.client.report_progress(self.trial_id, value, is_raw=raw, retry_for=self.retry_for)
 
     def set_status(self, status: str) -> None:
-        self._post("/status", {"status": status})
+        self.client.set_status(self.trial_id, status, retry_for=self.retry_for)
 
     def report_early_exit(self, reason: str) -> None:
-        self._post("/early_exit", {"reason": reason})
+        self.client.report_early_exit(self.trial_id, reason, retry_for=self.retry_for)
 
     def best_validation(self) -> float | None:
-        return self._get(f"/api/v1/experiments/{self.experiment_id}/best_validation")["value"]  # type: ignore[no-any-return]
+        return self.client.best_validation(self.experiment_id, retry_for=self.retry_for).value
 
     def last_validation(self) -> int | None:
-        return self._get(self._t + "/last_validation")["steps_completed"]  # type: ignore[no-any-return]
+        return self.client.last_validation(self.trial_id, retry_for=self.retry_for).steps_completed
 
     def close(self, exc: BaseException | None = None) -> None:
         self.client.close()

@@ -48,7 +48,10 @@ class MetricsShipper:
         self._wake = threading.Event()
         self._closing = False
         self._error: BaseException | None = None
-        self._undelivered = 0  # queued or in flight; flush() waits for zero
+        # Queued or in flight; flush() waits for zero. put() adds on the training thread and the
+        # shipping thread subtracts: every update goes through _count, under _count_lock.
+        self._undelivered = 0
+        self._count_lock = threading.Lock()
         self._progress: tuple[float, bool] | None = None  # newest unsent (value, raw)
         self._progress_version = 0  # bumped per set_progress
         self._progress_sent = 0  # the version delivered; a failed one is retried next round
@@ -70,10 +73,16 @@ class MetricsShipper:
             raise RuntimeError("cannot report metrics after the core context was closed")
         if self._error is not None:
             self._raise_error()
-        self._undelivered += 1
+        undelivered = self._count(1)
         self._queue.append(report)
-        if self.shipped == 0 and self._undelivered == 1:
+        if self.shipped == 0 and undelivered == 1:
             self._wake.set()  # the first report goes out at once: "is it running?" matters
+
+    def _count(self, change: int) -> int:
+        """Add ``change`` to the undelivered count; the new count."""
+        with self._count_lock:
+            self._undelivered += change
+            return self._undelivered
 
     def set_progress(self, value: float, raw: bool) -> None:
         """Record the trial's progress; the thread sends the newest value on its next round."""
@@ -127,7 +136,7 @@ class MetricsShipper:
                 for sink in self._sinks:
                     sink(batch)
                 self.shipped += len(batch)
-                self._undelivered -= len(batch)
+                self._count(-len(batch))
                 return
             except APIError as e:
                 if not _transient(e) or time.monotonic() > deadline:
@@ -164,7 +173,7 @@ class MetricsShipper:
             self._send(seq, batch)
         except APIError as e:  # the master refused the data itself: retrying cannot help
             logger.error("the master rejected %d metric reports: %s", len(batch), e)
-            self._undelivered -= len(batch)
+            self._count(-len(batch))
             self._error = e
         except BaseException as e:  # still unreachable after the timeout: keep the data
             self._queue.extendleft(reversed(batch))

@@ -27,14 +27,14 @@ import threading
 import time
 from typing import Any
 
+from ..rendezvous import TOKEN_ENV
+
 _HEADER = struct.Struct("!Q")
 _SEQ = struct.Struct("!Q")
 _MAC_SIZE = hashlib.sha256().digest_size
 _MAX_HELLO = 4096
 _NONCE = re.compile(r"[0-9a-f]{32}")
 _EOF = ("eof",)
-#: The environment variable ranks take the job token from (read in core._distributed).
-TOKEN_ENV = "TRIALKIT_DIST_TOKEN"
 
 
 class DistributedError(RuntimeError):
@@ -512,13 +512,6 @@ class Star:
                 conn.close()
         else:
             self._hub.close()
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port the OS reports free right now (for a launcher to hand to its workers)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 def listen_any(host: str) -> socket.socket:

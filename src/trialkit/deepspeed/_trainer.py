@@ -13,11 +13,11 @@ import torch
 
 from .. import core
 from .._info import get_cluster_info
-from ..core._transport import free_port
 from ..harness import Strategy
 from ..pytorch import Batch, TrainUnit
 from ..pytorch._rng import seed_all
 from ..pytorch._trainer import LoopTrainer
+from ..rendezvous import free_port
 from ._context import DeepSpeedTrialContext
 from ._strategy import DeepSpeedStrategy
 from ._trial import DeepSpeedTrial, TrialContractError

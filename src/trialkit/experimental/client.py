@@ -7,6 +7,7 @@ ignored: the master is local and its token is in the home)."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import enum
 import sys
 import time
@@ -33,8 +34,8 @@ TERMINAL = {ExperimentState.COMPLETED, ExperimentState.CANCELED, ExperimentState
 
 
 def _master() -> MasterClient:
+    from .._discovery import client_for
     from .._home import trialkit_home
-    from ..master import client_for
 
     home = trialkit_home()
     client = client_for(home)
@@ -77,7 +78,7 @@ class Trial:
 
     def __init__(self, trial_id: int) -> None:
         self.id = trial_id
-        desc = _master().request("GET", f"/api/v1/trials/{trial_id}")
+        desc = dataclasses.asdict(_master().describe_trial(trial_id))
         self._desc = desc
         self.experiment_id: int = desc["trial"]["experiment_id"]
         self.hparams: dict[str, Any] = desc["trial"]["hparams"]
@@ -101,7 +102,7 @@ class Experiment:
         self.id = int(experiment_id)
 
     def _describe(self) -> dict[str, Any]:
-        return _master().request("GET", f"/api/v1/experiments/{self.id}")  # type: ignore[no-any-return]
+        return dataclasses.asdict(_master().describe_experiment(self.id))
 
     @property
     def state(self) -> ExperimentState:
@@ -119,7 +120,7 @@ class Experiment:
             time.sleep(interval)
 
     def _post(self, action: str) -> None:
-        _master().request("POST", f"/api/v1/experiments/{self.id}/{action}")
+        _master().experiment_action(self.id, action)
 
     def activate(self) -> None:
         self._post("activate")
@@ -178,7 +179,7 @@ class Experiment:
         for trial in desc["trials"]:
             if trial_ids is not None and trial["id"] not in trial_ids:
                 continue
-            tdesc = _master().request("GET", f"/api/v1/trials/{trial['id']}")
+            tdesc = dataclasses.asdict(_master().describe_trial(trial["id"]))
             by_step = {v["steps_completed"]: v["values"] for v in tdesc["validation_metrics"]}
             for c in tdesc["checkpoints"]:
                 value = by_step.get(c["steps_completed"], {}).get(metric)
@@ -200,17 +201,10 @@ def create_experiment(
     missing = entrypoint_check(cfg.entrypoint, archive, f"model directory {model_dir or '.'}")
     if missing:
         raise ConfigError(missing)
-    resp = _master().request(
-        "POST",
-        "/api/v1/experiments",
-        json_body={
-            "config": cfg.as_dict(),
-            "model_def": base64.b64encode(archive).decode(),
-            "activate": True,
-            "python": sys.executable,
-        },
+    created = _master().create_experiment(
+        cfg.as_dict(), model_def=base64.b64encode(archive).decode(), python=sys.executable
     )
-    return Experiment(resp["experiment"]["id"])
+    return Experiment(created.experiment.id)
 
 
 def get_experiment(experiment_id: int) -> Experiment:
@@ -222,7 +216,7 @@ def get_trial(trial_id: int) -> Trial:
 
 
 def get_checkpoint(uuid: str) -> Checkpoint:
-    return Checkpoint(_master().request("GET", f"/api/v1/checkpoints/{uuid}"))
+    return Checkpoint(dataclasses.asdict(_master().get_checkpoint(uuid)))
 
 
 __all__ = [

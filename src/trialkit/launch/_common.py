@@ -22,8 +22,7 @@ from pathlib import Path
 
 from .._alias import with_boot_dir
 from .._info import ClusterInfo, get_cluster_info
-from ..core._distributed import CHIEF_PORT_ENV, TOKEN_ENV
-from ..core._transport import free_port
+from ..rendezvous import CHIEF_PORT_ENV, TOKEN_ENV, free_port
 
 WATCH_ENV = "TRIALKIT_WORKER_WATCH"
 HARNESS_MODULE = "trialkit.exec.harness"

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from .._info import ClusterInfo
-from ..core._transport import free_port
+from ..rendezvous import free_port
 from ._common import (
     WATCH_ENV,
     LaunchError,

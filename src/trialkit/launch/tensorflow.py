@@ -19,8 +19,7 @@ import json
 import os
 import sys
 
-from ..core._distributed import CHIEF_PORT_ENV, TOKEN_ENV
-from ..core._transport import free_port
+from ..rendezvous import CHIEF_PORT_ENV, TOKEN_ENV, free_port
 from ._common import (
     WATCH_ENV,
     LaunchError,

@@ -18,7 +18,7 @@ import importlib.util
 import os
 import sys
 
-from ..core._distributed import TOKEN_ENV
+from ..rendezvous import TOKEN_ENV
 from ._common import (
     WATCH_ENV,
     LaunchError,

@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import NoReturn
 
 from .. import LOG_FORMAT
-from .._home import trialkit_home
-from ._daemon import (
+from .._discovery import (
     IDLE_TIMEOUT_ENV,
     check_slots,
     default_idle_timeout,
     parse_idle_timeout,
-    serve,
 )
+from .._home import trialkit_home
+from ._daemon import serve
 
 
 def _bad_option(parser: argparse.ArgumentParser, message: str) -> NoReturn:

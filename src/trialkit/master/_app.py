@@ -17,12 +17,39 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
 from .._modeldir import ModelDirError, check_archive
 from ..config import ConfigError
-from ..searcher import generation_of
+from ..rest import (
+    BatchMetricsList,
+    BatchMetricsOut,
+    BestValidation,
+    CheckpointList,
+    CheckpointOut,
+    CheckpointReply,
+    CreatedExperiment,
+    ExperimentDescription,
+    ExperimentList,
+    ExperimentReply,
+    ExperimentSummary,
+    Health,
+    LastValidation,
+    LogLineOut,
+    MasterInfo,
+    MetricList,
+    MetricsStored,
+    Ok,
+    OperationsApplied,
+    Preemption,
+    SearcherEvents,
+    SearcherOperation,
+    TrialDescription,
+    TrialList,
+    TrialLogs,
+    UuidList,
+    routes,
+)
 from ..store import (
     TERMINAL_TRIAL_STATES,
     ExperimentState,
@@ -35,6 +62,7 @@ from ..store import (
 from ._auth import TokenAuth
 from ._create import CreateError, prepare_experiment
 from ._engine import Engine
+from ._errors import UnexpectedErrors
 from ._schemas import (
     CheckpointBody,
     CheckpointUuid,
@@ -51,6 +79,14 @@ from ._schemas import (
     StatusBody,
     TrialId,
     field_errors,
+)
+from ._views import (
+    checkpoint_out,
+    describe_experiment,
+    experiment_out,
+    experiment_summary,
+    metrics_out,
+    trial_outs,
 )
 
 logger = logging.getLogger(__name__)
@@ -72,33 +108,6 @@ def _decode_model_def(text: str | None) -> bytes | None:
     except ModelDirError as e:
         raise HTTPException(400, {"errors": [f"model_def: {e}"]}) from None
     return archive
-
-
-class _UnexpectedErrors:
-    """A bug, not bad input: one JSON line to the client and the traceback to the master's log,
-    once. (Starlette's handler for Exception re-raises to the server, which logs it again.)"""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = False
-
-        async def tracked(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, receive, tracked)
-        except Exception as exc:
-            logger.error("%s %s failed", scope.get("method"), scope.get("path"), exc_info=exc)
-            if not started:  # else the client sees the response cut off: nothing more to send
-                detail = f"internal error ({type(exc).__name__}); see the master log"
-                await JSONResponse({"detail": detail}, status_code=500)(scope, receive, send)
 
 
 _BEARER = HTTPBearer(auto_error=False, description="the master token or a trial's own token")
@@ -125,7 +134,7 @@ def create_app(
         trial_key=trial_key,
         checkpoint_trial=lambda uuid: _checkpoint_trial(store, uuid),
     )
-    app.add_middleware(_UnexpectedErrors)  # added last: the outermost, around TokenAuth too
+    app.add_middleware(UnexpectedErrors)  # added last: the outermost, around TokenAuth too
     started = time.time()
     # Set once a shutdown is asked for: long polls then answer at once, so the server is not
     # left waiting for them (their clients simply ask the next master).
@@ -153,35 +162,35 @@ def create_app(
     def trial_or_404(trial_id: TrialId) -> Trial:
         return store.get_trial(trial_id)
 
-    @app.get("/health")
-    def health() -> dict[str, str]:
-        return {"status": "ok"}
+    @app.get(routes.HEALTH)
+    def health() -> Health:
+        return Health(status="ok")
 
-    @app.get("/api/v1/master", dependencies=[Auth])
-    def master_info() -> dict[str, Any]:
-        return {
-            "version": __version__,
-            "slots": engine.settings.slots,
-            "gpus": engine.settings.gpus,
-            "home": str(engine.settings.home),
-            "python": sys.executable,
-            "pid": os.getpid(),
-            "uptime_seconds": round(time.time() - started, 1),
-            "running_trials": engine.running_trial_ids(),
-            "idle_timeout_seconds": idle_timeout,
-        }
+    @app.get(routes.MASTER, dependencies=[Auth])
+    def master_info() -> MasterInfo:
+        return MasterInfo(
+            version=__version__,
+            slots=engine.settings.slots,
+            gpus=engine.settings.gpus,
+            home=str(engine.settings.home),
+            python=sys.executable,
+            pid=os.getpid(),
+            uptime_seconds=round(time.time() - started, 1),
+            running_trials=engine.running_trial_ids(),
+            idle_timeout_seconds=idle_timeout,
+        )
 
-    @app.post("/api/v1/master/shutdown", dependencies=[Auth])
-    def shutdown() -> dict[str, str]:
+    @app.post(routes.SHUTDOWN, dependencies=[Auth])
+    def shutdown() -> Ok:
         stopping.set()
         if on_shutdown is not None:
             on_shutdown()
-        return {"status": "stopping"}
+        return Ok(status="stopping")
 
     # Experiments -------------------------------------------------------------------------------
 
-    @app.post("/api/v1/experiments", dependencies=[Auth])
-    def create_experiment(body: CreateExperiment) -> dict[str, Any]:
+    @app.post(routes.EXPERIMENTS, dependencies=[Auth])
+    def create_experiment(body: CreateExperiment) -> CreatedExperiment:
         model_def = _decode_model_def(body.model_def)
         try:
             config, warnings = prepare_experiment(
@@ -214,39 +223,25 @@ def create_app(
                 ended_at=time.time(),
             )
             raise
-        return {"experiment": store.get_experiment(exp.id).to_dict(), "warnings": warnings}
+        return CreatedExperiment(
+            experiment=experiment_out(store.get_experiment(exp.id)), warnings=list(warnings)
+        )
 
-    @app.get("/api/v1/experiments", dependencies=[Auth])
-    def list_experiments(all: bool = False) -> dict[str, Any]:
+    @app.get(routes.EXPERIMENTS, dependencies=[Auth])
+    def list_experiments(all: bool = False) -> ExperimentList:
         exps = store.list_experiments(include_archived=all)
-        return {"experiments": [e.to_dict() for e in exps]}
+        return ExperimentList(experiments=[experiment_out(e) for e in exps])
 
-    @app.get("/api/v1/experiments/{experiment_id}", dependencies=[Auth])
-    def describe_experiment(experiment_id: ExperimentId) -> dict[str, Any]:
-        exp = store.get_experiment(experiment_id)
-        trials = store.list_trials(experiment_id)
-        metric = (exp.config.get("searcher") or {}).get("metric")
-        smaller = (exp.config.get("searcher") or {}).get("smaller_is_better", True)
-        out_trials = [_trial_summary(store, t, metric, smaller) for t in trials]
-        best = [t for t in out_trials if t["best_validation"] is not None]
-        best.sort(key=lambda t: t["best_validation"] if smaller else -t["best_validation"])
-        return {
-            "experiment": exp.to_dict(),
-            "trials": out_trials,
-            "checkpoints": [
-                c.to_dict() for c in store.list_checkpoints(experiment_id=experiment_id)
-            ],
-            "best_trial": {
-                "trial_id": best[0]["id"],
-                metric: best[0]["best_validation"],
-                "hparams": best[0]["hparams"],
-            }
-            if best
-            else None,
-            "searcher": _searcher_summary(exp.config.get("searcher") or {}, exp.progress, trials),
-        }
+    @app.get(routes.EXPERIMENT, dependencies=[Auth])
+    def describe(experiment_id: ExperimentId) -> ExperimentDescription:
+        return describe_experiment(store, experiment_id)
 
-    def _command(experiment_id: int, action: str) -> dict[str, Any]:
+    @app.get(routes.EXPERIMENT_SUMMARY, dependencies=[Auth])
+    def summary(experiment_id: ExperimentId) -> ExperimentSummary:
+        """Describe without the checkpoint list: what ``--follow`` polls."""
+        return experiment_summary(store, experiment_id)
+
+    def _command(experiment_id: int, action: str) -> ExperimentReply:
         exp = store.get_experiment(experiment_id)
         if action == "pause":
             exp = engine.pause(exp)
@@ -261,40 +256,43 @@ def create_app(
                     f"experiment {exp.id} is {exp.state.value}; only finished experiments can be archived",
                 )
             exp = store.update_experiment(exp.id, archived=action == "archive")
-        return {"experiment": exp.to_dict()}
+        return ExperimentReply(experiment=experiment_out(exp))
 
     def _command_route(action: str) -> Any:
-        def command(experiment_id: ExperimentId) -> dict[str, Any]:
+        def command(experiment_id: ExperimentId) -> ExperimentReply:
             return _command(experiment_id, action)
 
         return command
 
-    for action in ("pause", "activate", "kill", "archive", "unarchive"):
+    for action in routes.EXPERIMENT_ACTIONS:
         app.post(
-            f"/api/v1/experiments/{{experiment_id}}/{action}", dependencies=[Auth], name=action
+            routes.path(routes.EXPERIMENT_ACTION, experiment_id="{experiment_id}", action=action),
+            dependencies=[Auth],
+            name=action,
+            response_model=ExperimentReply,
         )(_command_route(action))
 
-    @app.get("/api/v1/experiments/{experiment_id}/checkpoints", dependencies=[Auth])
-    def experiment_checkpoints(experiment_id: ExperimentId) -> dict[str, Any]:
+    @app.get(routes.EXPERIMENT_CHECKPOINTS, dependencies=[Auth])
+    def experiment_checkpoints(experiment_id: ExperimentId) -> CheckpointList:
         store.get_experiment(experiment_id)
-        return {
-            "checkpoints": [
-                c.to_dict() for c in store.list_checkpoints(experiment_id=experiment_id)
+        return CheckpointList(
+            checkpoints=[
+                checkpoint_out(c) for c in store.list_checkpoints(experiment_id=experiment_id)
             ]
-        }
+        )
 
-    @app.get("/api/v1/experiments/{experiment_id}/best_validation", dependencies=[Auth])
-    def best_validation(experiment_id: ExperimentId) -> dict[str, Any]:
+    @app.get(routes.BEST_VALIDATION, dependencies=[Auth])
+    def best_validation(experiment_id: ExperimentId) -> BestValidation:
         exp = store.get_experiment(experiment_id)
         s = exp.config.get("searcher") or {}
         if not s.get("metric"):
-            return {"value": None}
+            return BestValidation(value=None)
         value = store.best_validation(
             metric=s["metric"],
             smaller_is_better=s.get("smaller_is_better", True),
             experiment_id=exp.id,
         )
-        return {"value": value}
+        return BestValidation(value=value)
 
     # Custom searchers run by the user's process (LocalSearchRunner) ---------------------------
 
@@ -306,10 +304,10 @@ def create_app(
             return None
         return queue
 
-    @app.get("/api/v1/experiments/{experiment_id}/searcher/events", dependencies=[Auth])
+    @app.get(routes.SEARCHER_EVENTS, dependencies=[Auth])
     async def searcher_events(
         experiment_id: ExperimentId, after: QueryCount = 0, timeout_seconds: PollSeconds = 0.0
-    ) -> dict[str, Any]:
+    ) -> SearcherEvents:
         deadline = time.monotonic() + min(timeout_seconds, 60.0)
 
         def poll() -> tuple[list[Any], dict[str, Any], str]:
@@ -326,13 +324,17 @@ def create_app(
                 or state in ("COMPLETED", "CANCELED", "ERROR")
                 or stopping.is_set()
             ):
-                return {"events": events, "experiment_state": state, "trial_progress": progress}
+                return SearcherEvents(
+                    events=events,
+                    experiment_state=state,
+                    trial_progress={str(k): v for k, v in progress.items()},
+                )
             await asyncio.sleep(0.05)
 
-    @app.post("/api/v1/experiments/{experiment_id}/searcher/operations", dependencies=[Auth])
+    @app.post(routes.SEARCHER_OPERATIONS, dependencies=[Auth])
     def searcher_operations(
         experiment_id: ExperimentId, body: SearcherOperations
-    ) -> dict[str, Any]:
+    ) -> OperationsApplied:
         from ..searcher import SearcherError
         from ..searcher._custom import decode_operation
 
@@ -349,52 +351,53 @@ def create_app(
         applied = engine.remote_searcher_operations(
             store.get_experiment(experiment_id), ops, body.last_event_id, body.progress
         )
-        return {"applied": applied}
+        return OperationsApplied(applied=applied)
 
     # Trials ------------------------------------------------------------------------------------
 
-    @app.get("/api/v1/trials/{trial_id}", dependencies=[Auth])
-    def describe_trial(trial_id: TrialId) -> dict[str, Any]:
+    @app.get(routes.TRIAL, dependencies=[Auth])
+    def describe_trial(trial_id: TrialId) -> TrialDescription:
         t = trial_or_404(trial_id)
-        exp = store.get_experiment(t.experiment_id)
-        s = exp.config.get("searcher") or {}
-        return {
-            "trial": _trial_summary(store, t, s.get("metric"), s.get("smaller_is_better", True)),
-            "checkpoints": [c.to_dict() for c in store.list_checkpoints(trial_id=trial_id)],
-            "validation_metrics": [m.to_dict() for m in store.list_metrics(trial_id, "validation")],
-        }
+        _, [trial] = trial_outs(store, store.get_experiment(t.experiment_id), trial_id=t.id)
+        return TrialDescription(
+            trial=trial,
+            checkpoints=[checkpoint_out(c) for c in store.list_checkpoints(trial_id=trial_id)],
+            validation_metrics=metrics_out(store.list_metrics(trial_id, "validation")),
+        )
 
-    @app.get("/api/v1/experiments/{experiment_id}/trials", dependencies=[Auth])
-    def list_trials(experiment_id: ExperimentId) -> dict[str, Any]:
-        exp = store.get_experiment(experiment_id)
-        s = exp.config.get("searcher") or {}
-        return {
-            "trials": [
-                _trial_summary(store, t, s.get("metric"), s.get("smaller_is_better", True))
-                for t in store.list_trials(experiment_id)
-            ]
-        }
+    @app.get(routes.EXPERIMENT_TRIALS, dependencies=[Auth])
+    def list_trials(experiment_id: ExperimentId) -> TrialList:
+        _, trials = trial_outs(store, store.get_experiment(experiment_id))
+        return TrialList(trials=trials)
 
-    @app.get("/api/v1/trials/{trial_id}/logs", dependencies=[Auth])
+    @app.get(routes.TRIAL_LOGS, dependencies=[Auth])
     def trial_logs(
         trial_id: TrialId,
         after_id: QueryCount = 0,
         limit: Annotated[int, Query(ge=0, le=100_000)] = 10_000,  # 0: only the state
-    ) -> dict[str, Any]:
+    ) -> TrialLogs:
         t = trial_or_404(trial_id)
         logs = store.list_logs(trial_id, after_id=after_id, limit=limit)
-        return {
-            "logs": [ln.to_dict() for ln in logs],
-            "trial_state": t.state.value,
-            "running": engine.has_process(trial_id),
-        }
+        return TrialLogs(
+            logs=[LogLineOut(**ln.to_dict()) for ln in logs],
+            trial_state=t.state.value,
+            running=engine.has_process(trial_id),
+        )
 
-    @app.get("/api/v1/trials/{trial_id}/metrics", dependencies=[Auth])
+    @app.get(routes.TRIAL_METRICS, dependencies=[Auth])
     def trial_metrics(
         trial_id: TrialId, group: Annotated[str | None, Query(max_length=64)] = None
-    ) -> dict[str, Any]:
+    ) -> MetricList:
         trial_or_404(trial_id)
-        return {"metrics": [m.to_dict() for m in store.list_metrics(trial_id, group)]}
+        return MetricList(metrics=metrics_out(store.list_metrics(trial_id, group)))
+
+    @app.get(routes.TRIAL_BATCH_METRICS, dependencies=[Auth])
+    def trial_batch_metrics(trial_id: TrialId) -> BatchMetricsList:
+        """The per-batch metrics of the trial's training reports that carried them."""
+        trial_or_404(trial_id)
+        return BatchMetricsList(
+            reports=[BatchMetricsOut(**vars(b)) for b in store.list_batch_metrics(trial_id)]
+        )
 
     def reporting_trial(trial_id: int, run_id: int) -> Trial:
         """The trial, if ``run_id`` is its current run and it has not ended; else HTTP 409."""
@@ -423,8 +426,8 @@ def create_app(
             return None
         return MetricBatch(trial_id, body.run_id, body.sender, body.seq)
 
-    @app.post("/api/v1/trials/{trial_id}/metrics", dependencies=[Auth])
-    def report_metrics(trial_id: TrialId, body: MetricsBody) -> dict[str, Any]:
+    @app.post(routes.TRIAL_METRICS, dependencies=[Auth])
+    def report_metrics(trial_id: TrialId, body: MetricsBody) -> MetricsStored:
         t = reporting_trial(trial_id, body.run_id)
         stored = store.add_metrics(
             [
@@ -441,15 +444,15 @@ def create_app(
             metric_batch(trial_id, body),
         )
         if not stored:
-            return {"stored": 0, "duplicate": True}
+            return MetricsStored(stored=0, duplicate=True)
         validations = [r for r in body.reports if r.group == "validation"]
         if validations:
             for r in validations:
                 engine.validation_reported(t, r.metrics)
-        return {"stored": len(body.reports)}
+        return MetricsStored(stored=len(body.reports))
 
-    @app.post("/api/v1/trials/{trial_id}/checkpoints", dependencies=[Auth])
-    def report_checkpoint(trial_id: TrialId, body: CheckpointBody) -> dict[str, Any]:
+    @app.post(routes.TRIAL_CHECKPOINTS, dependencies=[Auth])
+    def report_checkpoint(trial_id: TrialId, body: CheckpointBody) -> CheckpointReply:
         # A trial's final checkpoint comes while it is still ACTIVE; checkpoints journaled in an
         # outage are registered by the master itself (_journal), not through this route.
         t = reporting_trial(trial_id, body.run_id)
@@ -463,81 +466,85 @@ def create_app(
             resources=body.resources,
             storage=body.storage,
         )
-        return {"checkpoint": ckpt.to_dict()}
+        return CheckpointReply(checkpoint=checkpoint_out(ckpt))
 
-    @app.get("/api/v1/trials/{trial_id}/preemption", dependencies=[Auth])
+    @app.get(routes.PREEMPTION, dependencies=[Auth])
     async def preemption(
         trial_id: TrialId, timeout_seconds: PollSeconds = 0.0, run_id: QueryCount = 0
-    ) -> dict[str, bool]:
+    ) -> Preemption:
         deadline = time.monotonic() + min(timeout_seconds, 60.0)
         while True:
             if engine.should_preempt(trial_id):
-                return {"preempt": True}
+                return Preemption(preempt=True)
             if time.monotonic() >= deadline or stopping.is_set():
-                return {"preempt": False}
+                return Preemption(preempt=False)
             await asyncio.sleep(0.05)
 
-    @app.post("/api/v1/trials/{trial_id}/ack_preemption", dependencies=[Auth])
-    def ack_preemption(trial_id: TrialId, body: RunBody) -> dict[str, str]:
+    @app.post(routes.ACK_PREEMPTION, dependencies=[Auth])
+    def ack_preemption(trial_id: TrialId, body: RunBody) -> Ok:
         engine.ack(trial_or_404(trial_id), body.run_id)
-        return {"status": "ok"}
+        return Ok()
 
-    @app.get("/api/v1/trials/{trial_id}/searcher/operation", dependencies=[Auth])
-    def searcher_operation(trial_id: TrialId) -> dict[str, Any]:
+    @app.get(routes.SEARCHER_OPERATION, dependencies=[Auth])
+    def searcher_operation(trial_id: TrialId) -> SearcherOperation:
         t = trial_or_404(trial_id)
         if t.op_length is None or t.op_complete:
-            return {"length": None, "completed": True}
-        return {"length": t.op_length, "completed": False}
+            return SearcherOperation(length=None, completed=True)
+        return SearcherOperation(length=t.op_length, completed=False)
 
-    @app.post("/api/v1/trials/{trial_id}/searcher/completed_operation", dependencies=[Auth])
-    def completed_operation(trial_id: TrialId, body: CompletedOp) -> dict[str, str]:
+    @app.post(routes.COMPLETED_OPERATION, dependencies=[Auth])
+    def completed_operation(trial_id: TrialId, body: CompletedOp) -> Ok:
         try:
             engine.operation_completed(trial_or_404(trial_id), body.length, body.metric)
         except ValueError as e:
             raise HTTPException(400, str(e)) from e
-        return {"status": "ok"}
+        return Ok()
 
-    @app.post("/api/v1/trials/{trial_id}/progress", dependencies=[Auth])
-    def progress(trial_id: TrialId, body: ProgressBody) -> dict[str, str]:
+    @app.post(routes.PROGRESS, dependencies=[Auth])
+    def progress(trial_id: TrialId, body: ProgressBody) -> Ok:
         engine.progress_reported(trial_or_404(trial_id), body.progress, body.is_raw)
-        return {"status": "ok"}
+        return Ok()
 
-    @app.post("/api/v1/trials/{trial_id}/status", dependencies=[Auth])
-    def status(trial_id: TrialId, body: StatusBody) -> dict[str, str]:
+    @app.post(routes.STATUS, dependencies=[Auth])
+    def status(trial_id: TrialId, body: StatusBody) -> Ok:
         store.update_trial(trial_or_404(trial_id).id, status=body.status or None)
-        return {"status": "ok"}
+        return Ok()
 
-    @app.post("/api/v1/trials/{trial_id}/early_exit", dependencies=[Auth])
-    def early_exit(trial_id: TrialId, body: EarlyExitBody) -> dict[str, str]:
+    @app.post(routes.EARLY_EXIT, dependencies=[Auth])
+    def early_exit(trial_id: TrialId, body: EarlyExitBody) -> Ok:
         t = trial_or_404(trial_id)
         if t.early_exit:
             raise HTTPException(400, f"trial {trial_id} already reported an early exit")
         store.update_trial(t.id, early_exit=body.reason)
-        return {"status": "ok"}
+        return Ok()
 
-    @app.get("/api/v1/trials/{trial_id}/last_validation", dependencies=[Auth])
-    def last_validation(trial_id: TrialId) -> dict[str, Any]:
-        return {"steps_completed": store.last_validation_steps(trial_or_404(trial_id).id)}
+    @app.get(routes.LAST_VALIDATION, dependencies=[Auth])
+    def last_validation(trial_id: TrialId) -> LastValidation:
+        return LastValidation(
+            steps_completed=store.last_validation_steps(trial_or_404(trial_id).id)
+        )
 
     # Checkpoints -------------------------------------------------------------------------------
 
-    @app.get("/api/v1/checkpoints", dependencies=[Auth])
-    def find_checkpoints(uuid_prefix: str) -> dict[str, list[str]]:
+    @app.get(routes.CHECKPOINTS, dependencies=[Auth])
+    def find_checkpoints(uuid_prefix: str) -> UuidList:
         """The UUIDs that start with a prefix (the CLI accepts any unique prefix)."""
         prefix = uuid_prefix.strip().lower()
         if not prefix:
             raise HTTPException(400, "uuid_prefix: give at least one character of a UUID")
-        return {"uuids": [c.uuid for c in store.list_checkpoints() if c.uuid.startswith(prefix)]}
+        return UuidList(
+            uuids=[c.uuid for c in store.list_checkpoints() if c.uuid.startswith(prefix)]
+        )
 
-    @app.get("/api/v1/checkpoints/{uuid}", dependencies=[Auth])
-    def get_checkpoint(uuid: CheckpointUuid) -> dict[str, Any]:
-        return store.get_checkpoint(uuid).to_dict()
+    @app.get(routes.CHECKPOINT, dependencies=[Auth])
+    def get_checkpoint(uuid: CheckpointUuid) -> CheckpointOut:
+        return checkpoint_out(store.get_checkpoint(uuid))
 
-    @app.delete("/api/v1/checkpoints/{uuid}", dependencies=[Auth])
-    def delete_checkpoint(uuid: CheckpointUuid) -> dict[str, str]:
+    @app.delete(routes.CHECKPOINT, dependencies=[Auth])
+    def delete_checkpoint(uuid: CheckpointUuid) -> Ok:
         store.get_checkpoint(uuid)
         store.set_checkpoint_state(uuid, "DELETED")
-        return {"status": "ok"}
+        return Ok()
 
     return app
 
@@ -548,40 +555,3 @@ def _checkpoint_trial(store: Store, uuid: str) -> int | None:
         return store.get_checkpoint(uuid).trial_id
     except NotFound:
         return None
-
-
-def _searcher_summary(
-    searcher: dict[str, Any], progress: float, trials: list[Trial]
-) -> dict[str, Any]:
-    """What the search is and how far it got, for describe and --follow."""
-    states: dict[str, int] = {}
-    for t in trials:
-        states[t.state.value] = states.get(t.state.value, 0) + 1
-    return {
-        "name": searcher.get("name"),
-        "metric": searcher.get("metric"),
-        "smaller_is_better": searcher.get("smaller_is_better", True),
-        "generation": generation_of(searcher),
-        "max_trials": searcher.get("max_trials", 1 if searcher.get("name") == "single" else None),
-        "progress": progress,
-        "trials": len(trials),
-        "trial_states": states,
-    }
-
-
-def _trial_summary(store: Store, t: Trial, metric: str | None, smaller: bool) -> dict[str, Any]:
-    latest_train = store.latest_metrics(t.id, "training")
-    latest_val = store.latest_metrics(t.id, "validation")
-    best = (
-        store.best_validation(metric=metric, smaller_is_better=smaller, trial_id=t.id)
-        if metric
-        else None
-    )
-    latest_ckpt = store.latest_checkpoint(t.id)
-    return {
-        **t.to_dict(),
-        "latest_training": latest_train.to_dict() if latest_train else None,
-        "latest_validation": latest_val.to_dict() if latest_val else None,
-        "best_validation": best,
-        "latest_checkpoint": latest_ckpt.uuid if latest_ckpt else None,
-    }

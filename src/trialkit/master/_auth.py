@@ -26,6 +26,7 @@ from starlette.routing import Match, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._home import PRIVATE_FILE, make_private
+from ..rest import routes
 
 #: The only routes that answer without a token.
 OPEN_PATHS = frozenset({"/health"})
@@ -96,9 +97,9 @@ def authenticate(header: str | None, admin_token: str, trial_key: str | None) ->
 
 
 #: Route templates a trial token may use, and which path parameter must name its own ids.
-_TRIAL_SCOPED = "/api/v1/trials/{trial_id}"
-_TRIAL_EXPERIMENT_ROUTES = frozenset({"/api/v1/experiments/{experiment_id}/best_validation"})
-_TRIAL_CHECKPOINT_ROUTES = frozenset({"/api/v1/checkpoints/{uuid}"})
+_TRIAL_SCOPED = routes.TRIAL
+_TRIAL_EXPERIMENT_ROUTES = frozenset({routes.BEST_VALIDATION})
+_TRIAL_CHECKPOINT_ROUTES = frozenset({routes.CHECKPOINT})
 
 
 class TokenAuth:

@@ -1,10 +1,12 @@
-"""Running a master: the server process, its 0600 master file, and starting/stopping it.
+"""Serving a master: the server process and its 0600 master file. Finding, starting and
+stopping one from the client side is ``trialkit._discovery``.
 
 The master runs with umask 077, so everything it and its trials create under the home is
 private to the user (docs/security.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -12,62 +14,19 @@ import secrets
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
-
-from .._client import MasterClient, MasterUnavailable, read_master_file
+from .._client import read_master_file
+from .._discovery import check_slots, master_file
 from .._home import PRIVATE_FILE, PRIVATE_UMASK, ensure_private_dir, make_private
 
 logger = logging.getLogger("trialkit.master")
 
-MASTER_FILE = "master.json"
-
-#: More CPU slots than this is taken for a typo: the master would run that many trials at once.
-MAX_SLOTS = 1024
-
-
-class SlotsError(ValueError):
-    """A --slots value no master can use."""
-
-
-def check_slots(slots: int | None) -> None:
-    """Refuse a slot count below 1 or above MAX_SLOTS before anything starts."""
-    if slots is not None and not 1 <= slots <= MAX_SLOTS:
-        raise SlotsError(f"--slots: got {slots}; expected a whole number from 1 to {MAX_SLOTS}")
-
-
-#: A master the CLI starts on demand stops after this long without work (seconds).
-DEFAULT_IDLE_TIMEOUT = 30 * 60.0
-IDLE_TIMEOUT_ENV = "TRIALKIT_MASTER_IDLE_TIMEOUT"
-_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_idle_timeout(text: str, source: str = "idle timeout") -> float:
-    """Seconds from ``1800``, ``90s``, ``30m`` or ``2h``; 0 means never. ValueError names ``source``."""
-    raw = text.strip().lower()
-    number, unit = (raw[:-1], raw[-1]) if raw[-1:] in ("s", "m", "h") else (raw, "")
-    try:
-        value = float(number) * _UNITS[unit]
-    except ValueError:
-        value = -1.0
-    if not (0 <= value < float("inf")):
-        raise ValueError(
-            f"{source}: expected seconds >= 0 or a duration such as 30m or 2h (0 = never), got {text!r}"
-        )
-    return value
-
-
-def default_idle_timeout(on_demand: bool) -> float:
-    """$TRIALKIT_MASTER_IDLE_TIMEOUT if set, else 30 min for on-demand masters, never otherwise."""
-    raw = os.environ.get(IDLE_TIMEOUT_ENV)
-    if raw:
-        return parse_idle_timeout(raw, IDLE_TIMEOUT_ENV)
-    return DEFAULT_IDLE_TIMEOUT if on_demand else 0.0
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 class _ActivityTracker:
@@ -99,10 +58,6 @@ def _stop_when_idle(
             )
             stop()
             return
-
-
-def master_file(home: Path) -> Path:
-    return home / MASTER_FILE
 
 
 def _free_port(preferred: int | None, host: str) -> int:
@@ -159,7 +114,7 @@ def serve(
     seconds with no running trial, no managed experiment with work left and no API call
     (0: never)."""
     check_slots(slots)
-    # Here, not at import: the CLI imports this module for client_for and must stay fast.
+    # Here, not at import: `import trialkit.master` (the master's API and tests) stays fast.
     import uvicorn
 
     from ..store import ExperimentState, Store
@@ -241,7 +196,8 @@ def serve(
             daemon=True,
         ).start()
     try:
-        server.run()
+        with _signals_end_the_server_only():
+            server.run()
     finally:
         done.set()
         engine.stop()
@@ -252,103 +208,24 @@ def serve(
         store.close()
 
 
+@contextlib.contextmanager
+def _signals_end_the_server_only() -> Iterator[None]:
+    """uvicorn stops gracefully on SIGTERM/SIGINT and then raises the signal again into the
+    handlers it found: the default ones would kill the process (SIGTERM) or raise
+    KeyboardInterrupt (SIGINT) before serve() cleans up. Hand it handlers that do nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    found = {sig: signal.signal(sig, lambda signum, frame: None) for sig in _STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in found.items():
+            signal.signal(sig, handler)
+
+
 def _previous_port(mfile: Path) -> int | None:
     try:
         return int(json.loads(mfile.read_text()).get("port") or 0) or None
     except (OSError, ValueError):
         return None
-
-
-def client_for(home: Path, timeout: float = 30.0) -> MasterClient | None:
-    """A client for the running master, or None when none answers."""
-    found = read_master_file(master_file(home))
-    if not found or not found[1]:
-        return None
-    client = MasterClient(found[0], found[1], master_file=str(master_file(home)), timeout=timeout)
-    try:
-        client.request("GET", "/api/v1/master", timeout=2.0)
-    except Exception:
-        client.close()
-        return None
-    return client
-
-
-def start_background(
-    home: Path,
-    *,
-    slots: int | None = None,
-    wait: float = 30.0,
-    idle_timeout: float | None = None,
-) -> MasterClient:
-    """Start a master as a detached process and wait until it answers.
-
-    ``idle_timeout`` None: started on demand, so $TRIALKIT_MASTER_IDLE_TIMEOUT or 30 min.
-    """
-    check_slots(slots)
-    if idle_timeout is None:
-        try:
-            idle_timeout = default_idle_timeout(on_demand=True)
-        except ValueError as e:
-            raise MasterUnavailable(str(e)) from None
-    ensure_private_dir(home)
-    log_path = home / "master.log"
-    log = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, PRIVATE_FILE), "ab")
-    log_start = log.tell()
-    cmd = [sys.executable, "-m", "trialkit.master", "--home", str(home)]
-    if slots:
-        cmd += ["--slots", str(slots)]
-    cmd += ["--idle-timeout", repr(idle_timeout)]
-    proc = subprocess.Popen(
-        cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-    )
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
-        client = client_for(home)
-        if client is not None:
-            return client
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    raise MasterUnavailable(
-        f"the master did not start{_last_error(log_path, log_start)}; see {log_path}"
-    )
-
-
-def _last_error(log_path: Path, offset: int) -> str:
-    """': <the last line the failed master logged>', or '' when it logged nothing."""
-    try:
-        with open(log_path, "rb") as f:
-            f.seek(offset)
-            lines = [ln.strip() for ln in f.read().decode(errors="replace").splitlines()]
-    except OSError:
-        return ""
-    errors = [ln for ln in lines if "Error" in ln.split(":", 1)[0]]
-    return f": {errors[-1]}" if errors else ""
-
-
-def stop_master(home: Path, wait: float = 15.0) -> bool:
-    """Ask the running master to stop; True if one was running."""
-    client = client_for(home)
-    if client is None:
-        return False
-    pid = json.loads(master_file(home).read_text()).get("pid")
-    try:
-        client.request("POST", "/api/v1/master/shutdown")
-    finally:
-        client.close()
-    deadline = time.monotonic() + wait
-    while pid and time.monotonic() < deadline:
-        if not _running(pid):
-            return True
-        time.sleep(0.05)
-    if pid and _running(pid):
-        os.kill(pid, signal.SIGKILL)
-    return True
-
-
-def _running(pid: int) -> bool:
-    """Alive and not a zombie (an exited master its parent has not reaped yet)."""
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False

@@ -14,7 +14,7 @@ from .._alias import with_boot_dir
 from .._home import make_private, make_private_tree, write_private
 from .._info import INFO_ENV, ClusterInfo, TrialInfo
 from ..config import ExperimentConfig, entrypoint_kind
-from ..core._transport import free_port
+from ..rendezvous import CHIEF_PORT_ENV, TOKEN_ENV, free_port
 from ..store import Experiment, Trial
 from ._auth import trial_token
 from ._experiment_config import config_of
@@ -173,11 +173,11 @@ def build_launch(
     if len(slot_ids) > 1:
         # Multi-slot: a port for rank 0's DistributedContext, picked free per run, and a token
         # so a rank of another trial can never join this one (Determined uses fixed ports).
-        env["TRIALKIT_CHIEF_PORT"] = str(free_port())
-        env["TRIALKIT_DIST_TOKEN"] = secrets.token_hex(16)
+        env[CHIEF_PORT_ENV] = str(free_port())
+        env[TOKEN_ENV] = secrets.token_hex(16)
     else:
-        env.pop("TRIALKIT_CHIEF_PORT", None)
-        env.pop("TRIALKIT_DIST_TOKEN", None)
+        env.pop(CHIEF_PORT_ENV, None)
+        env.pop(TOKEN_ENV, None)
     env.update(_user_env(typed, gpus))
     entrypoint = typed.entrypoint
     if entrypoint is None:

@@ -65,21 +65,19 @@ class LocalSearchRunner:
             logger.info("custom searcher: created experiment %d", experiment_id)
         else:
             logger.info("custom searcher: resuming experiment %d", experiment_id)
-        base = f"/api/v1/experiments/{experiment_id}/searcher"
         while True:
-            resp = client.request(
-                "GET",
-                base + "/events",
-                params={"after": self.state.last_event_id, "timeout_seconds": self._poll},
-                timeout=self._poll + 30,
+            resp = client.searcher_events(
+                experiment_id,
+                after=self.state.last_event_id,
+                timeout_seconds=self._poll,
                 retry_for=300,
             )
-            events = resp["events"]
+            events = resp.events
             self.state.trial_progress = {
-                uuid.UUID(k): float(v) for k, v in (resp.get("trial_progress") or {}).items()
+                uuid.UUID(k): float(v) for k, v in resp.trial_progress.items()
             }
             if not events:
-                if resp["experiment_state"] in _TERMINAL:
+                if resp.experiment_state in _TERMINAL:
                     self.state.experiment_completed = True
                     self._save(experiment_id)
                     return experiment_id
@@ -88,14 +86,11 @@ class LocalSearchRunner:
             for event in events:
                 ops += self._handle(event)
             last = int(events[-1]["id"])
-            client.request(
-                "POST",
-                base + "/operations",
-                json_body={
-                    "operations": [encode_operation(op) for op in ops],
-                    "last_event_id": last,
-                    "progress": self._progress(),
-                },
+            client.searcher_operations(
+                experiment_id,
+                [encode_operation(op) for op in ops],
+                last_event_id=last,
+                progress=self._progress(),
                 retry_for=300,
             )
             self.state.last_event_id = last
@@ -156,8 +151,8 @@ class LocalSearchRunner:
 
     def _get_client(self) -> Any:
         if self._client is None:
+            from trialkit._discovery import client_for, start_background
             from trialkit._home import trialkit_home
-            from trialkit.master import client_for, start_background
 
             home = trialkit_home()
             self._client = client_for(home) or start_background(home)
@@ -181,8 +176,5 @@ class LocalSearchRunner:
                 "LocalSearchRunner needs searcher.name: custom without custom_searcher_class"
                 f" (got {searcher.get('name')!r})"
             )
-        body: dict[str, Any] = {"config": cfg, "activate": True}
-        if model_dir is not None:
-            body["model_def"] = base64.b64encode(pack(model_dir)).decode()
-        resp = client.request("POST", "/api/v1/experiments", json_body=body)
-        return int(resp["experiment"]["id"])
+        model_def = None if model_dir is None else base64.b64encode(pack(model_dir)).decode()
+        return client.create_experiment(cfg, model_def=model_def).experiment.id

@@ -4,6 +4,7 @@ from ._store import NotFound, Store, StoreError, sqlite_url
 from ._types import (
     TERMINAL_EXPERIMENT_STATES,
     TERMINAL_TRIAL_STATES,
+    BatchMetrics,
     Checkpoint,
     Experiment,
     ExperimentState,
@@ -13,11 +14,13 @@ from ._types import (
     NewMetric,
     Trial,
     TrialState,
+    TrialView,
 )
 
 __all__ = [
     "TERMINAL_EXPERIMENT_STATES",
     "TERMINAL_TRIAL_STATES",
+    "BatchMetrics",
     "Checkpoint",
     "Experiment",
     "ExperimentState",
@@ -30,5 +33,6 @@ __all__ = [
     "StoreError",
     "Trial",
     "TrialState",
+    "TrialView",
     "sqlite_url",
 ]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
 import operator
 import os
 import time
@@ -46,7 +45,9 @@ from ._models import (
     MetricRow,
     TrialRow,
 )
+from ._queries import experiment_trial_ids, latest_and_best, latest_checkpoints, metric_number
 from ._types import (
+    BatchMetrics,
     Checkpoint,
     Experiment,
     ExperimentState,
@@ -56,6 +57,7 @@ from ._types import (
     NewMetric,
     Trial,
     TrialState,
+    TrialView,
 )
 
 
@@ -142,12 +144,6 @@ def _checkpoint(row: CheckpointRow) -> Checkpoint:
 
 def _metric(row: MetricRow) -> Metric:
     return _domain(Metric, row)
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return None if math.isnan(value) else float(value)
 
 
 def _insert_sql(engine: Engine, table: Table) -> tuple[str, list[str]]:
@@ -448,20 +444,75 @@ class Store:
         experiment_id: int | None = None,
         trial_id: int | None = None,
     ) -> float | None:
-        """The best value of ``metric`` over validation reports of an experiment or a trial."""
+        """The best value of ``metric`` over validation reports of an experiment or a trial
+        (numbers only: "NaN" strings and booleans are not compared)."""
         with self._session() as s:
-            q = select(MetricRow.values).where(MetricRow.group == "validation")
+            value = metric_number(self._engine.dialect.name, metric)
+            pick = func.min if smaller_is_better else func.max
+            q = select(pick(value)).where(MetricRow.group == "validation")
             if trial_id is not None:
                 q = q.where(MetricRow.trial_id == trial_id)
             if experiment_id is not None:
-                q = q.join(TrialRow, TrialRow.id == MetricRow.trial_id).where(
-                    TrialRow.experiment_id == experiment_id
+                q = q.where(MetricRow.trial_id.in_(experiment_trial_ids(experiment_id)))
+            found = s.scalar(q)
+        return None if found is None else float(found)
+
+    def trial_views(
+        self,
+        *,
+        metric: str | None,
+        smaller_is_better: bool,
+        experiment_id: int | None = None,
+        trial_id: int | None = None,
+    ) -> list[TrialView]:
+        """The trials of an experiment (or one trial) with their latest metrics, best
+        ``metric`` value and latest checkpoint: three statements, whatever the number of trials."""
+        with self._session() as s:
+            q = select(TrialRow).order_by(TrialRow.id)
+            if experiment_id is not None:
+                q = q.where(TrialRow.experiment_id == experiment_id)
+            if trial_id is not None:
+                q = q.where(TrialRow.id == trial_id)
+            trials = [_trial(r) for r in s.scalars(q)]
+            if not trials:
+                return []
+            ids: Any = (
+                experiment_trial_ids(experiment_id)
+                if experiment_id is not None
+                else [t.id for t in trials]
+            )
+            latest: dict[tuple[int, str], Metric] = {}
+            best: dict[int, float] = {}
+            for row in latest_and_best(s, ids, metric, smaller_is_better):
+                latest[(row.trial_id, row.group)] = _domain(Metric, row)
+                if row.best is not None:
+                    best[row.trial_id] = float(row.best)
+            checkpoints = latest_checkpoints(s, ids)
+        return [
+            TrialView(
+                trial=t,
+                latest_training=latest.get((t.id, "training")),
+                latest_validation=latest.get((t.id, "validation")),
+                best_validation=best.get(t.id),
+                latest_checkpoint=checkpoints.get(t.id),
+            )
+            for t in trials
+        ]
+
+    def list_batch_metrics(self, trial_id: int) -> list[BatchMetrics]:
+        """The per-batch metrics of a trial's training reports that carried them, in order."""
+        with self._session() as s:
+            q = (
+                select(
+                    MetricRow.run_id,
+                    MetricRow.steps_completed,
+                    MetricRow.reported_at,
+                    MetricRow.batch_metrics,
                 )
-            values = [_number(v.get(metric)) for v in s.scalars(q)]
-        found = [v for v in values if v is not None]
-        if not found:
-            return None
-        return min(found) if smaller_is_better else max(found)
+                .where(MetricRow.trial_id == trial_id, MetricRow.batch_metrics.is_not(None))
+                .order_by(MetricRow.id)
+            )
+            return [_domain(BatchMetrics, r) for r in s.execute(q)]
 
     def last_validation_steps(self, trial_id: int) -> int | None:
         latest = self.latest_metrics(trial_id, "validation")

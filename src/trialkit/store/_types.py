@@ -153,3 +153,26 @@ class NewMetric:
     run_id: int = 0
     batch_metrics: list[dict[str, Any]] | None = None
     reported_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class TrialView:
+    """A trial with what describe shows of it, read in a fixed number of statements
+    (``Store.trial_views``): its latest training and validation reports, the best value of the
+    searcher metric over its validations, and its latest completed checkpoint."""
+
+    trial: Trial
+    latest_training: Metric | None
+    latest_validation: Metric | None
+    best_validation: float | None
+    latest_checkpoint: str | None
+
+
+@dataclass(frozen=True)
+class BatchMetrics:
+    """The per-batch metrics one training report carried."""
+
+    run_id: int
+    steps_completed: int
+    reported_at: float
+    batch_metrics: list[dict[str, Any]]

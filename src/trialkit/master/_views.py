@@ -1,0 +1,134 @@
+"""The API's read models: response dataclasses built from the store's domain objects, with
+the read-model queries (``Store.trial_views``) so a describe runs a fixed number of SQL
+statements whatever the number of trials."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, TypeVar
+
+from ..rest import (
+    BestTrial,
+    CheckpointOut,
+    ExperimentDescription,
+    ExperimentOut,
+    ExperimentSummary,
+    MetricOut,
+    SearcherSummary,
+    TrialOut,
+)
+from ..searcher import generation_of
+from ..store import Checkpoint, Experiment, Metric, Store, Trial, TrialView
+
+R = TypeVar("R")
+
+
+def _model(cls: type[R], record: dict[str, Any], **more: Any) -> R:
+    """``cls`` from a record's fields (fields the response does not publish are left out)."""
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    return cls(**{k: v for k, v in record.items() if k in names}, **more)
+
+
+def experiment_out(exp: Experiment) -> ExperimentOut:
+    return _model(ExperimentOut, exp.to_dict())
+
+
+def checkpoint_out(ckpt: Checkpoint) -> CheckpointOut:
+    return _model(CheckpointOut, ckpt.to_dict())
+
+
+def metric_out(metric: Metric | None) -> MetricOut | None:
+    return None if metric is None else _model(MetricOut, metric.to_dict())
+
+
+def metrics_out(metrics: list[Metric]) -> list[MetricOut]:
+    return [_model(MetricOut, m.to_dict()) for m in metrics]
+
+
+def trial_out(view: TrialView) -> TrialOut:
+    return _model(
+        TrialOut,
+        view.trial.to_dict(),
+        latest_training=metric_out(view.latest_training),
+        latest_validation=metric_out(view.latest_validation),
+        best_validation=view.best_validation,
+        latest_checkpoint=view.latest_checkpoint,
+    )
+
+
+def searcher_of(exp: Experiment) -> tuple[str | None, bool]:
+    """The searcher's metric and whether smaller is better."""
+    s = exp.config.get("searcher") or {}
+    return s.get("metric"), bool(s.get("smaller_is_better", True))
+
+
+def trial_outs(
+    store: Store, exp: Experiment, *, trial_id: int | None = None
+) -> tuple[list[TrialView], list[TrialOut]]:
+    """The experiment's trials (or one of them) as read models and as responses."""
+    metric, smaller = searcher_of(exp)
+    if trial_id is None:
+        views = store.trial_views(metric=metric, smaller_is_better=smaller, experiment_id=exp.id)
+    else:
+        views = store.trial_views(metric=metric, smaller_is_better=smaller, trial_id=trial_id)
+    return views, [trial_out(v) for v in views]
+
+
+def best_trial(exp: Experiment, views: list[TrialView]) -> BestTrial | None:
+    """The trial with the best searcher-metric value (the first such trial on a tie)."""
+    metric, smaller = searcher_of(exp)
+    scored = [v for v in views if v.best_validation is not None]
+    if not metric or not scored:
+        return None
+    sign = 1.0 if smaller else -1.0
+    top = min(scored, key=lambda v: sign * v.best_validation)  # type: ignore[operator]
+    return BestTrial(
+        trial_id=top.trial.id,
+        metric=metric,
+        value=top.best_validation,  # type: ignore[arg-type]
+        hparams=top.trial.hparams,
+    )
+
+
+def searcher_summary(exp: Experiment, trials: list[Trial]) -> SearcherSummary:
+    """What the search is and how far it got, for describe and --follow."""
+    searcher = exp.config.get("searcher") or {}
+    states: dict[str, int] = {}
+    for t in trials:
+        states[t.state.value] = states.get(t.state.value, 0) + 1
+    return SearcherSummary(
+        name=searcher.get("name"),
+        metric=searcher.get("metric"),
+        smaller_is_better=searcher.get("smaller_is_better", True),
+        generation=generation_of(searcher),
+        max_trials=searcher.get("max_trials", 1 if searcher.get("name") == "single" else None),
+        progress=exp.progress,
+        trials=len(trials),
+        trial_states=states,
+    )
+
+
+def experiment_summary(store: Store, experiment_id: int) -> ExperimentSummary:
+    """The experiment, its trials, best trial and search (what --follow polls)."""
+    exp = store.get_experiment(experiment_id)
+    views, trials = trial_outs(store, exp)
+    return ExperimentSummary(
+        experiment=experiment_out(exp),
+        trials=trials,
+        best_trial=best_trial(exp, views),
+        searcher=searcher_summary(exp, [v.trial for v in views]),
+    )
+
+
+def describe_experiment(store: Store, experiment_id: int) -> ExperimentDescription:
+    """The summary and every checkpoint of the experiment."""
+    summary = experiment_summary(store, experiment_id)
+    return ExperimentDescription(
+        experiment=summary.experiment,
+        trials=summary.trials,
+        checkpoints=[
+            checkpoint_out(c) for c in store.list_checkpoints(experiment_id=experiment_id)
+        ],
+        best_trial=summary.best_trial,
+        searcher=summary.searcher,
+    )

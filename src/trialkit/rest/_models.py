@@ -1,0 +1,282 @@
+"""What the master's REST API answers: one dataclass per response body.
+
+Plain dataclasses, so the client (the CLI, a trial) reads them without importing pydantic;
+the app declares them as ``response_model`` and FastAPI validates them and publishes their
+schemas in /openapi.json. Free-form user data (config, hparams, metric values, metadata) stays
+``dict[str, Any]``; everything the platform itself defines is a typed field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Health:
+    status: str
+
+
+@dataclass(frozen=True)
+class Ok:
+    """A command that has nothing to return but that it was done."""
+
+    status: str = "ok"
+
+
+@dataclass(frozen=True)
+class MasterInfo:
+    version: str
+    slots: int
+    gpus: bool
+    home: str
+    python: str
+    pid: int
+    uptime_seconds: float
+    running_trials: list[int]
+    idle_timeout_seconds: float
+
+
+# Experiments -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExperimentOut:
+    id: int
+    name: str
+    description: str | None
+    labels: list[str]
+    config: dict[str, Any]
+    state: str
+    archived: bool
+    unmanaged: bool
+    progress: float
+    error: str | None
+    created_at: float
+    ended_at: float | None
+    #: The interpreter the trials run with (None: the master's, for older experiments).
+    python: str | None
+
+
+@dataclass(frozen=True)
+class CreatedExperiment:
+    experiment: ExperimentOut
+    warnings: list[str]
+
+
+@dataclass(frozen=True)
+class ExperimentReply:
+    experiment: ExperimentOut
+
+
+@dataclass(frozen=True)
+class ExperimentList:
+    experiments: list[ExperimentOut]
+
+
+@dataclass(frozen=True)
+class MetricOut:
+    trial_id: int
+    run_id: int
+    group: str
+    steps_completed: int
+    values: dict[str, Any]
+    reported_at: float
+
+
+@dataclass(frozen=True)
+class TrialOut:
+    """A trial with its latest metrics, best searcher-metric value and latest checkpoint."""
+
+    id: int
+    experiment_id: int
+    request_id: str
+    hparams: dict[str, Any]
+    seed: int
+    state: str
+    restarts: int
+    run_id: int
+    op_length: int | None
+    op_complete: bool
+    closed: bool
+    stop_requested: bool
+    acked_run_id: int | None
+    early_exit: str | None
+    progress: float | None
+    status: str | None
+    error: str | None
+    pid: int | None
+    pid_started: float | None
+    log_offset: int
+    slots: list[int]
+    created_at: float
+    ended_at: float | None
+    latest_training: MetricOut | None
+    latest_validation: MetricOut | None
+    best_validation: float | None
+    latest_checkpoint: str | None
+
+
+@dataclass(frozen=True)
+class CheckpointOut:
+    uuid: str
+    trial_id: int
+    experiment_id: int
+    run_id: int
+    steps_completed: int
+    metadata: dict[str, Any]
+    resources: dict[str, int]
+    storage: dict[str, Any]
+    state: str
+    reported_at: float
+
+
+@dataclass(frozen=True)
+class BestTrial:
+    """The trial with the best value of the searcher's metric."""
+
+    trial_id: int
+    metric: str
+    value: float
+    hparams: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SearcherSummary:
+    name: str | None
+    metric: str | None
+    smaller_is_better: bool
+    generation: str
+    max_trials: int | None
+    progress: float
+    trials: int
+    trial_states: dict[str, int]
+
+
+@dataclass(frozen=True)
+class ExperimentSummary:
+    """What ``--follow`` polls: the experiment, its trials, its best trial and its search."""
+
+    experiment: ExperimentOut
+    trials: list[TrialOut]
+    best_trial: BestTrial | None
+    searcher: SearcherSummary
+
+
+@dataclass(frozen=True)
+class ExperimentDescription:
+    """``experiment describe``: the summary and every checkpoint of the experiment."""
+
+    experiment: ExperimentOut
+    trials: list[TrialOut]
+    checkpoints: list[CheckpointOut]
+    best_trial: BestTrial | None
+    searcher: SearcherSummary
+
+
+@dataclass(frozen=True)
+class CheckpointList:
+    checkpoints: list[CheckpointOut]
+
+
+@dataclass(frozen=True)
+class BestValidation:
+    value: float | None
+
+
+@dataclass(frozen=True)
+class SearcherEvents:
+    events: list[dict[str, Any]]
+    experiment_state: str
+    #: Per trial request id, how far it trained (0..1).
+    trial_progress: dict[str, float]
+
+
+@dataclass(frozen=True)
+class OperationsApplied:
+    applied: bool
+
+
+# Trials ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrialDescription:
+    trial: TrialOut
+    checkpoints: list[CheckpointOut]
+    validation_metrics: list[MetricOut]
+
+
+@dataclass(frozen=True)
+class TrialList:
+    trials: list[TrialOut]
+
+
+@dataclass(frozen=True)
+class LogLineOut:
+    id: int
+    trial_id: int
+    run_id: int
+    line: str
+    ts: float
+
+
+@dataclass(frozen=True)
+class TrialLogs:
+    logs: list[LogLineOut]
+    trial_state: str
+    running: bool
+
+
+@dataclass(frozen=True)
+class MetricList:
+    metrics: list[MetricOut]
+
+
+@dataclass(frozen=True)
+class BatchMetricsOut:
+    """The per-batch metrics a training report carried (``report_training_metrics``'s
+    ``batch_metrics``), with the report they belong to."""
+
+    run_id: int
+    steps_completed: int
+    reported_at: float
+    batch_metrics: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class BatchMetricsList:
+    reports: list[BatchMetricsOut]
+
+
+@dataclass(frozen=True)
+class MetricsStored:
+    stored: int
+    #: True when this batch was stored before (a resend after a lost reply): nothing was added.
+    duplicate: bool = False
+
+
+@dataclass(frozen=True)
+class CheckpointReply:
+    checkpoint: CheckpointOut
+
+
+@dataclass(frozen=True)
+class Preemption:
+    preempt: bool
+
+
+@dataclass(frozen=True)
+class SearcherOperation:
+    length: int | None
+    completed: bool
+
+
+@dataclass(frozen=True)
+class LastValidation:
+    steps_completed: int | None
+
+
+@dataclass(frozen=True)
+class UuidList:
+    uuids: list[str] = field(default_factory=list)

@@ -1,0 +1,44 @@
+"""Every URL of the master's REST API, in one place: the app registers these templates and the
+client fills them in (``path(TRIAL_LOGS, trial_id=3)``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+HEALTH = "/health"
+MASTER = "/api/v1/master"
+SHUTDOWN = "/api/v1/master/shutdown"
+
+EXPERIMENTS = "/api/v1/experiments"
+EXPERIMENT = "/api/v1/experiments/{experiment_id}"
+#: The cheaper view ``--follow`` polls: describe without the experiment's checkpoint list.
+EXPERIMENT_SUMMARY = "/api/v1/experiments/{experiment_id}/summary"
+EXPERIMENT_ACTION = "/api/v1/experiments/{experiment_id}/{action}"
+EXPERIMENT_ACTIONS = ("pause", "activate", "kill", "archive", "unarchive")
+EXPERIMENT_CHECKPOINTS = "/api/v1/experiments/{experiment_id}/checkpoints"
+EXPERIMENT_TRIALS = "/api/v1/experiments/{experiment_id}/trials"
+BEST_VALIDATION = "/api/v1/experiments/{experiment_id}/best_validation"
+SEARCHER_EVENTS = "/api/v1/experiments/{experiment_id}/searcher/events"
+SEARCHER_OPERATIONS = "/api/v1/experiments/{experiment_id}/searcher/operations"
+
+TRIAL = "/api/v1/trials/{trial_id}"
+TRIAL_LOGS = "/api/v1/trials/{trial_id}/logs"
+TRIAL_METRICS = "/api/v1/trials/{trial_id}/metrics"
+TRIAL_BATCH_METRICS = "/api/v1/trials/{trial_id}/batch_metrics"
+TRIAL_CHECKPOINTS = "/api/v1/trials/{trial_id}/checkpoints"
+PREEMPTION = "/api/v1/trials/{trial_id}/preemption"
+ACK_PREEMPTION = "/api/v1/trials/{trial_id}/ack_preemption"
+SEARCHER_OPERATION = "/api/v1/trials/{trial_id}/searcher/operation"
+COMPLETED_OPERATION = "/api/v1/trials/{trial_id}/searcher/completed_operation"
+PROGRESS = "/api/v1/trials/{trial_id}/progress"
+STATUS = "/api/v1/trials/{trial_id}/status"
+EARLY_EXIT = "/api/v1/trials/{trial_id}/early_exit"
+LAST_VALIDATION = "/api/v1/trials/{trial_id}/last_validation"
+
+CHECKPOINTS = "/api/v1/checkpoints"
+CHECKPOINT = "/api/v1/checkpoints/{uuid}"
+
+
+def path(template: str, **params: Any) -> str:
+    """``template`` with its ``{name}`` parameters filled in."""
+    return template.format(**params)
