@@ -259,7 +259,6 @@ def test_experiment_is_done_once_the_searcher_shut_down_and_all_trials_ended() -
     assert not experiment_done(False, [T.COMPLETED])
     assert not experiment_done(True, [T.COMPLETED, T.ACTIVE])
     assert not experiment_done(True, [T.PAUSED])
-    assert not experiment_done(True, [T.STOPPING_COMPLETED])
 
 
 def test_final_state_is_error_only_when_every_trial_errored_or_the_searcher_failed() -> None:

@@ -27,12 +27,7 @@ def _setup(tmp_path: Path, searcher: dict[str, Any]) -> tuple[Store, int]:
 
 
 def _driver(store: Store, exp_id: int) -> SearcherDriver:
-    return SearcherDriver(
-        store,
-        store.get_experiment(exp_id),
-        has_process=lambda _: False,
-        request_stop=lambda _: None,
-    )
+    return SearcherDriver(store, store.get_experiment(exp_id))
 
 
 ASHA = {"name": "adaptive_asha", "metric": "loss", "max_length": {"batches": 16}, "max_trials": 4}

@@ -129,8 +129,9 @@ class SearcherConfig(ConfigModel):
 
     @property
     def generation(self) -> Literal["0.37", "0.38"]:
-        """``"0.37"`` (searcher operations with max_length) or ``"0.38"`` (time_metric/max_time)."""
-        return "0.37" if self.max_length is not None else "0.38"
+        """``"0.37"`` (searcher operations: with max_length, and always for a custom searcher,
+        whose SearchMethod API is the operations one) or ``"0.38"`` (time_metric/max_time)."""
+        return "0.37" if self.max_length is not None or self.name == "custom" else "0.38"
 
     @model_validator(mode="wrap")
     @classmethod

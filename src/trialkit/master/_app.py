@@ -314,10 +314,7 @@ def create_app(
         deadline = time.monotonic() + min(timeout_seconds, 60.0)
 
         def poll() -> tuple[list[Any], dict[str, Any], str]:
-            with engine.lock:
-                queue = _event_queue(experiment_id)
-                events = queue.events_after(after) if queue is not None else []
-                progress = dict(queue.trial_progress) if queue is not None else {}
+            events, progress = engine.searcher_events(experiment_id, after)
             return events, progress, store.get_experiment(experiment_id).state.value
 
         while True:
@@ -344,20 +341,19 @@ def create_app(
         from ..searcher import SearcherError
         from ..searcher._custom import decode_operation
 
-        with engine.lock:
-            if _event_queue(experiment_id) is None:
-                raise HTTPException(
-                    400,
-                    f"experiment {experiment_id} has no custom searcher waiting for a runner"
-                    " (searcher.name: custom without custom_searcher_class, still active)",
-                )
-            try:
-                ops = [decode_operation(op) for op in body.operations]
-            except SearcherError as e:
-                raise HTTPException(400, str(e)) from e
-            applied = engine.remote_searcher_operations(
-                store.get_experiment(experiment_id), ops, body.last_event_id, body.progress
+        if _event_queue(experiment_id) is None:
+            raise HTTPException(
+                400,
+                f"experiment {experiment_id} has no custom searcher waiting for a runner"
+                " (searcher.name: custom without custom_searcher_class, still active)",
             )
+        try:
+            ops = [decode_operation(op) for op in body.operations]
+        except SearcherError as e:
+            raise HTTPException(400, str(e)) from e
+        applied = engine.remote_searcher_operations(
+            store.get_experiment(experiment_id), ops, body.last_event_id, body.progress
+        )
         return OperationsApplied(applied=applied)
 
     # Trials ------------------------------------------------------------------------------------
@@ -411,8 +407,7 @@ def create_app(
         t = trial_or_404(trial_id)
         if t.run_id != run_id and t.state not in TERMINAL_TRIAL_STATES:
             # The engine records a new run just after starting it: ask again once it is done.
-            with engine.lock:
-                t = trial_or_404(trial_id)
+            t = engine.current_trial(trial_id)
         if t.state in TERMINAL_TRIAL_STATES:
             raise HTTPException(
                 409, f"trial {trial_id} is {t.state.value}; it takes no more reports"
@@ -455,9 +450,8 @@ def create_app(
             return MetricsStored(stored=0, duplicate=True)
         validations = [r for r in body.reports if r.group == "validation"]
         if validations:
-            with engine.lock:
-                for r in validations:
-                    engine.validation_reported(t, r.metrics)
+            for r in validations:
+                engine.validation_reported(t, r.metrics)
         return MetricsStored(stored=len(body.reports))
 
     @app.post(routes.TRIAL_CHECKPOINTS, dependencies=[Auth])
@@ -491,8 +485,7 @@ def create_app(
 
     @app.post(routes.ACK_PREEMPTION, dependencies=[Auth])
     def ack_preemption(trial_id: TrialId, body: RunBody) -> Ok:
-        with engine.lock:
-            engine.ack(trial_or_404(trial_id), body.run_id)
+        engine.ack(trial_or_404(trial_id), body.run_id)
         return Ok()
 
     @app.get(routes.SEARCHER_OPERATION, dependencies=[Auth])
@@ -504,17 +497,15 @@ def create_app(
 
     @app.post(routes.COMPLETED_OPERATION, dependencies=[Auth])
     def completed_operation(trial_id: TrialId, body: CompletedOp) -> Ok:
-        with engine.lock:
-            try:
-                engine.operation_completed(trial_or_404(trial_id), body.length, body.metric)
-            except ValueError as e:
-                raise HTTPException(400, str(e)) from e
+        try:
+            engine.operation_completed(trial_or_404(trial_id), body.length, body.metric)
+        except ValueError as e:
+            raise HTTPException(400, str(e)) from e
         return Ok()
 
     @app.post(routes.PROGRESS, dependencies=[Auth])
     def progress(trial_id: TrialId, body: ProgressBody) -> Ok:
-        with engine.lock:
-            engine.progress_reported(trial_or_404(trial_id), body.progress, body.is_raw)
+        engine.progress_reported(trial_or_404(trial_id), body.progress, body.is_raw)
         return Ok()
 
     @app.post(routes.STATUS, dependencies=[Auth])

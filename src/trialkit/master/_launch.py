@@ -9,15 +9,15 @@ import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from .._alias import with_boot_dir
 from .._home import make_private, make_private_tree, write_private
 from .._info import INFO_ENV, ClusterInfo, TrialInfo
-from ..config import entrypoint_kind
+from ..config import ExperimentConfig, entrypoint_kind
 from ..rendezvous import CHIEF_PORT_ENV, TOKEN_ENV, free_port
 from ..store import Experiment, Trial
 from ._auth import trial_token
+from ._experiment_config import config_of
 
 STARTUP_HOOK = "startup-hook.sh"
 
@@ -39,9 +39,9 @@ def entrypoint_argv(entrypoint: str | list[str], workdir: Path) -> list[str]:
     return ["sh", "-c", f". ./{STARTUP_HOOK} && {entrypoint}" if hook else entrypoint]
 
 
-def experiment_python(config: dict[str, Any]) -> str:
+def experiment_python(config: ExperimentConfig) -> str:
     """The interpreter an experiment's trials run with (the master's for older experiments)."""
-    return str((config.get("environment") or {}).get("python") or sys.executable)
+    return config.environment.python or sys.executable
 
 
 def _venv_of(python: str) -> Path | None:
@@ -76,12 +76,9 @@ def _interpreter_env(python: str, shim_dir: Path, env: dict[str, str]) -> None:
         env.pop("VIRTUAL_ENV", None)
 
 
-def _user_env(config: dict[str, Any], gpus: bool) -> dict[str, str]:
-    raw = (config.get("environment") or {}).get("environment_variables") or []
-    if isinstance(raw, dict):
-        raw = raw.get("cuda" if gpus else "cpu") or []
+def _user_env(config: ExperimentConfig, gpus: bool) -> dict[str, str]:
     out = {}
-    for item in raw:
+    for item in config.environment.variables_for_slots(gpus=gpus):
         key, _, value = str(item).partition("=")
         out[key] = value
     return out
@@ -108,7 +105,8 @@ def build_launch(
     ``token`` is the master's trial key: the trial gets a token derived from it that reports
     for this trial only (never the admin token), in its 0600 info file and its environment.
     """
-    config = experiment.config
+    config = experiment.config  # as the trial gets it (DET_EXPERIMENT_CONFIG)
+    typed = config_of(experiment)
     allocation_id = f"{experiment.id}.{trial.id}.{run_id}"
     session_token = trial_token(token, trial.id, experiment.id)
     info = ClusterInfo(
@@ -128,7 +126,7 @@ def build_launch(
             config=config,
             steps_completed=steps_completed,
             trial_run_id=run_id,
-            debug=bool(config.get("debug")),
+            debug=typed.debug,
         ),
         master_file=str(master_file),
         home=str(home),
@@ -137,7 +135,7 @@ def build_launch(
     make_private_tree(workdir)
     make_private(info_file.parent)
     write_private(info_file, json.dumps(info._to_json(), indent=2))
-    python = experiment_python(config)
+    python = experiment_python(typed)
     env = dict(os.environ)
     env.update(
         {
@@ -180,9 +178,11 @@ def build_launch(
     else:
         env.pop(CHIEF_PORT_ENV, None)
         env.pop(TOKEN_ENV, None)
-    env.update(_user_env(config, gpus))
-    entrypoint = config["entrypoint"]
-    if entrypoint_kind(entrypoint) == "trial_class":
+    env.update(_user_env(typed, gpus))
+    entrypoint = typed.entrypoint
+    if entrypoint is None:
+        raise ValueError("entrypoint: the experiment's config has none; set entrypoint")
+    if isinstance(entrypoint, str) and entrypoint_kind(entrypoint) == "trial_class":
         # Legacy ``model_def:MyTrial``: the Trial harness imports the class from the model dir;
         # with several slots trialkit.launch.auto picks the launcher the Trial's harness needs
         # (torch_distributed, tensorflow, ...) and it starts one harness per slot.

@@ -1,5 +1,6 @@
-"""Pure supervision policies: what happens to a trial when its process exits, and whether a
-trial wants a process. No I/O; unit-tested without processes."""
+"""Pure supervision policies: what happens to a trial when its process exits, whether a trial
+wants a process, when a run being ended is escalated (preemption timeout -> SIGTERM -> SIGKILL)
+and the restart back-off. No I/O, no clock (``now`` is an input); unit-tested without processes."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..store import ExperimentState, Trial, TrialState
+from ._lifecycle import TrialEvent, TrialPhase
 
 
 class Outcome(enum.Enum):
@@ -183,3 +185,45 @@ def experiment_error(trials: Sequence[Trial]) -> str:
     restarted = f" (restarted {times})" if first.restarts else ""
     why = f"trial {first.id} failed: {first.error or 'no reason recorded'}{restarted}"
     return why if len(failed) == 1 else f"{len(failed)} trials failed; {why}"
+
+
+@dataclass(frozen=True)
+class RunClock:
+    """When the engine asked a trial's run to end, in monotonic seconds."""
+
+    phase: TrialPhase
+    #: when a pause asked it to checkpoint and exit (starts the preemption timeout)
+    preempt_at: float | None = None
+    #: when SIGTERM was sent
+    term_at: float | None = None
+
+
+def escalation(
+    clock: RunClock,
+    experiment_state: ExperimentState,
+    now: float,
+    *,
+    preemption_timeout: float,
+    kill_grace: float,
+) -> TrialEvent | None:
+    """The event a run that is slow to end is due, if any: a trial that ignores a pause for
+    longer than ``preemption_timeout`` is terminated (only while its experiment is paused: an
+    activated experiment waits for it); one still running ``kill_grace`` after SIGTERM is killed."""
+    if clock.phase is TrialPhase.TERMINATING and clock.term_at is not None:
+        return TrialEvent.KILL_GRACE_EXPIRED if now - clock.term_at > kill_grace else None
+    if (
+        clock.phase is TrialPhase.PREEMPTING
+        and clock.preempt_at is not None
+        and experiment_state == ExperimentState.PAUSED
+        and now - clock.preempt_at > preemption_timeout
+    ):
+        return TrialEvent.PREEMPT_TIMED_OUT
+    return None
+
+
+def finished_idle(trial: Trial, generation: str, has_process: bool) -> bool:
+    """A trial the searcher closed that has no process and nothing left to train: complete now
+    (stopped by the searcher, or 0.37 with its last operation done)."""
+    if trial.state.terminal or has_process or not trial.closed:
+        return False
+    return trial.stop_requested or (generation == "0.37" and trial.op_complete)

@@ -52,9 +52,6 @@ class TrialProcess:
     tag: str
     log_offset: int = 0  # bytes of the log file already stored
     popen: subprocess.Popen[bytes] | None = None
-    preempt_sent_at: float | None = None
-    term_sent_at: float | None = None
-    kill_sent: bool = False
     #: Set once the run is over (supervisor and all its processes gone); its log may still
     #: be draining.
     ended: bool = False

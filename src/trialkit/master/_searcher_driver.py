@@ -14,7 +14,6 @@ import logging
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,6 @@ from ..searcher import (
     Shutdown,
     Stop,
     ValidateAfter,
-    generation_of,
     make_search_method,
 )
 from ..searcher._custom import (
@@ -42,6 +40,7 @@ from ..searcher._custom import (
 )
 from ..searcher._searcher import Searcher
 from ..store import Experiment, ExperimentState, Store, Trial, TrialState
+from ._experiment_config import config_of
 
 logger = logging.getLogger("trialkit.master")
 
@@ -56,23 +55,21 @@ _RANKS_METRICS = ("async_halving", "adaptive_asha", "optuna")
 def build_method(store: Store, experiment: Experiment) -> DrivenMethod:
     """The experiment's search method: a built-in, a custom searcher (in the master or polled by
     a runner in the user's process), or Optuna."""
-    cfg = experiment.config
-    searcher = cfg["searcher"]
-    seed = int(cfg["reproducibility"]["experiment_seed"])
-    if searcher.get("name") == "custom":
-        metric = searcher.get("metric") or "searcher_metric"
-        spec = searcher.get("custom_searcher_class")
+    cfg = config_of(experiment)
+    searcher = cfg.searcher
+    seed = int(cfg.reproducibility.experiment_seed or 0)  # the master set it at creation
+    if searcher.name == "custom":
+        metric = searcher.metric or "searcher_metric"
+        spec = searcher.custom_searcher_class
         if not spec:
             return EventQueueMethod(metric, seed)
-        user = _load_custom_class(store, experiment, spec)(
-            **(searcher.get("custom_searcher_kwargs") or {})
-        )
+        user = _load_custom_class(store, experiment, spec)(**searcher.custom_searcher_kwargs)
         if not isinstance(user, SearchMethod):
             raise SearcherError(
                 f"searcher.custom_searcher_class: {spec} is not a trialkit.searcher.SearchMethod"
             )
         return CustomMethod(user, seed, metric)
-    return make_search_method(searcher, cfg["hyperparameters"], seed)
+    return make_search_method(searcher.model_dump(mode="json"), cfg.hyperparameters, seed)
 
 
 def _forget_model_dir_modules(before: set[str], root: Path) -> None:
@@ -123,26 +120,18 @@ def _load_custom_class(store: Store, experiment: Experiment, spec: str) -> Any:
 
 
 class SearcherDriver:
-    """The bridge between a pure search method and the store."""
+    """The bridge between a pure search method and the store. It writes the search's own data
+    (trials it creates, their operation and close/stop flags, its saved state), never a trial's
+    or an experiment's state: the engine reads the flags and moves trials on (``_lifecycle``)."""
 
-    def __init__(
-        self,
-        store: Store,
-        experiment: Experiment,
-        *,
-        has_process: Callable[[int], bool],
-        request_stop: Callable[[int], None],
-    ) -> None:
+    def __init__(self, store: Store, experiment: Experiment) -> None:
         self.store = store
         self.experiment_id = experiment.id
-        cfg = experiment.config
-        self.experiment_config = cfg
-        custom = cfg["searcher"].get("name") == "custom"
-        self.generation = generation_of(cfg["searcher"])
-        self.metric = cfg["searcher"].get("metric") or ("searcher_metric" if custom else None)
+        self.searcher_config = config_of(experiment).searcher
+        custom = self.searcher_config.name == "custom"
+        self.generation = self.searcher_config.generation
+        self.metric = self.searcher_config.metric or ("searcher_metric" if custom else None)
         self.method = build_method(store, experiment)
-        self._has_process = has_process
-        self._request_stop = request_stop
         self.shutdown = False
         self.failure = False
         saved = store.get_searcher_state(experiment.id)
@@ -216,7 +205,7 @@ class SearcherDriver:
         no early exit) while its ValidateAfter was in flight never gave the searcher its metric.
         Determined took this as a user stop and the search silently ran short (or never ended,
         reference §7.6.4); trialkit fails the experiment and says what the trial did report."""
-        name = self.experiment_config["searcher"].get("name")
+        name = self.searcher_config.name
         if (
             self.generation != "0.37"
             or name not in _RANKS_METRICS
@@ -316,20 +305,13 @@ class SearcherDriver:
         if isinstance(op, ValidateAfter):
             self.store.update_trial(trial.id, op_length=op.length, op_complete=False)
             return []
+        # Close and Stop only flag the trial: the engine preempts its process, or completes it
+        # at once when it has none and nothing left to train (policies.finished_idle), and then
+        # tells the searcher it closed.
         if isinstance(op, Close):
-            trial = self.store.update_trial(trial.id, closed=True)
-            return self._finish_if_idle(trial)
+            self.store.update_trial(trial.id, closed=True)
+            return []
         if isinstance(op, Stop):
-            trial = self.store.update_trial(trial.id, stop_requested=True, closed=True)
-            self._request_stop(trial.id)
-            return self._finish_if_idle(trial, stopping=True)
+            self.store.update_trial(trial.id, stop_requested=True, closed=True)
+            return []
         raise SearcherError(f"unknown searcher operation {op!r}")
-
-    def _finish_if_idle(self, trial: Trial, stopping: bool = False) -> list[Operation]:
-        """A closed trial with no process and nothing left to train is complete right away."""
-        if trial.state.terminal or self._has_process(trial.id):
-            return []
-        if not (stopping or (self.generation == "0.37" and trial.op_complete)):
-            return []
-        self.store.update_trial(trial.id, state=TrialState.COMPLETED, ended_at=time.time())
-        return self.method.on_trial_closed(trial.request_id)

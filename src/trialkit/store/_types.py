@@ -12,7 +12,6 @@ class ExperimentState(str, enum.Enum):
     ACTIVE = "ACTIVE"
     PAUSED = "PAUSED"
     STOPPING_CANCELED = "STOPPING_CANCELED"
-    STOPPING_COMPLETED = "STOPPING_COMPLETED"
     STOPPING_ERROR = "STOPPING_ERROR"
     COMPLETED = "COMPLETED"
     CANCELED = "CANCELED"
@@ -29,11 +28,11 @@ TERMINAL_EXPERIMENT_STATES = frozenset(
 
 
 class TrialState(str, enum.Enum):
+    """A trial's stored state. While ACTIVE the master knows finer phases (waiting, running,
+    being preempted or terminated): see ``trialkit.master._lifecycle.TrialPhase``."""
+
     ACTIVE = "ACTIVE"
     PAUSED = "PAUSED"
-    STOPPING_COMPLETED = "STOPPING_COMPLETED"
-    STOPPING_CANCELED = "STOPPING_CANCELED"
-    STOPPING_ERROR = "STOPPING_ERROR"
     COMPLETED = "COMPLETED"
     CANCELED = "CANCELED"
     ERROR = "ERROR"

@@ -1,0 +1,48 @@
+"""Inside the master only ``_transitions`` writes a trial's or an experiment's state (it applies
+the ``_lifecycle`` machines); the searcher driver only flags trials."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import trialkit.master
+
+MASTER = Path(trialkit.master.__file__).parent
+WRITER = "_transitions.py"
+#: _app.py creates experiments (ACTIVE or PAUSED) and marks one ERROR whose search could not
+#: even be loaded; no trial state is written there.
+CREATES = {"_app.py": {"update_experiment", "create_experiment"}}
+
+
+def _state_writes(tree: ast.AST) -> list[tuple[str, int]]:
+    """Store calls given a ``state=`` keyword, and ``x["state"] = ...`` assignments."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if any(k.arg == "state" for k in node.keywords):
+                found.append((node.func.attr, node.lineno))
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if (
+                    isinstance(target, ast.Subscript)
+                    and isinstance(target.slice, ast.Constant)
+                    and target.slice.value == "state"
+                    and not (isinstance(target.value, ast.Name) and target.value.id == "scope")
+                ):  # an ASGI scope's "state" is no lifecycle state
+                    found.append(("['state']", node.lineno))
+    return found
+
+
+def test_only_transitions_write_trial_and_experiment_state() -> None:
+    offenders = []
+    writers = set()
+    for path in sorted(MASTER.glob("*.py")):
+        writes = _state_writes(ast.parse(path.read_text()))
+        allowed = CREATES.get(path.name, set())
+        if path.name == WRITER:
+            writers.update(name for name, _ in writes)
+            continue
+        offenders += [f"{path.name}:{line} {name}" for name, line in writes if name not in allowed]
+    assert offenders == []
+    assert writers  # the check itself finds the writer's own writes
