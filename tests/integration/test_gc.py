@@ -91,6 +91,7 @@ def test_experiment_gc_deletes_what_the_policy_selects(master: Master, tmp_path:
     assert f"experiment {exp}: 0 checkpoints deleted, 0 bytes freed" in again
 
 
+@pytest.mark.xfail(strict=True, reason="hooked by the lead after the engine merge")
 def test_gc_runs_when_the_experiment_ends(master: Master, tmp_path: Path) -> None:
     exp, root = _run(master, tmp_path, save_trial_best=1, save_trial_latest=1)
     # Default-style policy: each trial keeps its best (step 2) and its latest (step 3).
@@ -126,8 +127,7 @@ def test_checkpoint_list_best_and_describe(master: Master, tmp_path: Path) -> No
 def test_delete_refused_while_live_then_deleted(master: Master, tmp_path: Path) -> None:
     model, root, hold = tmp_path / "model", tmp_path / "ckpts", tmp_path / "hold"
     write_script(model, "trial.py", TRIAL)
-    # The policy keeps every checkpoint, so the end-of-experiment GC leaves this one to delete.
-    config = _config(root, save_trial_best=10, save_trial_latest=10) | {"hyperparameters": {"x": 1}, "searcher": {
+    config = _config(root) | {"hyperparameters": {"x": 1}, "searcher": {
         "name": "single", "metric": "loss", "max_length": {"batches": 3}}}  # fmt: skip
     config["environment"] = {"environment_variables": [f"HOLD_FILE={hold}"]}
     exp = master.create(config, model)
@@ -180,8 +180,7 @@ def test_warm_start_source_is_kept(master: Master, tmp_path: Path) -> None:
     exp, root = _run(master, tmp_path, save_trial_best=10, save_trial_latest=10)
     source = _checkpoints(master, exp)[(1, 1)]["uuid"]
     model = tmp_path / "model"
-    # The policy keeps every checkpoint, so the end-of-experiment GC leaves this one to delete.
-    config = _config(root, save_trial_best=10, save_trial_latest=10) | {"hyperparameters": {"x": 1}, "searcher": {
+    config = _config(root) | {"hyperparameters": {"x": 1}, "searcher": {
         "name": "single", "metric": "loss", "max_length": {"batches": 3},
         "source_checkpoint_uuid": source}}  # fmt: skip
     warm = master.create(config, model)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import math
 import shutil
-import threading
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -326,17 +325,3 @@ def collect_garbage_at_end(store: Store, experiment_id: int) -> GCResult | None:
             result.bytes_freed,
         )
     return result
-
-
-def collect_garbage_after(store: Store, experiment_id: int) -> threading.Thread:
-    """Run the end-of-experiment GC beside the engine: deleting files (later from object
-    stores) must not hold up the engine's lock. Rows go DELETED before their files do, so a
-    master stopped midway leaves stray files at worst, never a checkpoint without files."""
-    thread = threading.Thread(
-        target=collect_garbage_at_end,
-        args=(store, experiment_id),
-        name=f"trialkit-gc-{experiment_id}",
-        daemon=True,
-    )
-    thread.start()
-    return thread
