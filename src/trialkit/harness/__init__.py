@@ -4,7 +4,7 @@ each harness supplies a ``Strategy`` for how to step, validate, save and load.""
 
 from ._loop import LoopSettings, Strategy, Target, TrainLoop
 from ._progress import TRIAL_STATE, Progress
-from ._report import average_batches, format_metrics, scalar
+from ._report import average_batches, format_metrics, report_period, scalar
 from ._targets import SearcherUnits, searcher_targets
 from ._units import NEVER, Batch, Epoch, TrainUnit
 
@@ -22,6 +22,7 @@ __all__ = [
     "TrainUnit",
     "average_batches",
     "format_metrics",
+    "report_period",
     "scalar",
     "searcher_targets",
 ]

@@ -5,6 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 
+def report_period(value: Any) -> str | int:
+    """A callback's ``train_metrics_report_period``: ``"epoch"`` or a positive batch count."""
+    if value == "epoch":
+        return "epoch"
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    raise ValueError(
+        f'train_metrics_report_period: got {value!r}; expected "epoch" or a positive number of '
+        "batches"
+    )
+
+
 def scalar(value: Any) -> Any:
     """A plain number (or list) from a tensor or array; anything else unchanged."""
     if hasattr(value, "detach"):

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import core
+from ..harness import report_period
 from ._keras import is_keras2, keras_module, restore_weights, save_optimizer_state
 
 logger = logging.getLogger("trialkit.keras")
@@ -26,17 +27,6 @@ DETERMINED_WEIGHTS = "model_checkpoint"  # what Determined's DeterminedCallback 
 
 _keras = keras_module()
 _LEGACY = is_keras2(_keras)
-
-
-def _period(value: Any) -> str | int:
-    if value == "epoch":
-        return "epoch"
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    raise ValueError(
-        f'train_metrics_report_period: got {value!r}; expected "epoch" or a positive number of '
-        "batches"
-    )
 
 
 def _scalars(logs: dict[str, Any] | None) -> dict[str, Any]:
@@ -88,7 +78,7 @@ class TrialkitCallback(_keras.callbacks.Callback):  # type: ignore[misc,name-def
         self._core = core_context
         self._checkpoint = checkpoint
         self._continue_id = continue_id
-        self._report_period = _period(train_metrics_report_period)
+        self._report_period = report_period(train_metrics_report_period)
         self._checkpoint_epochs = checkpoint_epochs
         self._is_chief = core_context.distributed.rank == 0
         self._sharded = core_context.distributed.size > 1

@@ -18,6 +18,7 @@ from lightning.pytorch.trainer.states import TrainerFn
 
 from .. import core
 from .._info import get_cluster_info
+from ..harness import report_period
 from ..pytorch._rng import capture_rng, restore_rng
 from ._position import DataPosition
 from ._search import SearcherTargets, Target
@@ -26,17 +27,6 @@ logger = logging.getLogger("trialkit.lightning")
 
 CHECKPOINT_FILE = "lightning.ckpt"
 STATE_FILE = "trialkit_lightning.json"
-
-
-def _period(value: Any) -> str | int:
-    if value == "epoch":
-        return "epoch"
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    raise ValueError(
-        f'train_metrics_report_period: got {value!r}; expected "epoch" or a positive number of '
-        "batches"
-    )
 
 
 def _scalars(metrics: dict[str, Any]) -> dict[str, float]:
@@ -104,7 +94,7 @@ class TrialkitCallback(pl.Callback):
             )
         info = get_cluster_info()
         self._core = core_context
-        self._report_period = _period(train_metrics_report_period)
+        self._report_period = report_period(train_metrics_report_period)
         self._checkpoint_period = checkpoint_period or 0
         self._is_chief = core_context.distributed.rank == 0
         self._sharded = core_context.distributed.size > 1
