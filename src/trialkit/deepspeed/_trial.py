@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import abc
-import inspect
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 from ..pytorch import PyTorchCallback
 from ..pytorch._reducer import Reducer
 from ..pytorch._trial import TrialContractError as _TorchContractError
+from ..pytorch._trial import check_one_evaluate
 from ._context import DeepSpeedTrialContext
 
 
@@ -90,10 +90,6 @@ class DeepSpeedTrial(abc.ABC):
         run_under_master(cls, info)
 
 
-def _overrides(trial: DeepSpeedTrial, name: str) -> bool:
-    return getattr(type(trial), name) is not getattr(DeepSpeedTrial, name)
-
-
 def check_trial(trial: DeepSpeedTrial, context: DeepSpeedTrialContext) -> None:
     """Refuse a DeepSpeedTrial that cannot run, with one line naming the fix.
 
@@ -107,17 +103,4 @@ def check_trial(trial: DeepSpeedTrial, context: DeepSpeedTrialContext) -> None:
             f"{name}.__init__ did not call context.wrap_model_engine(...): wrap at least one "
             "DeepSpeed engine"
         )
-    batch, full = _overrides(trial, "evaluate_batch"), _overrides(trial, "evaluate_full_dataset")
-    if batch and full:
-        raise TrialContractError(
-            f"{name} defines both evaluate_batch and evaluate_full_dataset: keep exactly one"
-        )
-    if not batch and not full:
-        raise TrialContractError(
-            f"{name} defines neither evaluate_batch nor evaluate_full_dataset: implement exactly one"
-        )
-
-
-def evaluate_batch_takes_index(trial: DeepSpeedTrial) -> bool:
-    params = list(inspect.signature(trial.evaluate_batch).parameters.values())
-    return any(p.name == "batch_idx" for p in params) or len(params) >= 2
+    check_one_evaluate(trial, DeepSpeedTrial, TrialContractError)

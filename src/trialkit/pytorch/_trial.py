@@ -60,8 +60,26 @@ class TrialContractError(ValueError):
     """A Trial that cannot run; the message is one line naming the fix."""
 
 
-def _overrides(trial: PyTorchTrial, name: str) -> bool:
-    return getattr(type(trial), name) is not getattr(PyTorchTrial, name)
+def _overrides(trial: Any, base: type, name: str) -> bool:
+    return getattr(type(trial), name) is not getattr(base, name)
+
+
+def check_one_evaluate(
+    trial: Any, base: type, error: type[TrialContractError] = TrialContractError
+) -> None:
+    """Exactly one of evaluate_batch / evaluate_full_dataset, overridden from ``base`` (the
+    PyTorchTrial and DeepSpeedTrial contracts alike)."""
+    name = type(trial).__name__
+    batch = _overrides(trial, base, "evaluate_batch")
+    full = _overrides(trial, base, "evaluate_full_dataset")
+    if batch and full:
+        raise error(
+            f"{name} defines both evaluate_batch and evaluate_full_dataset: keep exactly one"
+        )
+    if not batch and not full:
+        raise error(
+            f"{name} defines neither evaluate_batch nor evaluate_full_dataset: implement exactly one"
+        )
 
 
 def check_trial(trial: PyTorchTrial, context: PyTorchTrialContext) -> None:
@@ -77,17 +95,9 @@ def check_trial(trial: PyTorchTrial, context: PyTorchTrialContext) -> None:
         raise TrialContractError(
             f"{name}.__init__ did not call context.wrap_optimizer(...): wrap at least one optimizer"
         )
-    batch, full = _overrides(trial, "evaluate_batch"), _overrides(trial, "evaluate_full_dataset")
-    if batch and full:
-        raise TrialContractError(
-            f"{name} defines both evaluate_batch and evaluate_full_dataset: keep exactly one"
-        )
-    if not batch and not full:
-        raise TrialContractError(
-            f"{name} defines neither evaluate_batch nor evaluate_full_dataset: implement exactly one"
-        )
+    check_one_evaluate(trial, PyTorchTrial)
 
 
-def evaluate_batch_takes_index(trial: PyTorchTrial) -> bool:
+def evaluate_batch_takes_index(trial: Any) -> bool:
     params = list(inspect.signature(trial.evaluate_batch).parameters.values())
     return any(p.name == "batch_idx" for p in params) or len(params) >= 2
