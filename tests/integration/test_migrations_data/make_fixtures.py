@@ -22,6 +22,8 @@ REPO = HERE.parents[2]
 OLD_COMMIT = "e202128"
 sys.path.insert(0, str(REPO))  # for tests.postgres_server
 
+from tests.postgres_server import PostgresServer  # noqa: E402
+
 
 def extract_old_tree(root: Path) -> Path:
     old = root / "old"
@@ -65,9 +67,9 @@ def make_store(old: Path, home: Path, db_url: str | None) -> None:
         run_old(old, env, "master", "down")
 
 
-def pg_tool(server: object, name: str) -> str:
+def pg_tool(server: PostgresServer, name: str) -> str:
     """A PostgreSQL client tool: beside the server's binaries, else on PATH."""
-    beside = Path(getattr(server, "_bin")) / name
+    beside = server._bin / name
     return str(beside) if beside.exists() else (shutil.which(name) or name)
 
 
@@ -80,8 +82,6 @@ def main() -> None:
         target.unlink(missing_ok=True)
         with sqlite3.connect(root / "home-sqlite" / "trialkit.db") as con:
             con.execute("VACUUM INTO ?", (str(target),))
-
-        from tests.postgres_server import PostgresServer
 
         server = PostgresServer()
         try:
