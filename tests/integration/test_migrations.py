@@ -202,3 +202,20 @@ def test_master_up_refuses_a_store_newer_than_the_code(env: dict[str, str]) -> N
         assert len(said) == 1, proc.stderr  # one line, no traceback
         assert "schema revision 0042, newer than this trialkit knows (head 0002)" in said[0]
         assert "Traceback" not in proc.stderr
+
+
+OPEN = "import sys; from trialkit.store import Store; Store(sys.argv[1]).close()"
+
+
+def test_concurrent_opens_of_a_new_postgres_store_migrate_once(postgres: Any) -> None:
+    import psycopg
+
+    url = postgres.new_database()
+    procs = [
+        subprocess.Popen([sys.executable, "-c", OPEN, url], stderr=subprocess.PIPE)
+        for _ in range(4)
+    ]
+    errors = [p.communicate(timeout=120)[1].decode() for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, errors
+    with psycopg.connect(url) as con:
+        assert con.execute("SELECT version_num FROM alembic_version").fetchall() == [("0002",)]
