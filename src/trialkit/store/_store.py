@@ -298,6 +298,15 @@ class Store(DeleteQueries):
                 q = q.where(TrialRow.experiment_id == experiment_id)
             return [convert.trial(r) for r in s.scalars(q)]
 
+    def trial_by_request(self, experiment_id: int, request_id: str) -> Trial | None:
+        """The experiment's trial made for searcher request ``request_id``, if any."""
+        with self._session() as s:
+            q = select(TrialRow).where(
+                TrialRow.experiment_id == experiment_id, TrialRow.request_id == request_id
+            )
+            row = s.scalars(q.limit(1)).first()
+            return None if row is None else convert.trial(row)
+
     def update_trial(self, trial_id: int, **fields: Any) -> Trial:
         if isinstance(fields.get("state"), TrialState):
             fields["state"] = fields["state"].value
