@@ -171,3 +171,13 @@ def test_concurrent_opens_migrate_once(tmp_path: Path) -> None:
         assert [p.returncode for p in procs] == [0] * 4, errors
         assert _revision(home / "trialkit.db") == [HEAD_REVISION]
         assert _differences(home / "trialkit.db", Base.metadata) == []
+
+
+def test_in_memory_store_is_migrated_on_its_own_connection() -> None:
+    store = Store("sqlite://")
+    try:
+        first = store.create_experiment(name="a", config={})
+        store.delete_experiment_rows(first.id)
+        assert store.create_experiment(name="b", config={}).id != first.id
+    finally:
+        store.close()

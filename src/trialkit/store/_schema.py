@@ -91,7 +91,9 @@ def upgrade(engine: Engine, shown: str) -> None:
     scripts()  # Alembic quiet before it is imported
     from alembic.util import CommandError
 
-    migrating = _migration_engine(engine)
+    # An in-memory SQLite database exists only on the engine's own connection: no second one.
+    in_memory = engine.dialect.name == "sqlite" and engine.url.database in (None, "", ":memory:")
+    migrating = engine if in_memory else _migration_engine(engine)
     try:
         with migrating.begin() as conn:
             if conn.dialect.name == "postgresql":
@@ -100,7 +102,8 @@ def upgrade(engine: Engine, shown: str) -> None:
     except CommandError as e:  # Alembic's: a revision file that cannot run
         raise SchemaError(f"cannot upgrade the store at {shown}: {e}") from e
     finally:
-        migrating.dispose()
+        if not in_memory:
+            migrating.dispose()
 
 
 def _upgrade_locked(conn: Connection, shown: str) -> None:
