@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from trialkit.master import stop_master
+from trialkit.store import Store
 
 from .conftest import EXAMPLES
 
@@ -179,8 +180,10 @@ def test_master_up_upgrades_a_postgres_store_made_by_main(
         before = _snapshot(lambda sql: con.execute(sql).fetchall())
     env["TRIALKIT_DB"] = url
     _check_upgrade(env, before)
+    Store(url).close()  # opening an up-to-date store again changes nothing
     with psycopg.connect(url) as con:
         assert con.execute("SELECT version_num FROM alembic_version").fetchall() == [("0002",)]
+        assert con.execute("SELECT count(*) FROM experiments").fetchall() == [(3,)]  # 1, 2, 4
 
 
 def test_master_up_refuses_a_store_newer_than_the_code(env: dict[str, str]) -> None:
