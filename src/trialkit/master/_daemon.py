@@ -14,6 +14,7 @@ import secrets
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -117,7 +118,7 @@ def serve(
     # Here, not at import: `import trialkit.master` (the master's API and tests) stays fast.
     import uvicorn
 
-    from ..store import ExperimentState, Store
+    from ..store import ExperimentState, Store, StoreError
     from ._app import create_app
     from ._auth import load_trial_key
     from ._engine import Engine, EngineSettings
@@ -131,7 +132,10 @@ def serve(
     token = secrets.token_urlsafe(32)
     trial_key = load_trial_key(home)
     url = f"http://{host}:{port}"
-    store = Store(db_url) if db_url else Store.for_home(home)
+    try:
+        store = Store(db_url) if db_url else Store.for_home(home)
+    except StoreError as e:  # e.g. a store made by a newer trialkit: one line, no traceback
+        sys.exit(f"StoreError: {e}")
     _make_store_private(home)
     make_private(home / "master.log")
     gpus = detect_gpus()
