@@ -1,0 +1,28 @@
+// The master's REST routes (the same the CLI uses); the session cookie authenticates them.
+
+export class LoggedOut extends Error {}
+
+export async function api(path, options = {}) {
+  const resp = await fetch(path, { credentials: "same-origin", ...options });
+  if (resp.status === 401) throw new LoggedOut("not logged in: run 'trialkit ui' for a new link");
+  const body = resp.headers.get("content-type")?.includes("json") ? await resp.json() : null;
+  if (!resp.ok) {
+    const detail = body?.detail;
+    const text = detail?.errors ? detail.errors.join("; ") : (detail ?? resp.statusText);
+    throw new Error(`${resp.status}: ${typeof text === "string" ? text : JSON.stringify(text)}`);
+  }
+  return body;
+}
+
+export const get = (path) => api(path);
+export const post = (path) => api(path, { method: "POST" });
+
+/** An EventSource on an experiment's events; `onEvent` gets each parsed event. */
+export function watchExperiment(id, onEvent) {
+  const source = new EventSource(`/api/v1/experiments/${id}/events`);
+  const live = document.getElementById("live");
+  source.onopen = () => { if (live) live.textContent = "● live"; };
+  source.onerror = () => { if (live) live.textContent = "○ reconnecting"; };
+  source.onmessage = (msg) => onEvent(JSON.parse(msg.data));
+  return () => { source.close(); if (live) live.textContent = ""; };
+}
