@@ -19,6 +19,8 @@ export function lineChart(el, { title, xLabel = "steps", yLabel = "" } = {}) {
       ? uPlot.join(series.map((s) => [s.steps, s.values.map((v) => (v === null ? null : +v))]))
       : [[]];
     const key = series.map((s) => s.label).join("\u0000");
+    // How many points are drawn: what tests and the benchmark wait on.
+    el.dataset.points = String(series.reduce((n, s) => n + s.steps.length, 0));
     if (plot && key === labels) { plot.setData(data); return; }
     plot?.destroy();
     labels = key;
@@ -34,7 +36,6 @@ export function lineChart(el, { title, xLabel = "steps", yLabel = "" } = {}) {
         points: { show: s.steps.length < 60 },
       }))],
     }, data, el);
-    el.dataset.points = String(series.reduce((n, s) => n + s.steps.length, 0));
   }
   return { update: build, get plot() { return plot; } };
 }

@@ -31,7 +31,7 @@ export async function trialPage(main, id) {
   function renderHeader() {
     const t = desc.trial;
     const reason = t.error || (t.state === "ERROR" ? "the trial failed (see its logs)" : null);
-    header.replaceChildren(
+    header.replaceChildren(h("div", {},
       h("h1", {}, `Trial ${t.id} `, stateBadge(t.state)),
       h("dl", { class: "kv" },
         h("dt", {}, "experiment"), h("dd", {}, h("a", { href: `#/experiments/${t.experiment_id}` }, String(t.experiment_id))),
@@ -42,7 +42,7 @@ export async function trialPage(main, id) {
         t.early_exit ? [h("dt", {}, "early exit"), h("dd", {}, t.early_exit)] : null,
         h("dt", {}, "TensorBoard"), h("dd", {}, h("code", {}, `trialkit tensorboard ${t.experiment_id} --trial ${t.id}`)),
       ),
-      reason ? h("div", { class: "error-box", id: "failure-reason" }, h("b", {}, "Failure: "), reason) : null);
+      reason ? h("div", { class: "error-box", id: "failure-reason" }, h("b", {}, "Failure: "), reason) : null));
   }
 
   function renderCheckpoints() {
