@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -88,6 +89,14 @@ def _wait_until_up(proc: subprocess.Popen[bytes], url: str) -> None:
     raise CLIError(f"tensorboard did not answer at {url} within {TENSORBOARD_START_SECONDS:.0f}s")
 
 
+def _exit_on_sigterm() -> None:
+    def stop(signum: int, _: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGHUP, stop)
+
+
 @click.command("tensorboard")
 @click.argument("experiments", nargs=-1, required=True)
 @click.option(
@@ -114,6 +123,7 @@ def tensorboard(experiments: tuple[str, ...], trial_id: int | None, port: int | 
     cmd = [sys.executable, "-m", "tensorboard.main", "--logdir_spec", spec]
     cmd += ["--host", "127.0.0.1", "--port", str(port), "--reload_interval", "5"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _exit_on_sigterm()  # so the finally below stops TensorBoard when this command is stopped
     try:
         _wait_until_up(proc, url)
         click.echo(f"TensorBoard: {url}  (Ctrl-C stops it)", err=False)
