@@ -18,11 +18,39 @@ export const get = (path) => api(path);
 export const post = (path) => api(path, { method: "POST" });
 
 /** An EventSource on an experiment's events; `onEvent` gets each parsed event. */
-export function watchExperiment(id, onEvent) {
+export function watchExperiment(id, onEvent, onClosed = () => {}) {
   const source = new EventSource(`/api/v1/experiments/${id}/events`);
   const live = document.getElementById("live");
   source.onopen = () => { if (live) live.textContent = "● live"; };
-  source.onerror = () => { if (live) live.textContent = "○ reconnecting"; };
+  source.onerror = () => {
+    // CLOSED: refused (logged out, no such experiment), not a dropped connection it retries.
+    if (source.readyState === EventSource.CLOSED) {
+      if (live) live.textContent = "";
+      onClosed();
+    } else if (live) live.textContent = "○ reconnecting";
+  };
   source.onmessage = (msg) => onEvent(JSON.parse(msg.data));
   return () => { source.close(); if (live) live.textContent = ""; };
+}
+
+/**
+ * Watch an experiment, calling `load` on each event; resolves (to the stop function) once the
+ * first event's load is done, so a page loads once: its data, then changes as they come.
+ */
+export function loadOnFirstEvent(id, load) {
+  return new Promise((resolve, reject) => {
+    let first = true;
+    const stop = watchExperiment(id, () => {
+      const done = load();
+      if (first) {
+        first = false;
+        done.then(() => resolve(stop), (e) => { stop(); reject(e); });
+      } else {
+        done.catch((e) => console.warn(e.message));
+      }
+    }, () => {
+      // Say why: the same request as JSON gives the reason (401: log in again; 404: gone).
+      if (first) get(`/api/v1/experiments/${id}/summary`).then(() => reject(new Error("live updates refused")), reject);
+    });
+  });
 }

@@ -1,5 +1,5 @@
 // One experiment: actions, the searcher metric per trial, HP vs metric, rungs, trials, config.
-import { get, post, watchExperiment } from "./api.js";
+import { get, loadOnFirstEvent, post } from "./api.js";
 import { lineChart, scatterChart } from "./charts.js";
 import { dataTable, fmtNum, h, progressBar, stateBadge } from "./util.js";
 
@@ -141,16 +141,17 @@ export async function experimentPage(main, id) {
     if (busy) { again = true; return; }
     busy = true;
     try {
-      summary = await get(`/api/v1/experiments/${id}/summary`);
+      const [s] = await Promise.all([get(`/api/v1/experiments/${id}/summary`), loadMetrics()]);
+      summary = s;
       renderHeader();
       renderTrials();
       if (!configEl.textContent) configEl.textContent = JSON.stringify(summary.experiment.config, null, 2);
-      await loadMetrics();
     } finally {
       busy = false;
       if (again) { again = false; refresh(); }
     }
   }
-  await refresh();
-  return watchExperiment(id, () => refresh().catch((e) => console.warn(e.message)));
+  // The stream's first event (sent on connect) loads the page; later ones refresh it.
+  const stop = await loadOnFirstEvent(id, refresh);
+  return stop;
 }

@@ -1,5 +1,5 @@
 // One trial: training and validation curves for any metric, checkpoints, logs, failure reason.
-import { get, watchExperiment } from "./api.js";
+import { get, loadOnFirstEvent } from "./api.js";
 import { lineChart } from "./charts.js";
 import { fmtBytes, fmtNum, h, stateBadge } from "./util.js";
 
@@ -113,8 +113,8 @@ export async function trialPage(main, id) {
       await loadLogs();
     } finally { busy = false; }
   }
-  await refresh();
-  const stop = watchExperiment(desc.trial.experiment_id, () => refresh().catch((e) => console.warn(e.message)));
+  const { experiment_id: experimentId } = (await get(`/api/v1/trials/${id}`)).trial;
+  const stop = await loadOnFirstEvent(experimentId, refresh);
   // Logs can grow with nothing else changing: tail them while the trial runs.
   const timer = setInterval(() => {
     if (!TERMINAL.has(desc.trial.state)) loadLogs().catch(() => {});
