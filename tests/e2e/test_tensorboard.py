@@ -74,6 +74,9 @@ def test_tensorboard_serves_the_trials_metrics_by_group(master: Master, tmp_path
         run = f"experiment-{exp}/trial-{trial}"
         # Determined's tags: training metrics by name, validation ones with a val_ prefix.
         assert set(tags[run]) == {"loss", "val_loss", "val_acc"}
+        # The master (and so its web UI) links to it while it runs.
+        listed = master.client.request("GET", f"/api/v1/experiments/{exp}/tensorboards")
+        assert listed == {"tensorboards": [{"url": url, "experiment_ids": [exp], "trial_id": None}]}
         scalars = httpx.get(
             url + "data/plugin/scalars/scalars",
             params={"run": run, "tag": "loss"},
@@ -89,6 +92,9 @@ def test_tensorboard_serves_the_trials_metrics_by_group(master: Master, tmp_path
     # Stopping the command stops the TensorBoard it started.
     gone, alive = psutil.wait_procs(children, timeout=30)
     assert children and alive == []
+    assert master.client.request("GET", f"/api/v1/experiments/{exp}/tensorboards") == {
+        "tensorboards": []
+    }
 
 
 def test_tensorboard_refuses_what_it_cannot_show(master: Master) -> None:

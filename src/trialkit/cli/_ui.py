@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from .._home import trialkit_home
+from .._tensorboards import record_tensorboard
 from ._common import CLIError, get_client, resolve_experiment
 
 #: Seconds TensorBoard gets to answer before the command gives up.
@@ -124,12 +125,16 @@ def tensorboard(experiments: tuple[str, ...], trial_id: int | None, port: int | 
     cmd += ["--host", "127.0.0.1", "--port", str(port), "--reload_interval", "5"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _exit_on_sigterm()  # so the finally below stops TensorBoard when this command is stopped
+    record: Path | None = None
     try:
         _wait_until_up(proc, url)
+        record = record_tensorboard(trialkit_home(), url, ids, trial_id)
         click.echo(f"TensorBoard: {url}  (Ctrl-C stops it)", err=False)
         sys.stdout.flush()
         proc.wait()
     finally:
+        if record is not None:
+            record.unlink(missing_ok=True)
         if proc.poll() is None:
             proc.terminate()
             try:

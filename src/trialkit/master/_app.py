@@ -554,7 +554,9 @@ def create_app(
         return Ok()
 
     add_gc_routes(app, store, Auth, engine.settings.home / "trials")
-    add_ui_routes(app, store, ui_sessions, Auth, stopping)  # last: it mounts the pages at /ui
+    add_ui_routes(
+        app, store, ui_sessions, Auth, stopping, engine.settings.home
+    )  # last: it mounts the pages at /ui
     return app
 
 

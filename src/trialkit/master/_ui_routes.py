@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated, Any
 
+import psutil
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import (
     FileResponse,
@@ -26,7 +27,16 @@ from starlette.background import BackgroundTask
 from starlette.staticfiles import StaticFiles
 
 from .. import storage as storage_lib
-from ..rest import ExperimentEvent, ExperimentMetrics, LoginCode, MetricSeries, routes
+from .._tensorboards import tensorboard_records
+from ..rest import (
+    ExperimentEvent,
+    ExperimentMetrics,
+    LoginCode,
+    MetricSeries,
+    TensorboardList,
+    TensorboardOut,
+    routes,
+)
 from ..store import NotFound, Store
 from ._schemas import CheckpointUuid, ExperimentId, QueryCount
 from ._ui_session import CODE_TTL, COOKIE, SESSION_TTL, UiSessions
@@ -46,7 +56,12 @@ _BAD_CODE = (
 
 
 def add_ui_routes(
-    app: FastAPI, store: Store, sessions: UiSessions, auth: Any, stopping: threading.Event
+    app: FastAPI,
+    store: Store,
+    sessions: UiSessions,
+    auth: Any,
+    stopping: threading.Event,
+    home: Path,
 ) -> None:
     """Register the UI's routes on ``app`` (``auth``: the app's token dependency)."""
 
@@ -108,6 +123,13 @@ def add_ui_routes(
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
 
+    @app.get(routes.EXPERIMENT_TENSORBOARDS, dependencies=[auth])
+    def tensorboards(experiment_id: ExperimentId) -> TensorboardList:
+        """The running ``trialkit tensorboard`` servers that show this experiment."""
+        store.get_experiment(experiment_id)
+        found = [tb for tb in running_tensorboards(home) if experiment_id in tb.experiment_ids]
+        return TensorboardList(tensorboards=found)
+
     @app.get("/ui/checkpoints/{uuid}.tar.gz", include_in_schema=False)
     def download_checkpoint(uuid: CheckpointUuid) -> Response:
         """A checkpoint's files as a tar.gz, read from its experiment's configured storage."""
@@ -125,6 +147,25 @@ def add_ui_routes(
 
     # Last: the pages themselves (index.html at /ui/), behind the token or the cookie.
     app.mount("/ui", StaticFiles(directory=WEBUI_DIR, html=True), name="ui")
+
+
+def running_tensorboards(home: Path) -> list[TensorboardOut]:
+    """What ``trialkit tensorboard`` commands still running recorded under the home."""
+    found = []
+    for path in sorted(tensorboard_records(home).glob("*.json")):
+        try:
+            record = json.loads(path.read_text())
+            alive = psutil.pid_exists(int(record["pid"]))
+            tb = TensorboardOut(
+                url=str(record["url"]),
+                experiment_ids=[int(e) for e in record["experiment_ids"]],
+                trial_id=record.get("trial_id"),
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # being written, or not ours
+        if alive:
+            found.append(tb)
+    return found
 
 
 def _tar_checkpoint(manager: storage_lib.StorageManager, uuid: str) -> str:

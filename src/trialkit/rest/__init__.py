@@ -38,6 +38,8 @@ from ._models import (
     SearcherEvents,
     SearcherOperation,
     SearcherSummary,
+    TensorboardList,
+    TensorboardOut,
     TrialDescription,
     TrialList,
     TrialLogs,
@@ -86,6 +88,8 @@ __all__ = [
     "ExperimentMetrics",
     "LoginCode",
     "MetricSeries",
+    "TensorboardList",
+    "TensorboardOut",
     "decode",
     "routes",
 ]

@@ -355,3 +355,17 @@ class ExperimentEvent:
     progress: float
     last_metric_id: int
     trials: dict[str, str]
+
+
+@dataclass(frozen=True)
+class TensorboardOut:
+    """A TensorBoard that ``trialkit tensorboard`` serves, and what over."""
+
+    url: str
+    experiment_ids: list[int]
+    trial_id: int | None
+
+
+@dataclass(frozen=True)
+class TensorboardList:
+    tensorboards: list[TensorboardOut]

@@ -56,3 +56,5 @@ UI_LOGIN_CODE = "/api/v1/ui/login_code"
 EXPERIMENT_METRICS = "/api/v1/experiments/{experiment_id}/metrics"
 #: Server-sent events: what changed in an experiment (the page refetches that part).
 EXPERIMENT_EVENTS = "/api/v1/experiments/{experiment_id}/events"
+#: The TensorBoards ``trialkit tensorboard`` serves for an experiment (the UI links to them).
+EXPERIMENT_TENSORBOARDS = "/api/v1/experiments/{experiment_id}/tensorboards"

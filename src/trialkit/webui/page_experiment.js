@@ -1,7 +1,7 @@
 // One experiment: actions, the searcher metric per trial, HP vs metric, rungs, trials, config.
 import { get, loadOnFirstEvent, post } from "./api.js";
 import { lineChart, scatterChart } from "./charts.js";
-import { dataTable, fmtNum, h, progressBar, stateBadge } from "./util.js";
+import { dataTable, fmtNum, h, progressBar, stateBadge, tensorboardLinks } from "./util.js";
 
 const TERMINAL = new Set(["COMPLETED", "CANCELED", "ERROR", "DELETED"]);
 
@@ -29,6 +29,7 @@ export async function experimentPage(main, id) {
   const rungsEl = h("div", { id: "rungs" });
   const configEl = h("pre", { id: "config" });
   let summary = null;
+  let tensorboards = [];
   const series = new Map(); // trial id -> {steps, values}
   let lastId = 0;
   let metricName = "";
@@ -55,7 +56,7 @@ export async function experimentPage(main, id) {
           ? [`${fmtNum(summary.best_trial.value)} (trial `, h("a", { href: `#/trials/${summary.best_trial.trial_id}` }, String(summary.best_trial.trial_id)), ")"]
           : "—"),
         h("dt", {}, "trials"), h("dd", {}, Object.entries(s.trial_states).map(([k, v]) => `${v} ${k}`).join(", ")),
-        h("dt", {}, "TensorBoard"), h("dd", {}, h("code", {}, `trialkit tensorboard ${e.id}`), " prints its address"),
+        h("dt", {}, "TensorBoard"), h("dd", { id: "tensorboard" }, tensorboardLinks(tensorboards, `trialkit tensorboard ${e.id}`)),
         e.error ? [h("dt", {}, "error"), h("dd", { class: "error-box" }, e.error)] : null,
       ),
       actionButtons(e, refresh));
@@ -141,8 +142,13 @@ export async function experimentPage(main, id) {
     if (busy) { again = true; return; }
     busy = true;
     try {
-      const [s] = await Promise.all([get(`/api/v1/experiments/${id}/summary`), loadMetrics()]);
+      const [s, tb] = await Promise.all([
+        get(`/api/v1/experiments/${id}/summary`),
+        get(`/api/v1/experiments/${id}/tensorboards`),
+        loadMetrics(),
+      ]);
       summary = s;
+      tensorboards = tb.tensorboards;
       renderHeader();
       renderTrials();
       if (!configEl.textContent) configEl.textContent = JSON.stringify(summary.experiment.config, null, 2);

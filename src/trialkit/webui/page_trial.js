@@ -1,7 +1,7 @@
 // One trial: training and validation curves for any metric, checkpoints, logs, failure reason.
 import { get, loadOnFirstEvent } from "./api.js";
 import { lineChart } from "./charts.js";
-import { fmtBytes, fmtNum, h, stateBadge } from "./util.js";
+import { fmtBytes, fmtNum, h, stateBadge, tensorboardLinks } from "./util.js";
 
 const TERMINAL = new Set(["COMPLETED", "CANCELED", "ERROR", "DELETED"]);
 
@@ -40,7 +40,9 @@ export async function trialPage(main, id) {
         h("dt", {}, "best validation"), h("dd", {}, fmtNum(t.best_validation)),
         t.status ? [h("dt", {}, "status"), h("dd", {}, t.status)] : null,
         t.early_exit ? [h("dt", {}, "early exit"), h("dd", {}, t.early_exit)] : null,
-        h("dt", {}, "TensorBoard"), h("dd", {}, h("code", {}, `trialkit tensorboard ${t.experiment_id} --trial ${t.id}`)),
+        h("dt", {}, "TensorBoard"), h("dd", { id: "tensorboard" }, tensorboardLinks(
+          desc.tensorboards.filter((tb) => tb.trial_id === null || tb.trial_id === t.id),
+          `trialkit tensorboard ${t.experiment_id} --trial ${t.id}`)),
       ),
       reason ? h("div", { class: "error-box", id: "failure-reason" }, h("b", {}, "Failure: "), reason) : null));
   }
@@ -107,6 +109,7 @@ export async function trialPage(main, id) {
         desc.searcherMetric = exp?.searcher?.metric;
       }
       metrics = (await get(`/api/v1/trials/${id}/metrics`)).metrics;
+      desc.tensorboards = (await get(`/api/v1/experiments/${desc.trial.experiment_id}/tensorboards`)).tensorboards;
       renderHeader();
       renderCharts();
       renderCheckpoints();

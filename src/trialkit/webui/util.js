@@ -95,3 +95,11 @@ export function dataTable(initialColumns, { filterPlaceholder = "filter rows…"
     setColumns(cols) { columns = cols; },
   };
 }
+
+/** Links to the TensorBoards serving this experiment, else the command that starts one. */
+export function tensorboardLinks(tensorboards, command) {
+  if (!tensorboards?.length) return [h("code", {}, command), " prints its address"];
+  return tensorboards.map((tb, i) => [i ? ", " : "",
+    h("a", { href: tb.url, target: "_blank", rel: "noopener", class: "tensorboard-link" },
+      tb.trial_id === null ? `TensorBoard (experiments ${tb.experiment_ids.join(", ")})` : `TensorBoard (trial ${tb.trial_id})`)]);
+}
