@@ -133,5 +133,17 @@ def test_watch_pause_and_a_failure_in_the_browser(master: Master, tmp_path: Path
         b.shot("05-failed-trial")
         assert reason.inner_text().startswith("Failure:")
 
+        # Archive the failed experiment from its page: the list hides it until asked.
+        page.goto(page.url.split("#")[0] + f"#/experiments/{failed}")
+        page.click("#btn-archive")
+        page.wait_for_selector("#btn-unarchive")
+        assert master.describe(failed)["experiment"]["archived"] is True
+        page.goto(page.url.split("#")[0] + "#/")
+        page.wait_for_selector("text=webui-search")
+        assert "webui-fails" not in page.inner_text("table")
+        page.check("#show-archived")
+        page.wait_for_selector("text=webui-fails")
+        b.shot("06-experiments-archived")
+
         master.cli("experiment", "kill", str(exp))
         assert b.errors == []
