@@ -39,6 +39,16 @@ def test_login_link_gives_a_cookie_once(master: Master) -> None:
         assert page.status_code == 200 and "<title>trialkit</title>" in page.text
         assert browser.get("/api/v1/experiments").json() == {"experiments": []}
         assert browser.get("/ui/app.js").status_code == 200
+        # A change needs the UI's header too: another page on 127.0.0.1 (any port is the same
+        # site) cannot send it without a CORS preflight the master never grants.
+        assert browser.post("/api/v1/ui/login_code").status_code == 401
+        preflight = browser.options(
+            "/api/v1/ui/login_code",
+            headers={"Origin": "http://127.0.0.1:9", "Access-Control-Request-Method": "POST"},
+        )
+        assert "access-control-allow-origin" not in preflight.headers
+        code2 = browser.post("/api/v1/ui/login_code", headers={"X-Trialkit-UI": "1"})
+        assert code2.status_code == 200 and code2.json()["code"] != code
     with httpx.Client(base_url=base, trust_env=False) as other:
         again = other.get(f"/ui/login?code={code}")
         assert again.status_code == 401 and "trialkit ui" in again.text

@@ -98,6 +98,9 @@ def authenticate(header: str | None, admin_token: str, trial_key: str | None) ->
     return Principal(trial_id, experiment_id)
 
 
+#: The header the web UI sends with every request that changes something.
+UI_HEADER = "x-trialkit-ui"
+
 _LOGIN_NEEDED = (
     "<!doctype html><title>trialkit: log in</title><h1>Not logged in</h1>"
     "<p>Run <code>trialkit ui</code> for a login link (it works once, for two minutes).</p>"
@@ -157,11 +160,15 @@ class TokenAuth:
         await self.app(scope, receive, send)
 
     def _browser_session(self, scope: Scope) -> bool:
-        """Whether the request carries a valid web UI session cookie."""
+        """Whether the request carries a valid web UI session cookie (and, unless it only
+        reads, the UI's own header: SameSite does not tell ports apart, so another page on
+        127.0.0.1 could send the cookie; a custom header needs a CORS preflight, never granted)."""
         if self.ui_sessions is None:
             return False
-        cookies = cookie_parser(Headers(scope=scope).get("cookie", ""))
-        return self.ui_sessions.valid(cookies.get(COOKIE))
+        headers = Headers(scope=scope)
+        if scope.get("method") not in ("GET", "HEAD") and headers.get(UI_HEADER) != "1":
+            return False
+        return self.ui_sessions.valid(cookie_parser(headers.get("cookie", "")).get(COOKIE))
 
     async def _trial_refusal(self, scope: Scope, p: Principal) -> str | None:
         """Why a trial token may not make this request, or None when it may."""
