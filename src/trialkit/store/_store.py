@@ -37,6 +37,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from .._json import dumps
 from . import _convert as convert
+from ._charts import ChartQueries
 from ._deletes import DeleteQueries
 from ._models import (
     Base,
@@ -161,7 +162,7 @@ def _add_missing_columns(engine: Engine) -> None:
                 )
 
 
-class Store(DeleteQueries):
+class Store(DeleteQueries, ChartQueries):
     """Thread-safe access to experiments, trials, metrics, checkpoints and logs."""
 
     def __init__(self, url: str) -> None:
@@ -490,33 +491,6 @@ class Store(DeleteQueries):
                 .order_by(MetricRow.id)
             )
             return [convert.domain(BatchMetrics, r) for r in s.execute(q)]
-
-    def metric_points(
-        self, experiment_id: int, group: str, metric: str, after_id: int = 0
-    ) -> list[tuple[int, int, int, float | None]]:
-        """One metric of an experiment's reports in ``group`` after row ``after_id``, as
-        (id, trial id, steps completed, value) rows in id order: the web UI's chart data, read
-        in one statement with the number taken out of the JSON by the database."""
-        with self._session() as s:
-            value = metric_number(self._engine.dialect.name, metric)
-            q = (
-                select(MetricRow.id, MetricRow.trial_id, MetricRow.steps_completed, value)
-                .where(
-                    MetricRow.trial_id.in_(experiment_trial_ids(experiment_id)),
-                    MetricRow.group == group,
-                    MetricRow.id > after_id,
-                )
-                .order_by(MetricRow.id)
-            )
-            return [(r[0], r[1], r[2], r[3]) for r in s.execute(q)]
-
-    def last_metric_id(self, experiment_id: int) -> int:
-        """The id of the experiment's newest metric row (0: none yet)."""
-        with self._session() as s:
-            q = select(func.max(MetricRow.id)).where(
-                MetricRow.trial_id.in_(experiment_trial_ids(experiment_id))
-            )
-            return int(s.scalar(q) or 0)
 
     def last_validation_steps(self, trial_id: int) -> int | None:
         latest = self.latest_metrics(trial_id, "validation")
