@@ -121,7 +121,8 @@ def status(as_json: bool) -> None:
     info = dataclasses.asdict(client.master_info()) | {"url": client.url} if client else None
     if as_json:
         print_json({"running": info is not None, **(info or {"home": str(home)})})
-    elif info:
+    elif info and client:
         click.echo("\n".join(_status_lines(info["url"], info)))
+        click.echo(f"  web UI   {client.ui_login_url()}  (one use, 2 minutes)")
     else:
         click.echo(f"no master running for {home}")

@@ -81,6 +81,8 @@ from ._schemas import (
     TrialId,
     field_errors,
 )
+from ._ui_routes import add_ui_routes
+from ._ui_session import UiSessions
 from ._views import (
     checkpoint_out,
     describe_experiment,
@@ -128,12 +130,14 @@ def create_app(
     # No /docs or /redoc: a browser page cannot send the token. The spec is at /openapi.json
     # (token needed) and app.openapi() in-process.
     app = FastAPI(title="trialkit master", version=__version__, docs_url=None, redoc_url=None)
+    ui_sessions = UiSessions(token)
     app.add_middleware(
         TokenAuth,
         router=app.router,
         admin_token=token,
         trial_key=trial_key,
         checkpoint_trial=lambda uuid: _checkpoint_trial(store, uuid),
+        ui_sessions=ui_sessions,
     )
     app.add_middleware(UnexpectedErrors)  # added last: the outermost, around TokenAuth too
     started = time.time()
@@ -550,6 +554,9 @@ def create_app(
         return Ok()
 
     add_gc_routes(app, store, Auth, engine.settings.home / "trials")
+    add_ui_routes(
+        app, store, ui_sessions, Auth, stopping, engine.settings.home
+    )  # last: it mounts the pages at /ui
     return app
 
 

@@ -35,6 +35,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from .._json import dumps
 from . import _convert as convert
+from ._charts import ChartQueries
 from ._deletes import DeleteQueries
 from ._models import (
     CheckpointRow,
@@ -135,7 +136,7 @@ def _insert_sql(engine: Engine, table: Table) -> tuple[str, list[str]]:
     return sql, columns
 
 
-class Store(DeleteQueries):
+class Store(DeleteQueries, ChartQueries):
     """Thread-safe access to experiments, trials, metrics, checkpoints and logs."""
 
     def __init__(self, url: str) -> None:
