@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import math
 import shutil
+import threading
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -178,22 +179,39 @@ def experiment_storage(experiment: Experiment) -> StorageManager:
 def delete_checkpoints(
     store: Store, storage: StorageManager, checkpoints: Iterable[Checkpoint]
 ) -> GCResult:
-    """Mark the checkpoints' rows DELETED and delete their files."""
+    """Mark the checkpoints' rows DELETED (one transaction), then delete their files. Files
+    that stay stop the run: their rows and those not tried yet become what they were."""
+    doomed = list(checkpoints)
+    # Marked first: a master that dies mid-delete leaves files nothing names, never a
+    # COMPLETED record (a trial's latest) whose files are gone.
+    store.set_checkpoints_state([c.uuid for c in doomed], DELETED)
     deleted, freed = [], 0
-    for c in checkpoints:
-        # Marked first: a master that dies mid-delete leaves files nothing names, never a
-        # COMPLETED record (a trial's latest) whose files are gone.
-        store.set_checkpoint_state(c.uuid, DELETED)
-        storage.delete(c.uuid)
-        if storage.exists(c.uuid):  # e.g. no permission: it is still there, say so
-            store.set_checkpoint_state(c.uuid, c.state)
+    for i, c in enumerate(doomed):
+        try:
+            storage.delete(c.uuid)
+            stuck = storage.exists(c.uuid)  # e.g. no permission: it is still there
+        except BaseException:
+            _restore(store, doomed[i:])
+            raise
+        if stuck:
+            _restore(store, doomed[i:])
+            done = f" ({len(deleted)} others were deleted before it)" if deleted else ""
             raise CheckpointStorageError(
                 f"checkpoint {c.uuid}: its files could not all be deleted from storage; "
-                "check the permissions of its directory and try again"
+                f"check the permissions of its directory and try again{done}"
             )
         deleted.append(c.uuid)
         freed += checkpoint_bytes(c)
     return GCResult(deleted, freed)
+
+
+def _restore(store: Store, checkpoints: Sequence[Checkpoint]) -> None:
+    """Give checkpoints whose files were not deleted their states back."""
+    by_state: dict[str, list[str]] = defaultdict(list)
+    for c in checkpoints:
+        by_state[c.state].append(c.uuid)
+    for state, uuids in by_state.items():
+        store.set_checkpoints_state(uuids, state)
 
 
 def checkpoint_bytes(checkpoint: Checkpoint) -> int:
@@ -202,7 +220,16 @@ def checkpoint_bytes(checkpoint: Checkpoint) -> int:
 
 
 def collect_garbage(store: Store, experiment: Experiment) -> GCResult:
-    """Apply the experiment's GC policy now: delete what the rule selects; return it."""
+    """Apply the experiment's GC policy now: delete what the rule selects; return it. One run
+    per experiment at a time (the end-of-experiment run and ``experiment gc`` may meet)."""
+    with _experiment_lock(experiment.id):
+        experiment = store.get_experiment(experiment.id)
+        result = _collect(store, experiment)
+        _finish_interrupted(store, experiment)
+        return result
+
+
+def _collect(store: Store, experiment: Experiment) -> GCResult:
     config = experiment.config
     policy = GCPolicy.from_config(config.get("checkpoint_storage") or {})
     smaller_is_better = bool((config.get("searcher") or {}).get("smaller_is_better", True))
@@ -215,7 +242,37 @@ def collect_garbage(store: Store, experiment: Experiment) -> GCResult:
         )
     )
     doomed = [c for c in store.list_checkpoints(experiment_id=experiment.id) if c.uuid in chosen]
+    if not doomed:  # nothing to do (an experiment without storage may end so, too)
+        return GCResult()
     return delete_checkpoints(store, experiment_storage(experiment), doomed)
+
+
+def _finish_interrupted(store: Store, experiment: Experiment) -> None:
+    """Delete the files a stopped master left behind: rows already DELETED whose files are
+    still in storage (a run marks all its rows before it deletes any file)."""
+    gone = [c for c in store.list_checkpoints(experiment_id=experiment.id) if c.state == DELETED]
+    if not gone:
+        return
+    storage = experiment_storage(experiment)
+    left = [c.uuid for c in gone if storage.exists(c.uuid)]
+    for uuid in left:
+        storage.delete(uuid)
+    if left:
+        logger.info(
+            "experiment %d: removed the files of %d checkpoints an interrupted delete left",
+            experiment.id,
+            len(left),
+        )
+
+
+_locks_guard = threading.Lock()
+_locks: dict[int, threading.Lock] = {}
+
+
+def _experiment_lock(experiment_id: int) -> threading.Lock:
+    """The lock that keeps two GC runs (or a GC and a delete) of one experiment apart."""
+    with _locks_guard:
+        return _locks.setdefault(experiment_id, threading.Lock())
 
 
 class DeleteRefused(ValueError):
@@ -310,18 +367,39 @@ def best_checkpoints(
 
 
 def collect_garbage_at_end(store: Store, experiment_id: int) -> GCResult | None:
-    """GC when an experiment has ended (the engine's hook): a failure is logged, never raised,
-    so it cannot stop the engine; the checkpoints stay and ``experiment gc`` retries."""
+    """GC when an experiment has ended (the engine's hook): the outcome goes to the master
+    log, a failure too (never raised: the checkpoints it could not delete stay, and
+    ``trialkit experiment gc`` retries)."""
     try:
         result = collect_garbage(store, store.get_experiment(experiment_id))
-    except Exception as e:  # storage or store trouble: keep the checkpoints, say so
-        logger.warning("experiment %d: checkpoint GC failed, nothing deleted: %s", experiment_id, e)
-        return None
-    if result.deleted:
-        logger.info(
-            "experiment %d: GC deleted %d checkpoints (%d bytes)",
+    except Exception as e:  # storage or store trouble: say so where an operator looks
+        logger.error(
+            "experiment %d: checkpoint GC at its end failed: %s; "
+            "'trialkit experiment gc %d' retries",
             experiment_id,
-            len(result.deleted),
-            result.bytes_freed,
+            e,
+            experiment_id,
         )
+        return None
+    logger.info(
+        "experiment %d: checkpoint GC at its end deleted %d checkpoints (%d bytes)",
+        experiment_id,
+        len(result.deleted),
+        result.bytes_freed,
+    )
     return result
+
+
+def collect_garbage_after(store: Store, experiment_id: int) -> threading.Thread:
+    """Start the end-of-experiment GC beside the engine: deleting files (from object stores,
+    too) must not hold the engine's lock. A daemon thread, so a master that stops midway is
+    not held up; rows go DELETED before their files, so it leaves stray files at worst,
+    never a checkpoint record without its files."""
+    thread = threading.Thread(
+        target=collect_garbage_at_end,
+        args=(store, experiment_id),
+        name=f"trialkit-gc-{experiment_id}",
+        daemon=True,
+    )
+    thread.start()
+    return thread
