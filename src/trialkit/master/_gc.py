@@ -185,7 +185,8 @@ def delete_checkpoints(
     # Marked first: a master that dies mid-delete leaves files nothing names, never a
     # COMPLETED record (a trial's latest) whose files are gone.
     store.set_checkpoints_state([c.uuid for c in doomed], DELETED)
-    deleted, freed = [], 0
+    deleted: list[str] = []
+    freed = 0
     for i, c in enumerate(doomed):
         try:
             storage.delete(c.uuid)
