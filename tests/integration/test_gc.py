@@ -32,9 +32,16 @@ with core.init() as ctx:
             moved.mkdir(exist_ok=True)
             (root / uuid).rename(moved / uuid)
             (root / uuid).symlink_to(moved / uuid)
+        first = first if step > 1 else uuid
     hold = os.environ.get("HOLD_FILE")
     while hold and not pathlib.Path(hold).exists():
         import time; time.sleep(0.1)
+    if os.environ.get("DELETE_FIRST"):  # the trial deletes its own first checkpoint
+        try:
+            ctx.checkpoint.delete(first)
+            print("deleted", first, flush=True)
+        except Exception as e:
+            print("delete refused:", e, flush=True)
 """
 
 
@@ -233,3 +240,29 @@ def test_warm_start_source_is_kept(master: Master, tmp_path: Path) -> None:
         refused.returncode != 0 and f"experiment {warm}; delete that experiment" in refused.stderr
     )
     assert (root / source).is_dir()
+
+
+def test_a_trial_cannot_delete_a_warm_start_source(master: Master, tmp_path: Path) -> None:
+    """ctx.checkpoint.delete goes through the master first, which refuses a warm-start
+    source as ``checkpoint delete`` does; the files stay."""
+    model, root, hold = tmp_path / "model", tmp_path / "ckpts", tmp_path / "hold"
+    write_script(model, "trial.py", TRIAL)
+    single = {"name": "single", "metric": "loss", "max_length": {"batches": 3}}
+    config = _config(root, save_trial_best=10, save_trial_latest=10)
+    config |= {"hyperparameters": {"x": 1}, "searcher": single}
+    config["environment"] = {"environment_variables": [f"HOLD_FILE={hold}", "DELETE_FIRST=1"]}
+    exp = master.create(config, model)
+    master.wait_for(lambda: len(_checkpoints(master, exp)) == 3, timeout=120, what="3 checkpoints")
+    source = _checkpoints(master, exp)[(1, 1)]
+    warm_config = _config(root, save_trial_best=10, save_trial_latest=10)
+    warm_config |= {"hyperparameters": {"x": 1}, "searcher": {
+        **single, "source_checkpoint_uuid": source["uuid"]}}  # fmt: skip
+    warm = master.create(warm_config, model)
+    hold.write_text("")
+    master.wait_state(exp, {"COMPLETED", "ERROR"}, timeout=120)
+    master.wait_state(warm, {"COMPLETED", "ERROR"}, timeout=120)
+    logs = master.cli("trial", "logs", str(source["trial_id"])).stdout
+    assert "delete refused:" in logs, logs
+    assert f"{source['uuid']} is the warm-start source of experiment {warm}" in logs, logs
+    assert (root / source["uuid"] / "weights.bin").is_file()
+    assert _checkpoints(master, exp)[(1, 1)]["state"] == "COMPLETED"

@@ -17,6 +17,7 @@ from trialkit.master._gc import (
     delete_checkpoints_by_uuid,
     delete_experiment,
 )
+from trialkit.master._warm_start import resolve_warm_start
 from trialkit.storage import CheckpointStorageError, SharedFSStorageManager, StorageConfigError
 from trialkit.store import Experiment, ExperimentState, NewMetric, Store, Trial, TrialState
 
@@ -185,3 +186,22 @@ def test_files_that_cannot_be_deleted_keep_their_record(store: Store, tmp_path: 
     with pytest.raises(CheckpointStorageError, match="u1: its files could not all be deleted"):
         delete_checkpoints(store, _StuckStorage(root), [store.get_checkpoint("u1")])
     assert store.get_checkpoint("u1").state == "COMPLETED"
+
+
+def test_a_source_trial_id_warm_start_protects_its_checkpoint_across_experiments(
+    store: Store, tmp_path: Path
+) -> None:
+    root = tmp_path / "ckpts"
+    exp = _two_trials(store, root, save_trial_best=0, save_trial_latest=0)
+    a = store.list_trials(exp.id)[0]
+    config: dict[str, Any] = {
+        "searcher": {"name": "single", "source_trial_id": a.id},
+        "checkpoint_storage": {"type": "shared_fs", "host_path": str(root)},
+    }
+    resolve_warm_start(config, store)  # as experiment create does: the trial's latest, a3
+    warm = store.create_experiment(name="warm", config=config)
+    deleted = collect_garbage(store, exp).deleted
+    assert "a3" not in deleted and sorted(deleted) == ["a1", "a2", "b1", "b2", "b3"]
+    assert (root / "a3" / "weights.bin").is_file()
+    with pytest.raises(DeleteRefused, match=f"a3 is the warm-start source of experiment {warm.id}"):
+        delete_checkpoints_by_uuid(store, ["a3"])

@@ -543,12 +543,6 @@ def create_app(
     def get_checkpoint(uuid: CheckpointUuid) -> CheckpointOut:
         return checkpoint_out(store.get_checkpoint(uuid))
 
-    @app.delete(routes.CHECKPOINT, dependencies=[Auth])
-    def delete_checkpoint(uuid: CheckpointUuid) -> Ok:
-        store.get_checkpoint(uuid)
-        store.set_checkpoint_state(uuid, "DELETED")
-        return Ok()
-
     add_gc_routes(app, store, Auth, engine.settings.home / "trials")
     return app
 

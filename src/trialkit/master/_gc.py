@@ -280,13 +280,27 @@ class DeleteRefused(ValueError):
     """A checkpoint or experiment that must not be deleted now; the message says why."""
 
 
-def _referencing(store: Store, uuids: set[str]) -> tuple[str, int] | None:
-    """(uuid, experiment id) of a warm start that uses one of ``uuids`` as its source."""
+def _referencing(
+    store: Store, uuids: set[str], other_than: int | None = None
+) -> tuple[str, int] | None:
+    """(uuid, experiment id) of a warm start (an experiment other than ``other_than``) that
+    uses one of ``uuids`` as its source. A ``source_trial_id`` was resolved to its
+    checkpoint's uuid when that experiment was created, so both forms are covered."""
     for exp in store.list_experiments():
         source = (exp.config.get("searcher") or {}).get("source_checkpoint_uuid")
-        if source and str(source) in uuids:
+        if source and str(source) in uuids and exp.id != other_than:
             return str(source), exp.id
     return None
+
+
+def check_not_a_warm_start_source(store: Store, uuid: str) -> None:
+    """DeleteRefused when an experiment warm-starts from the checkpoint."""
+    used = _referencing(store, {uuid})
+    if used is not None:
+        raise DeleteRefused(
+            f"checkpoint {uuid} is the warm-start source of experiment {used[1]}; "
+            "delete that experiment first"
+        )
 
 
 def check_checkpoint_deletable(store: Store, checkpoint: Checkpoint) -> None:
@@ -297,12 +311,7 @@ def check_checkpoint_deletable(store: Store, checkpoint: Checkpoint) -> None:
             f"checkpoint {checkpoint.uuid} belongs to trial {trial.id}, which is "
             f"{trial.state.value}; it may resume from it, so delete it after the trial ends"
         )
-    used = _referencing(store, {checkpoint.uuid})
-    if used is not None:
-        raise DeleteRefused(
-            f"checkpoint {checkpoint.uuid} is the warm-start source of experiment {used[1]}; "
-            "delete that experiment first"
-        )
+    check_not_a_warm_start_source(store, checkpoint.uuid)
 
 
 def delete_checkpoints_by_uuid(store: Store, uuids: Sequence[str]) -> GCResult:
@@ -331,8 +340,8 @@ def check_experiment_deletable(store: Store, experiment: Experiment) -> None:
             f"experiment can be deleted ('trialkit experiment kill {experiment.id}' ends it)"
         )
     mine = {c.uuid for c in store.list_checkpoints(experiment_id=experiment.id)}
-    used = _referencing(store, mine)
-    if used is not None and used[1] != experiment.id:
+    used = _referencing(store, mine, other_than=experiment.id)
+    if used is not None:
         raise DeleteRefused(
             f"experiment {experiment.id}'s checkpoint {used[0]} is the warm-start source of "
             f"experiment {used[1]}; delete that experiment first"
