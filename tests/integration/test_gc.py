@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -266,3 +267,24 @@ def test_a_trial_cannot_delete_a_warm_start_source(master: Master, tmp_path: Pat
     assert f"{source['uuid']} is the warm-start source of experiment {warm}" in logs, logs
     assert (root / source["uuid"] / "weights.bin").is_file()
     assert _checkpoints(master, exp)[(1, 1)]["state"] == "COMPLETED"
+
+
+def test_experiment_delete_removes_the_warm_start_path_copy(master: Master, tmp_path: Path) -> None:
+    src, model, root = tmp_path / "det-ckpt", tmp_path / "model", tmp_path / "ckpts"
+    src.mkdir()
+    (src / "weights.bin").write_bytes(b"w" * 10)
+    write_script(model, "trial.py", TRIAL)
+    config = _config(root, save_trial_best=10, save_trial_latest=10)
+    config |= {"hyperparameters": {"x": 1}, "searcher": {
+        "name": "single", "metric": "loss", "max_length": {"batches": 3}}}  # fmt: skip
+    (model / "_config.json").write_text(json.dumps(config))
+    out = master.cli(
+        "experiment", "create", str(model / "_config.json"), str(model), "--warm-start", str(src)
+    ).stdout
+    exp = int(out.strip().split()[-1])
+    master.wait_state(exp, {"COMPLETED", "ERROR"}, timeout=120)
+    copy = master.describe(exp)["experiment"]["config"]["searcher"]["source_checkpoint_uuid"]
+    assert (root / copy / "weights.bin").is_file() and len(list(root.iterdir())) == 4
+    master.cli("experiment", "delete", "--yes", str(exp))
+    assert list(root.iterdir()) == []
+    assert (src / "weights.bin").is_file()

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.inprocess_master import MODEL_DEF, SINGLE, inprocess_master
 
 from trialkit.master._gc import (
     DeleteRefused,
@@ -205,3 +206,62 @@ def test_a_source_trial_id_warm_start_protects_its_checkpoint_across_experiments
     assert (root / "a3" / "weights.bin").is_file()
     with pytest.raises(DeleteRefused, match=f"a3 is the warm-start source of experiment {warm.id}"):
         delete_checkpoints_by_uuid(store, ["a3"])
+
+
+def _completed_warm_start(
+    store: Store, root: Path, source: str | None = None, path: Path | None = None
+) -> Experiment:
+    """A finished experiment in ``root`` that warm-started from ``source`` or ``path``."""
+    config: dict[str, Any] = {
+        "searcher": {"name": "single"},
+        "checkpoint_storage": {"type": "shared_fs", "host_path": str(root)},
+    }
+    if source:
+        config["searcher"]["source_checkpoint_uuid"] = source
+    resolve_warm_start(config, store, str(path) if path else None)
+    exp = store.create_experiment(name="warm", config=config)
+    return store.update_experiment(exp.id, state=ExperimentState.COMPLETED)
+
+
+def test_experiment_delete_removes_its_warm_start_path_copy(store: Store, tmp_path: Path) -> None:
+    root, src = tmp_path / "ckpts", tmp_path / "det-ckpt"
+    src.mkdir()
+    (src / "weights.bin").write_bytes(b"w" * 10)
+    exp = _completed_warm_start(store, root, path=src)
+    copy = exp.config["searcher"]["source_checkpoint_uuid"]
+    assert (root / copy / "weights.bin").is_file()
+    delete_experiment(store, exp, tmp_path / "trials")
+    assert list(root.iterdir()) == []
+    assert (src / "weights.bin").is_file()  # the directory given is the user's: it stays
+
+
+def test_a_copy_from_other_storage_goes_with_the_last_experiment_reading_it(
+    store: Store, tmp_path: Path
+) -> None:
+    root, other = tmp_path / "ckpts", tmp_path / "other"
+    _two_trials(store, root)
+    b, c = (_completed_warm_start(store, other, source="a3") for _ in range(2))
+    in_place = _completed_warm_start(store, root, source="a3")  # reads a3 itself
+    assert (other / "a3" / "weights.bin").is_file()
+    delete_experiment(store, b, tmp_path / "trials")
+    assert (other / "a3" / "weights.bin").is_file()  # c still starts from it
+    delete_experiment(store, c, tmp_path / "trials")
+    assert not (other / "a3").exists()
+    delete_experiment(store, in_place, tmp_path / "trials")
+    assert (root / "a3" / "weights.bin").is_file()  # the source is never a copy
+
+
+def test_a_failed_create_leaves_no_warm_start_copy(postgres: Any, tmp_path: Path) -> None:
+    """PostgreSQL refuses a name over 256 characters when the row is written, after the
+    warm-start copy was made (the config does not limit names): the copy goes too."""
+    src, root = tmp_path / "det-ckpt", tmp_path / "ckpts"
+    src.mkdir()
+    (src / "weights.bin").write_bytes(b"w" * 10)
+    config = {**SINGLE, "name": "n" * 300}
+    config["checkpoint_storage"] = {"type": "shared_fs", "host_path": str(root)}
+    body = {"config": config, "model_def": MODEL_DEF, "warm_start_path": str(src)}
+    with inprocess_master(tmp_path / "home", postgres.new_database()) as m:
+        assert m.call("POST", "/api/v1/experiments", body).status_code == 500
+        assert m.store.list_experiments() == []
+    assert not root.exists() or list(root.iterdir()) == []
+    assert (src / "weights.bin").is_file()

@@ -89,6 +89,7 @@ from ._views import (
     metrics_out,
     trial_outs,
 )
+from ._warm_start import discard_warm_start_copy
 
 logger = logging.getLogger(__name__)
 
@@ -205,14 +206,18 @@ def create_app(
             )
         except (ConfigError, CreateError) as e:
             raise HTTPException(400, {"errors": getattr(e, "errors", [str(e)])}) from e
-        exp = store.create_experiment(
-            name=config["name"],
-            config=config,
-            description=config.get("description"),
-            labels=config.get("labels") or [],
-            model_def=model_def,
-            state=ExperimentState.ACTIVE if body.activate else ExperimentState.PAUSED,
-        )
+        try:
+            exp = store.create_experiment(
+                name=config["name"],
+                config=config,
+                description=config.get("description"),
+                labels=config.get("labels") or [],
+                model_def=model_def,
+                state=ExperimentState.ACTIVE if body.activate else ExperimentState.PAUSED,
+            )
+        except BaseException:
+            discard_warm_start_copy(store, config)  # no experiment owns it
+            raise
         try:
             engine.start_experiment(exp)
         except Exception as e:

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..storage import CheckpointStorageError, StorageConfigError, StorageManager, build
 from ..store import Checkpoint, Experiment, Store
+from ._warm_start import warm_start_copy
 
 DELETED = "DELETED"
 
@@ -225,8 +226,9 @@ def collect_garbage(store: Store, experiment: Experiment) -> GCResult:
     per experiment at a time (the end-of-experiment run and ``experiment gc`` may meet)."""
     with _experiment_lock(experiment.id):
         experiment = store.get_experiment(experiment.id)
+        earlier = _deleted(store, experiment)
         result = _collect(store, experiment)
-        _finish_interrupted(store, experiment)
+        _remove_leftovers(experiment, earlier)
         return result
 
 
@@ -248,14 +250,17 @@ def _collect(store: Store, experiment: Experiment) -> GCResult:
     return delete_checkpoints(store, experiment_storage(experiment), doomed)
 
 
-def _finish_interrupted(store: Store, experiment: Experiment) -> None:
-    """Delete the files a stopped master left behind: rows already DELETED whose files are
-    still in storage (a run marks all its rows before it deletes any file)."""
-    gone = [c for c in store.list_checkpoints(experiment_id=experiment.id) if c.state == DELETED]
-    if not gone:
+def _deleted(store: Store, experiment: Experiment) -> list[Checkpoint]:
+    return [c for c in store.list_checkpoints(experiment_id=experiment.id) if c.state == DELETED]
+
+
+def _remove_leftovers(experiment: Experiment, deleted: Sequence[Checkpoint]) -> None:
+    """Delete the files a stopped master left behind: of rows already DELETED whose files
+    are still in storage (a run marks all its rows before it deletes any file)."""
+    if not deleted:
         return
     storage = experiment_storage(experiment)
-    left = [c.uuid for c in gone if storage.exists(c.uuid)]
+    left = [c.uuid for c in deleted if storage.exists(c.uuid)]
     for uuid in left:
         storage.delete(uuid)
     if left:
@@ -349,14 +354,18 @@ def check_experiment_deletable(store: Store, experiment: Experiment) -> None:
 
 
 def delete_experiment(store: Store, experiment: Experiment, trials_dir: Path) -> GCResult:
-    """Delete a finished experiment: its checkpoints' files, its trials' directories under
-    ``trials_dir`` (logs, working copies), then its rows."""
-    check_experiment_deletable(store, experiment)
-    result = delete_checkpoints(
-        store,
-        experiment_storage(experiment),
-        [c for c in store.list_checkpoints(experiment_id=experiment.id) if c.state != DELETED],
-    )
+    """Delete a finished experiment: its checkpoints' files and its warm-start copy, its
+    trials' directories under ``trials_dir`` (logs, working copies), then its rows."""
+    with _experiment_lock(experiment.id):
+        check_experiment_deletable(store, experiment)
+        storage = experiment_storage(experiment)
+        earlier = _deleted(store, experiment)
+        live = store.list_checkpoints(experiment_id=experiment.id)
+        result = delete_checkpoints(store, storage, [c for c in live if c.state != DELETED])
+        _remove_leftovers(experiment, earlier)
+        copy = warm_start_copy(store, experiment.config, other_than=experiment.id)
+        if copy is not None:  # what its trials started from, copied in at create
+            storage.delete(copy)
     for trial in store.list_trials(experiment.id):
         shutil.rmtree(trials_dir / str(trial.id), ignore_errors=True)
     store.delete_experiment_rows(experiment.id)
