@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import event
 from tests.inprocess_master import MODEL_DEF, SINGLE, inprocess_master
 
 from trialkit.master._gc import (
@@ -265,3 +266,62 @@ def test_a_failed_create_leaves_no_warm_start_copy(postgres: Any, tmp_path: Path
         assert m.store.list_experiments() == []
     assert not root.exists() or list(root.iterdir()) == []
     assert (src / "weights.bin").is_file()
+
+
+class _WatchedStorage(SharedFSStorageManager):
+    """Shared-fs storage that notes, when the first file is deleted, how many of ``uuids``
+    are DELETED in the store and how many transactions the store committed by then."""
+
+    def __init__(self, root: Path, store: Store, uuids: list[str], commits: list[int]) -> None:
+        super().__init__(root)
+        self.store, self.uuids, self.commits = store, uuids, commits
+        self.at_first_delete: tuple[int, int] | None = None
+
+    def delete(self, storage_id: str) -> None:
+        if self.at_first_delete is None:
+            commits = len(self.commits)
+            states = [c.state for c in self.store.list_checkpoints() if c.uuid in self.uuids]
+            self.at_first_delete = (states.count("DELETED"), commits)
+        super().delete(storage_id)
+
+
+def test_a_run_marks_all_its_rows_in_one_transaction_before_any_file_goes(
+    store: Store, tmp_path: Path
+) -> None:
+    root = tmp_path / "ckpts"
+    exp = _experiment(store, root, save_trial_best=0, save_trial_latest=0)
+    trial = _trial(store, exp)
+    uuids = [f"c{i}" for i in range(1100)]  # more than two IN (...) chunks
+    for i, u in enumerate(uuids):
+        _save(store, root, trial, u, i + 1, 1)
+    doomed = store.list_checkpoints(experiment_id=exp.id)
+    commits: list[int] = []
+    event.listen(store._engine, "commit", lambda _conn: commits.append(1))
+    storage = _WatchedStorage(root, store, uuids, commits)
+    result = delete_checkpoints(store, storage, doomed)
+    assert storage.at_first_delete == (1100, 1)
+    assert len(result.deleted) == 1100 and list(root.iterdir()) == []
+
+
+class _StuckAt(SharedFSStorageManager):
+    """Deletes remove nothing for one checkpoint (see _StuckStorage)."""
+
+    def delete(self, storage_id: str) -> None:
+        if storage_id != "u2":
+            super().delete(storage_id)
+
+
+def test_a_run_stopped_by_stuck_files_restores_the_rows_it_did_not_finish(
+    store: Store, tmp_path: Path
+) -> None:
+    root = tmp_path / "ckpts"
+    exp = _experiment(store, root)
+    trial = _trial(store, exp)
+    for i, u in enumerate(("u1", "u2", "u3")):
+        _save(store, root, trial, u, i + 1, 10)
+    with pytest.raises(CheckpointStorageError, match=r"u2: .* \(1 others were deleted before it\)"):
+        delete_checkpoints(store, _StuckAt(root), store.list_checkpoints(experiment_id=exp.id))
+    assert [store.get_checkpoint(u).state for u in ("u1", "u2", "u3")] == [
+        "DELETED", "COMPLETED", "COMPLETED"
+    ]  # fmt: skip
+    assert sorted(p.name for p in root.iterdir()) == ["u2", "u3"]
