@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from trialkit.master import start_background, stop_master
 
 from .conftest import TRIALKIT, Master, write_script
 
@@ -288,3 +291,44 @@ def test_experiment_delete_removes_the_warm_start_path_copy(master: Master, tmp_
     master.cli("experiment", "delete", "--yes", str(exp))
     assert list(root.iterdir()) == []
     assert (src / "weights.bin").is_file()
+
+
+MANY = """
+from trialkit import core
+
+with core.init() as ctx:
+    for step in range(1, 41):
+        with ctx.checkpoint.store_path({"steps_completed": step}) as (path, _):
+            for i in range(50):
+                (path / f"part{i}").write_bytes(b"w" * 100)
+    ctx.train.report_validation_metrics(steps_completed=40, metrics={"loss": 1.0})
+"""
+
+
+def test_a_master_stopped_while_gc_runs_stops_and_keeps_what_it_must(
+    master: Master, tmp_path: Path
+) -> None:
+    """Stopped as the experiment ends (GC at work, or just done): the master stops by itself,
+    no row is lost, every COMPLETED checkpoint has its files, and ``experiment gc`` after a
+    restart finishes the job."""
+    model, root = tmp_path / "model", tmp_path / "ckpts"
+    write_script(model, "trial.py", MANY)
+    config = _config(root, save_trial_best=1, save_trial_latest=1) | {
+        "hyperparameters": {},
+        "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 40}},
+    }
+    exp = master.create(config, model)
+    master.wait_state(exp, {"COMPLETED", "ERROR"}, timeout=300)
+    started = time.monotonic()
+    stop_master(master.home)
+    assert time.monotonic() - started < 14  # stop_master would SIGKILL it at 15 s
+    master.client = start_background(master.home, slots=2)
+    rows = master.describe(exp)["checkpoints"]
+    assert len(rows) == 40
+    for c in rows:
+        if c["state"] == "COMPLETED":
+            assert len(list((root / c["uuid"]).iterdir())) == len(c["resources"])
+    master.cli("experiment", "gc", str(exp))
+    [kept] = [c for c in master.describe(exp)["checkpoints"] if c["state"] == "COMPLETED"]
+    assert kept["steps_completed"] == 40  # the latest, and the only one with a metric
+    assert [p.name for p in root.iterdir()] == [kept["uuid"]]

@@ -325,3 +325,12 @@ def test_a_run_stopped_by_stuck_files_restores_the_rows_it_did_not_finish(
         "DELETED", "COMPLETED", "COMPLETED"
     ]  # fmt: skip
     assert sorted(p.name for p in root.iterdir()) == ["u2", "u3"]
+
+
+def test_gc_removes_the_files_a_run_killed_midway_left(store: Store, tmp_path: Path) -> None:
+    root = tmp_path / "ckpts"
+    exp = _two_trials(store, root)
+    # What a master killed between marking a run's rows and deleting their files leaves.
+    store.set_checkpoints_state(["a1", "b2"], "DELETED")
+    assert collect_garbage(store, exp).deleted == []  # already counted by that run
+    assert sorted(p.name for p in root.iterdir()) == ["a2", "a3", "b1", "b3"]
