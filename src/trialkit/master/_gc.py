@@ -326,11 +326,13 @@ def delete_checkpoints_by_uuid(store: Store, uuids: Sequence[str]) -> GCResult:
     live = [c for c in chosen if c.state != DELETED]
     for c in live:
         check_checkpoint_deletable(store, c)
-    freed, deleted = 0, []
+    by_experiment: dict[int, list[Checkpoint]] = defaultdict(list)
     for c in live:
-        part = delete_checkpoints(
-            store, experiment_storage(store.get_experiment(c.experiment_id)), [c]
-        )
+        by_experiment[c.experiment_id].append(c)
+    freed, deleted = 0, []
+    for experiment_id, mine in by_experiment.items():  # one transaction of marks for each
+        storage = experiment_storage(store.get_experiment(experiment_id))
+        part = delete_checkpoints(store, storage, mine)
         freed += part.bytes_freed
         deleted += part.deleted
     return GCResult(deleted, freed)
