@@ -17,7 +17,7 @@ import pytest
 
 from trialkit._alias import BOOT_DIR
 
-from .conftest import Master
+from .conftest import Master, keep_all_checkpoints
 
 torch = pytest.importorskip("torch")
 
@@ -212,6 +212,9 @@ def test_determined_sdk_client_creates_waits_and_downloads(master: Master, tmp_p
     """An inference-style script with `from determined.experimental import client`, run with
     the opt-in alias (here via the boot dir, as `trialkit alias install` would)."""
     project = _project(tmp_path, "determined_037")
+    with (project / "const.yaml").open("a") as f:  # it lists every checkpoint after the end
+        storage = keep_all_checkpoints(tmp_path / "ckpts")
+        f.write("checkpoint_storage:\n" + "".join(f"  {k}: {v}\n" for k, v in storage.items()))
     proc = subprocess.run(
         [sys.executable, "-c", _SDK_SCRIPT, str(tmp_path / "best")],
         cwd=project,

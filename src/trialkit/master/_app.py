@@ -91,6 +91,7 @@ from ._views import (
     metrics_out,
     trial_outs,
 )
+from ._warm_start import discard_warm_start_copy
 
 logger = logging.getLogger(__name__)
 
@@ -209,14 +210,18 @@ def create_app(
             )
         except (ConfigError, CreateError) as e:
             raise HTTPException(400, {"errors": getattr(e, "errors", [str(e)])}) from e
-        exp = store.create_experiment(
-            name=config["name"],
-            config=config,
-            description=config.get("description"),
-            labels=config.get("labels") or [],
-            model_def=model_def,
-            state=ExperimentState.ACTIVE if body.activate else ExperimentState.PAUSED,
-        )
+        try:
+            exp = store.create_experiment(
+                name=config["name"],
+                config=config,
+                description=config.get("description"),
+                labels=config.get("labels") or [],
+                model_def=model_def,
+                state=ExperimentState.ACTIVE if body.activate else ExperimentState.PAUSED,
+            )
+        except BaseException:
+            discard_warm_start_copy(store, config)  # no experiment owns it
+            raise
         try:
             engine.start_experiment(exp)
         except Exception as e:
@@ -546,12 +551,6 @@ def create_app(
     @app.get(routes.CHECKPOINT, dependencies=[Auth])
     def get_checkpoint(uuid: CheckpointUuid) -> CheckpointOut:
         return checkpoint_out(store.get_checkpoint(uuid))
-
-    @app.delete(routes.CHECKPOINT, dependencies=[Auth])
-    def delete_checkpoint(uuid: CheckpointUuid) -> Ok:
-        store.get_checkpoint(uuid)
-        store.set_checkpoint_state(uuid, "DELETED")
-        return Ok()
 
     add_gc_routes(app, store, Auth, engine.settings.home / "trials")
     add_ui_routes(
