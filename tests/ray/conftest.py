@@ -155,5 +155,7 @@ def ray_master(
     for k, v in RAY_ENV.items():
         monkeypatch.setenv(k, v)
     monkeypatch.delenv("TRIALKIT_DB", raising=False)
-    write_master_config(tmp_path / "home", ray_cluster, tmp_path)
+    write_master_config(
+        tmp_path / "home", ray_cluster, tmp_path, placement_strategy="STRICT_SPREAD"
+    )
     yield from _run_master(tmp_path / "home", monkeypatch)

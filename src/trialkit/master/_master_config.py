@@ -43,8 +43,6 @@ class RayPoolConfig(_Strict):
     placement_strategy: Literal["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"] = "PACK"
     #: Directories every node sees at the same path: shared_fs checkpoint storage must be under one.
     shared_paths: list[str] = []
-    #: Seconds to connect to the cluster when the master starts.
-    connect_timeout: float = Field(default=60.0, gt=0)
 
     def covers(self, path: str) -> bool:
         """Whether ``path`` lies under one of the shared paths."""

@@ -189,7 +189,8 @@ class RayRun(TrialProcess):
         ray = self._ray
         launch = self._launch
         runner = ray.remote(NodeRunner)
-        addrs = self._bundle_addresses()
+        nodes = self._bundle_nodes()
+        addrs = [addr for addr, _ in nodes]
         per_node_env = _distributed_env(addrs) if len(addrs) > 1 else {}
         for i, addr in enumerate(addrs):
             opts = {"num_gpus": 1} if self._pool.gpus else {"num_cpus": 1}
@@ -207,17 +208,21 @@ class RayRun(TrialProcess):
             self._actors.append(actor)
             self._runs.append(ref)
             self._offsets.append(0)
-        line = f"[trialkit] run {self.run_id}: placed on Ray node(s) {', '.join(addrs)}"
+        where = ", ".join(f"{addr} (node {node[:8]})" for addr, node in nodes)
+        line = f"[trialkit] run {self.run_id}: placed on Ray node(s) {where}"
         self._append(line.encode() + b"\n")
         logger.info("trial %d: %s", self.trial_id, line)
 
-    def _bundle_addresses(self) -> list[str]:
-        """Each bundle's node address, for the rendezvous (one container per bundle)."""
+    def _bundle_nodes(self) -> list[tuple[str, str]]:
+        """Each bundle's (node address, node id): one container per bundle, for the rendezvous."""
         ray = self._ray
         table = ray.util.placement_group_table(self._pg)
         by_node = {n["NodeID"]: n["NodeManagerAddress"] for n in ray.nodes()}
         nodes = table.get("bundles_to_node_id", {})
-        return [by_node.get(nodes.get(i), "127.0.0.1") for i in range(len(self._launch.slots))]
+        return [
+            (by_node.get(nodes.get(i), "127.0.0.1"), str(nodes.get(i, "?")))
+            for i in range(len(self._launch.slots))
+        ]
 
     def _copy_logs(self, *, wait: bool) -> None:
         """Append what each actor's run wrote since the last look to the master's log file."""
