@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -165,3 +166,26 @@ def test_master_up_refuses_a_bad_config_file_in_one_line(tmp_path: Path) -> None
         f"trialkit: error: {bad}: resource_pools.ray.slot_type: Input should be 'cpu' or 'gpu'"
     ]
     assert not (tmp_path / "home" / "master.json").exists()
+
+
+def test_a_ray_pool_nobody_answers_at_stops_the_master_with_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    home = tmp_path / "home"
+    home.mkdir()
+    with socket.socket() as s:  # a port with nothing listening
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (home / "master.yaml").write_text(
+        f"resource_pools:\n  ray: {{type: ray, address: '127.0.0.1:{port}'}}\n"
+    )
+    env = {**os.environ, "TRIALKIT_HOME": str(home)}
+    out = subprocess.run(
+        [sys.executable, "-m", "trialkit.cli", "master", "up"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode != 0
+    [line] = out.stderr.strip().splitlines()
+    assert f"resource_pools.ray.address: nothing answers at '127.0.0.1:{port}'" in line, line

@@ -12,6 +12,7 @@ import logging
 import os
 import secrets
 import signal
+import socket
 import time
 from typing import Any
 
@@ -26,6 +27,8 @@ logger = logging.getLogger("trialkit.master")
 RDZV_ENV = "TRIALKIT_RDZV_ENDPOINT"
 #: Seconds a Ray call the engine waits on may take (log reads at the end of a run, node table).
 _CALL_TIMEOUT = 30.0
+#: Seconds to wait for the head's port to accept a connection when the master starts.
+_PROBE_TIMEOUT = 5.0
 #: How long the cluster's size is reused before asking the cluster again.
 _CAPACITY_TTL = 1.0
 
@@ -36,6 +39,7 @@ def connect(cfg: RayPoolConfig, name: str) -> None:
 
     if ray.is_initialized():
         return
+    _probe(cfg.address, name)
     try:
         ray.init(
             address=cfg.address,
@@ -47,6 +51,21 @@ def connect(cfg: RayPoolConfig, name: str) -> None:
         raise MasterConfigError(
             f"resource_pools.{name}.address: cannot connect to Ray at {cfg.address!r} ({e}); "
             "start the cluster (ray start --head) or fix the address"
+        ) from None
+
+
+def _probe(address: str, name: str) -> None:
+    """Fail fast on a head that does not answer (ray.init would retry for minutes)."""
+    if address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=_PROBE_TIMEOUT):
+            pass
+    except (OSError, ValueError) as e:
+        raise MasterConfigError(
+            f"resource_pools.{name}.address: nothing answers at {address!r} ({e}); start the "
+            "cluster (ray start --head) or fix the address"
         ) from None
 
 
