@@ -14,6 +14,7 @@ Usage: ``python bench/ray_placement.py`` (about a minute on 2 cores; needs the r
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import signal
@@ -156,6 +157,9 @@ def tune_times(tmp: Path, address: str) -> list[float] | None:
 
 
 def main() -> int:
+    if importlib.util.find_spec("ray") is None:
+        print("skipped: ray is not installed (pip install 'trialkit[ray]')")
+        return 0
     tmp = Path(tempfile.mkdtemp(prefix="tk-bench-ray-", dir="/tmp"))  # short: Ray's sockets
     head = None
     try:
