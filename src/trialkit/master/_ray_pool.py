@@ -29,6 +29,8 @@ RDZV_ENV = "TRIALKIT_RDZV_ENDPOINT"
 _CALL_TIMEOUT = 30.0
 #: Seconds to wait for the head's port to accept a connection when the master starts.
 _PROBE_TIMEOUT = 5.0
+#: How long Ray calls about a run may keep failing before the run counts as lost.
+_UNREACHABLE_S = 60.0
 #: How long the cluster's size is reused before asking the cluster again.
 _CAPACITY_TTL = 1.0
 
@@ -130,6 +132,7 @@ class RayRun(TrialProcess):
         self._reads: dict[int, Any] = {}
         self._offsets: list[int] = []
         self._code: int | None = None
+        self._failing_since: float | None = None
         launch.log_file.parent.mkdir(parents=True, exist_ok=True)
 
     # The supervisor's view -----------------------------------------------------------------
@@ -139,8 +142,25 @@ class RayRun(TrialProcess):
 
     def finished(self) -> bool:
         if self._code is None:
-            self._advance()
+            try:
+                self._advance()
+                self._failing_since = None
+            except Exception as e:  # the cluster is unwell: keep trying, then give the run up
+                self._give_up_after_errors(e)
         return self._code is not None
+
+    def _give_up_after_errors(self, error: Exception) -> None:
+        now = time.monotonic()
+        if self._failing_since is None:
+            self._failing_since = now
+            logger.warning("trial %d: Ray run not reachable: %s", self.trial_id, error)
+        elif now - self._failing_since > _UNREACHABLE_S:
+            self.supervisor_lost = True
+            line = (
+                f"[trialkit] run {self.run_id}: Ray cluster unreachable for {_UNREACHABLE_S:.0f}s"
+            )
+            self._append(line.encode() + b"\n")
+            self._code = -int(signal.SIGKILL)
 
     def exit_code(self) -> int:
         return self._code if self._code is not None else -int(signal.SIGKILL)

@@ -175,7 +175,10 @@ class TrialSupervision:
         """Start the trials that want a process, first come first served, on the free slots of
         each resource pool."""
         for pool in self.procs.pools:
-            self._schedule_pool(pool)
+            try:
+                self._schedule_pool(pool)
+            except Exception:  # e.g. a Ray cluster gone: the other pools still schedule
+                logger.exception("scheduling on resource pool %r failed", pool)
 
     def _schedule_pool(self, pool: str) -> None:
         free = self.procs.free_slots(pool)
