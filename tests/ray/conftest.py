@@ -75,7 +75,8 @@ class RayCluster:
                 "--disable-usage-stats",
                 *args,
             ],
-            env={**os.environ, **RAY_ENV},
+            # The runs' working copies (tempfile) go under the cluster's directory too.
+            env={**os.environ, **RAY_ENV, "TMPDIR": str(self.root)},
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

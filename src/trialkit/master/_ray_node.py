@@ -108,11 +108,6 @@ class NodeRunner:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self._proc.pid, sig)
 
-    def node_ip(self) -> str:
-        import ray
-
-        return str(ray.util.get_node_ip_address())
-
     def cleanup(self) -> None:
         """Remove the run's directory (its checkpoints are in shared storage) and exit."""
         import ray

@@ -170,11 +170,8 @@ class RayRun(TrialProcess):
             if sig in (signal.SIGTERM, signal.SIGKILL, signal.SIGINT):
                 self._end(-int(sig))
             return
-        for actor in self._actors:
+        for actor in self._actors:  # the actor signals its run's processes (then cleans up)
             actor.signal.remote(int(sig))
-        if sig == signal.SIGKILL:
-            for actor in self._actors:
-                self._ray.kill(actor, no_restart=True)
 
     # Moving on -----------------------------------------------------------------------------
 
@@ -193,7 +190,7 @@ class RayRun(TrialProcess):
             if self._codes[i] != 0:  # one bundle failed: the others cannot go on
                 for j, actor in enumerate(self._actors):
                     if j not in self._codes:
-                        ray.kill(actor, no_restart=True)
+                        actor.signal.remote(int(signal.SIGKILL))
         if len(self._codes) == len(self._runs):
             self._copy_logs(wait=True)
             failed = [c for c in self._codes.values() if c != 0]
