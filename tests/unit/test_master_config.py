@@ -71,9 +71,19 @@ def test_a_ray_pool_is_parsed_with_its_defaults(tmp_path: Path) -> None:
         ),
         (
             {"default_pool": "gpu"},
-            "master.yaml: (top level): default_pool: 'gpu' is not a pool; use one of local",
+            "master.yaml: default_pool: 'gpu' is not a pool; use one of local",
         ),
         ([1, 2], "master.yaml: expected a mapping with resource_pools, got [1, 2]"),
+        (
+            {
+                "resource_pools": {
+                    "a": {"type": "ray", "address": "h1:6379"},
+                    "b": {"type": "ray", "address": "h2:6379"},
+                }
+            },
+            "master.yaml: resource_pools: Ray pools at h1:6379, h2:6379; a master "
+            "joins one Ray cluster, so every ray pool needs the same address",
+        ),
     ],
 )
 def test_bad_master_configs_name_the_field(data: Any, line: str) -> None:

@@ -62,11 +62,17 @@ class MasterConfig(_Strict):
     default_pool: str = LOCAL_POOL
 
     @model_validator(mode="after")
-    def _default_exists(self) -> MasterConfig:
+    def _check_pools(self) -> MasterConfig:
         if self.default_pool not in self.pool_names():
             raise ValueError(
                 f"default_pool: {self.default_pool!r} is not a pool; "
                 f"use one of {', '.join(self.pool_names())}"
+            )
+        addresses = {p.address for p in self.ray_pools().values()}
+        if len(addresses) > 1:
+            raise ValueError(
+                f"resource_pools: Ray pools at {', '.join(sorted(addresses))}; a master joins "
+                "one Ray cluster, so every ray pool needs the same address"
             )
         return self
 
@@ -93,7 +99,7 @@ def _error_lines(where: str, err: ValidationError) -> list[str]:
             del loc[2]  # the pool type's tag pydantic puts in the path
         path = ".".join(map(str, loc))
         msg = str(e["msg"]).removeprefix("Value error, ")
-        lines.append(f"{where}: {path or '(top level)'}: {msg}")
+        lines.append(f"{where}: {path}: {msg}" if path else f"{where}: {msg}")
     return lines
 
 
