@@ -75,6 +75,11 @@ def test_a_ray_pool_is_parsed_with_its_defaults(tmp_path: Path) -> None:
         ),
         ([1, 2], "master.yaml: expected a mapping with resource_pools, got [1, 2]"),
         (
+            {"resource_pools": {"cpu2": {"type": "local"}}},
+            "master.yaml: resource_pools.cpu2: there is one local pool, named 'local'; name this "
+            "one local or give it type: ray",
+        ),
+        (
             {
                 "resource_pools": {
                     "a": {"type": "ray", "address": "h1:6379"},
@@ -178,19 +183,23 @@ def test_master_up_refuses_a_bad_config_file_in_one_line(tmp_path: Path) -> None
     assert not (tmp_path / "home" / "master.json").exists()
 
 
-def test_a_ray_pool_nobody_answers_at_stops_the_master_with_one_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["home", "--config"])
+def test_a_ray_pool_nobody_answers_at_stops_the_master_with_one_line(
+    tmp_path: Path, where: str
+) -> None:
     pytest.importorskip("ray")
     home = tmp_path / "home"
     home.mkdir()
     with socket.socket() as s:  # a port with nothing listening
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    (home / "master.yaml").write_text(
-        f"resource_pools:\n  ray: {{type: ray, address: '127.0.0.1:{port}'}}\n"
-    )
+    config = home / "master.yaml" if where == "home" else tmp_path / "pools.yaml"
+    config.write_text(f"resource_pools:\n  ray: {{type: ray, address: '127.0.0.1:{port}'}}\n")
     env = {**os.environ, "TRIALKIT_HOME": str(home)}
+    env.pop("TRIALKIT_MASTER_CONFIG", None)
+    args = [] if where == "home" else ["--config", str(config)]
     out = subprocess.run(
-        [sys.executable, "-m", "trialkit.cli", "master", "up"],
+        [sys.executable, "-m", "trialkit.cli", "master", "up", *args],
         env=env,
         capture_output=True,
         text=True,

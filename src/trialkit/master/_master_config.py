@@ -68,6 +68,12 @@ class MasterConfig(_Strict):
                 f"default_pool: {self.default_pool!r} is not a pool; "
                 f"use one of {', '.join(self.pool_names())}"
             )
+        for name, pool in self.resource_pools.items():
+            if isinstance(pool, LocalPoolConfig) and name != LOCAL_POOL:
+                raise ValueError(
+                    f"resource_pools.{name}: there is one local pool, named {LOCAL_POOL!r}; "
+                    "name this one local or give it type: ray"
+                )
         addresses = {p.address for p in self.ray_pools().values()}
         if len(addresses) > 1:
             raise ValueError(
