@@ -162,3 +162,37 @@ def test_pause_activate_and_kill_reach_the_trial_on_its_ray_node(
     )
     logs = ray_master.cli("trial", "logs", str(trial["id"])).stdout
     assert len(_placements(logs)) == 2, logs
+
+
+def test_a_master_restart_ends_its_ray_runs_and_the_next_master_restarts_them(
+    ray_master: Master, ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    from trialkit.master import start_background
+
+    config, model = _core_api_example(
+        tmp_path,
+        "3_hpsearch.yaml",
+        hyperparameters={"increment_by": 1},
+        searcher={"name": "single", "metric": "loss", "max_length": 1500},
+        resources={"resource_pool": "ray"},
+        max_restarts=1,
+    )
+    exp_id = ray_master.create(config, model)
+    ray_master.wait_for(
+        lambda: bool(ray_master.describe(exp_id)["checkpoints"]), 300, "a first checkpoint"
+    )
+    ray_master.cli("master", "down")
+    # The runs' actors belonged to the master (their driver): the trial process goes with them.
+    ray_master.wait_for(
+        lambda: not _ray_processes_running(ray_cluster, "3_hpsearch.py"), 120, "no trial process"
+    )
+    again = Master(ray_master.home, start_background(ray_master.home, wait=120), ray_master.env)
+    try:
+        desc = again.wait_state(exp_id, {"COMPLETED", "ERROR", "CANCELED"}, timeout=400)
+        [trial] = desc["trials"]
+        logs = again.cli("trial", "logs", str(trial["id"])).stdout
+        assert desc["experiment"]["state"] == "COMPLETED", logs
+        assert trial["restarts"] == 1 and trial["run_id"] == 2, trial
+        assert len(_placements(logs)) == 2, logs
+    finally:
+        again.client.close()
