@@ -23,8 +23,14 @@ pytest.importorskip("ray", reason="the ray extra is not installed (tox -e ray ru
 
 from tests.integration.conftest import Master, _run_master  # noqa: E402
 
-#: Multi-node on one machine: Ray refuses it without this, and would send usage stats.
-RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "1", "RAY_USAGE_STATS_ENABLED": "0"}
+#: Multi-node on one machine: Ray refuses it without the first; no usage stats; no OOM killer.
+RAY_ENV = {
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "1",
+    "RAY_USAGE_STATS_ENABLED": "0",
+    # Ray's memory monitor kills workers when the machine is over 95 % full, which a shared CI
+    # machine often is (for other processes' memory): off, so the tests see only their faults.
+    "RAY_memory_monitor_refresh_ms": "0",
+}
 RAY = str(Path(sys.executable).with_name("ray"))
 
 
