@@ -159,7 +159,6 @@ def test_config_error_is_a_value_error_with_one_line_per_problem() -> None:
             single(bind_mounts=[{"host_path": "/data", "container_path": "/data"}]),
             "bind_mounts: ignored",
         ),
-        (single(resources={"resource_pool": "gpu-pool"}), "resources.resource_pool: ignored"),
         (single(resources={"priority": 10, "shm_size": "4G"}), "resources.priority: ignored"),
         (single(workspace="ws", project="p"), "workspace: ignored"),
         (single(slurm={"gpu_type": "a100"}), "slurm: ignored"),

@@ -207,6 +207,7 @@ def create_app(
                 model_def=model_def,
                 store=store,
                 warm_start_path=body.warm_start_path,
+                master_config=engine.settings.master_config,
             )
         except (ConfigError, CreateError) as e:
             raise HTTPException(400, {"errors": getattr(e, "errors", [str(e)])}) from e

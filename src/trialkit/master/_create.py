@@ -17,6 +17,8 @@ from .._modeldir import entrypoint_check
 from ..config import entrypoint_kind, parse_config, with_defaults
 from ..storage import StorageConfigError, build
 from ..store import Store
+from ._master_config import LOCAL_POOL, MasterConfig
+from ._pools import check_resource_pool
 from ._warm_start import WarmStartError, resolve_warm_start
 
 
@@ -71,7 +73,8 @@ def _check_env_sizes(config: dict[str, Any]) -> list[str]:
     return errors
 
 
-def _check_runnable(config: dict[str, Any], slots: int) -> list[str]:
+def _check_runnable(config: dict[str, Any], slots: int | None) -> list[str]:
+    """Errors that stop the trials from starting at all (``slots`` None: not a local pool)."""
     errors = []
     kind = entrypoint_kind(config.get("entrypoint"))
     if kind == "none":
@@ -81,7 +84,7 @@ def _check_runnable(config: dict[str, Any], slots: int) -> list[str]:
     elif kind == "trial_class":
         errors.extend(_trial_class_length(config))
     need = int(config.get("resources", {}).get("slots_per_trial", 1))
-    if need > slots:
+    if slots is not None and need > slots:
         errors.append(
             f"resources.slots_per_trial: {need} is more than this master's {slots} slots; "
             "lower it or start the master with more (trialkit master up --slots N)"
@@ -167,6 +170,7 @@ def prepare_experiment(
     model_def: bytes | None = None,
     store: Store | None = None,
     warm_start_path: str | None = None,
+    master_config: MasterConfig | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """Validate, fill the seed, checkpoint storage and interpreter; return (config, warnings).
 
@@ -175,6 +179,7 @@ def prepare_experiment(
     the packed model directory the entrypoint's script or Trial class must be found in.
     With a ``store``, the warm-start source (``searcher.source_checkpoint_uuid`` /
     ``source_trial_id``, or ``warm_start_path``) is checked and made reachable for the trials.
+    ``master_config`` holds the resource pools ``resources.resource_pool`` may name.
     """
     parsed = parse_config(raw)
     from_config = parsed.environment.python is not None
@@ -186,7 +191,9 @@ def prepare_experiment(
     )
     config = cfg.as_dict()
     _anchor_relative_storage(config, home)
-    errors = _check_runnable(config, slots) + _check_env_sizes(config)
+    errors = check_resource_pool(config, master_config or MasterConfig())
+    local = config["resources"]["resource_pool"] == LOCAL_POOL
+    errors += _check_runnable(config, slots if local else None) + _check_env_sizes(config)
     where = "the model directory sent" if model_def else "the model directory (none was sent)"
     errors += entrypoint_check(config.get("entrypoint"), model_def, where)
     python_errors, python_warnings = _check_interpreter(config, from_config)
