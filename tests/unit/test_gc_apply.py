@@ -252,18 +252,30 @@ def test_a_copy_from_other_storage_goes_with_the_last_experiment_reading_it(
     assert (root / "a3" / "weights.bin").is_file()  # the source is never a copy
 
 
-def test_a_failed_create_leaves_no_warm_start_copy(postgres: Any, tmp_path: Path) -> None:
-    """PostgreSQL refuses a name over 256 characters when the row is written, after the
-    warm-start copy was made (the config does not limit names): the copy goes too."""
+def test_a_failed_create_leaves_no_warm_start_copy(
+    postgres: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store fails to write the experiment after the warm-start copy was made (here a
+    refused connection, injected): the copy goes too, the source stays."""
     src, root = tmp_path / "det-ckpt", tmp_path / "ckpts"
     src.mkdir()
     (src / "weights.bin").write_bytes(b"w" * 10)
-    config = {**SINGLE, "name": "n" * 300}
-    config["checkpoint_storage"] = {"type": "shared_fs", "host_path": str(root)}
+    config = {**SINGLE, "checkpoint_storage": {"type": "shared_fs", "host_path": str(root)}}
     body = {"config": config, "model_def": MODEL_DEF, "warm_start_path": str(src)}
     with inprocess_master(tmp_path / "home", postgres.new_database()) as m:
+
+        copies_at_failure: list[list[str]] = []
+
+        def refuse(**_: Any) -> None:
+            copies_at_failure.append([p.name for p in root.iterdir()] if root.exists() else [])
+            raise ConnectionRefusedError("the database went away")
+
+        monkeypatch.setattr(m.store, "create_experiment", refuse)
         assert m.call("POST", "/api/v1/experiments", body).status_code == 500
+        monkeypatch.undo()
         assert m.store.list_experiments() == []
+    [copies] = copies_at_failure
+    assert len(copies) == 1  # the copy was made before the experiment row
     assert not root.exists() or list(root.iterdir()) == []
     assert (src / "weights.bin").is_file()
 
