@@ -263,7 +263,6 @@ def test_a_failed_create_leaves_no_warm_start_copy(
     config = {**SINGLE, "checkpoint_storage": {"type": "shared_fs", "host_path": str(root)}}
     body = {"config": config, "model_def": MODEL_DEF, "warm_start_path": str(src)}
     with inprocess_master(tmp_path / "home", postgres.new_database()) as m:
-
         copies_at_failure: list[list[str]] = []
 
         def refuse(**_: Any) -> None:
