@@ -163,6 +163,10 @@ class SharedFSStorageManager(StorageManager):
     def exists(self, storage_id: str) -> bool:
         return self._final(storage_id).is_dir()
 
+    @property
+    def location(self) -> str:
+        return str(self.base_path)
+
 
 def _copy_regular_file(path: Path, root: Path, target: Path) -> None:
     """Copy ``path`` (a file of the checkpoint at ``root``) to ``target`` if it is a regular
