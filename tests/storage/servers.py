@@ -186,6 +186,9 @@ class FaultyProxy:
     deny: frozenset[str] = frozenset()
     failed: int = 0
     forwarded: int = 0
+    inflight: int = 0
+    max_inflight: int = 0
+    methods: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -217,6 +220,7 @@ class FaultyProxy:
                     data = resp.read()
                 finally:
                     conn.close()
+                    proxy._done()
                 self.send_response(resp.status)
                 for k, v in resp.getheaders():
                     if k.lower() not in ("transfer-encoding", "connection", "content-length"):
@@ -246,7 +250,14 @@ class FaultyProxy:
                 self.failed += 1
                 return 503, "SlowDown"
             self.forwarded += 1
+            self.methods.append(method)
+            self.inflight += 1
+            self.max_inflight = max(self.max_inflight, self.inflight)
             return None
+
+    def _done(self) -> None:
+        with self._lock:
+            self.inflight -= 1
 
     def close(self) -> None:
         self.server.shutdown()

@@ -66,6 +66,13 @@ def shared_fs_path(config: Mapping[str, Any]) -> Path:
     return path
 
 
+def _installed(package: str) -> bool:
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):  # e.g. blocked with sys.modules[package] = None
+        return False
+
+
 def build(config: Mapping[str, Any] | str) -> StorageManager:
     """The storage manager for a checkpoint_storage dict or string shortcut. Nothing is
     contacted here (``check_access`` does that); an object store's package missing is a
@@ -90,7 +97,7 @@ def build(config: Mapping[str, Any] | str) -> StorageManager:
                 "checkpoint_storage: type azure needs connection_string or account_url"
             )
         backend = BACKENDS[str(kind)](config)
-        if importlib.util.find_spec(backend.package) is None:
+        if not _installed(backend.package):
             raise StorageConfigError(backend.missing_extra())
         return ObjectStoreManager(backend)
     raise StorageConfigError(

@@ -4,7 +4,6 @@ checkpoint_storage config, and how its errors are told apart (transient, denied,
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import os
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
@@ -58,13 +57,9 @@ class Backend:
             f"pip install 'trialkit[{self.extra}]'"
         )
 
-    def check_installed(self) -> None:
-        if importlib.util.find_spec(self.package) is None:
-            raise StorageExtraMissing(self.missing_extra())
-
 
 #: Chunk size of multipart uploads: a file is read this much at a time, never whole.
-PART_SIZE = 16 * 2**20
+PART_SIZE = 8 * 2**20
 PART_CONCURRENCY = 4
 #: No cached listings: a checkpoint another process just wrote must be seen at once.
 _NO_LISTING_CACHE = {"use_listings_cache": False, "skip_instance_cache": True}
@@ -80,6 +75,7 @@ def s3_backend(config: Mapping[str, Any]) -> Backend:
             secret=config.get("secret_key"),
             endpoint_url=endpoint,
             max_concurrency=PART_CONCURRENCY,
+            default_block_size=PART_SIZE,  # downloads' part size too
             **_NO_LISTING_CACHE,
         )
 
