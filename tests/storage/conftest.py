@@ -41,7 +41,7 @@ def store_config(
     server = servers[request.param]
     for k, v in server.env.items():
         monkeypatch.setenv(k, v)
-    return make_bucket(request.param, server)
+    return make_bucket(server)
 
 
 @pytest.fixture

@@ -54,6 +54,7 @@ class Server:
     port: int
     proc: subprocess.Popen[bytes]
     env: dict[str, str] = field(default_factory=dict)
+    kind: str = ""  # s3, gcs or azure
 
     @property
     def url(self) -> str:
@@ -147,8 +148,9 @@ def s3_config(url: str, bucket: str, prefix: str | None = None) -> dict[str, Any
     }
 
 
-def make_bucket(kind: str, server: Server) -> dict[str, Any]:
+def make_bucket(server: Server) -> dict[str, Any]:
     """A new empty bucket/container on ``server``; the checkpoint_storage config for it."""
+    kind = server.kind
     name = f"tk-{uuid.uuid4().hex[:12]}"
     if kind == "s3":
         import boto3
@@ -267,6 +269,7 @@ class FaultyProxy:
 
 def server_fixture(kind: str, workdir: Path) -> Iterator[Server]:
     server = START[kind](workdir)
+    server.kind = kind
     try:
         yield server
     finally:

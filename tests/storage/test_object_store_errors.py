@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def bucket(s3: Server) -> dict[str, Any]:
-    return make_bucket("s3", s3)
+    return make_bucket(s3)
 
 
 @pytest.fixture

@@ -79,9 +79,10 @@ class ObjectStoreManager(StorageManager):
 
     # -- requests, retried --------------------------------------------------------------
 
-    def _call(self, op: str, key: str, fn: Callable[[], T]) -> T:
+    def _call(self, op: str, key: str, fn: Callable[[], T], tries: int | None = None) -> T:
         """``fn()`` with retries on transient errors; a permanent one becomes one line."""
-        for attempt in range(self.retries):
+        tries = tries or self.retries
+        for attempt in range(tries):
             try:
                 return fn()
             except (CheckpointStorageError, CheckpointNotFound):
@@ -90,9 +91,9 @@ class ObjectStoreManager(StorageManager):
                 kind = kind_of(e)
                 if kind != "transient":
                     raise self._permanent(op, key, kind, e) from e
-                if attempt == self.retries - 1:
+                if attempt == tries - 1:
                     raise CheckpointStorageError(
-                        f"{self._url(key)}: {op} still failing after {self.retries} tries "
+                        f"{self._url(key)}: {op} still failing after {tries} tries "
                         f"({first_line(e)}); check that the store is up and reachable"
                     ) from e
                 delay = min(self.backoff * 2**attempt, 8.0) * (0.5 + random.random() / 2)
@@ -268,9 +269,10 @@ class ObjectStoreManager(StorageManager):
         return removed
 
     def check_access(self) -> None:
-        """Write, read and delete a probe object (as Determined does before a trial runs)."""
+        """Write, read and delete a probe object (as Determined does before a trial runs);
+        few retries: an answer is wanted soon (e.g. at ``experiment create``)."""
         probe = self._key(f"VALIDATE-{os.getpid()}-{random.getrandbits(32):08x}", "VALIDATE.txt")
-        self._call("write", probe, lambda: self.fs.pipe_file(probe, b"trialkit"))
+        self._call("write", probe, lambda: self.fs.pipe_file(probe, b"trialkit"), tries=2)
         self._call("read", probe, lambda: self.fs.cat_file(probe))
         self._call("delete", probe, lambda: self.fs.rm_file(probe))
 
