@@ -14,10 +14,22 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import EXAMPLES, Master
-from tests.storage.servers import Server, free_port, make_bucket, s3_config, server_fixture
+from tests.storage.servers import (
+    Server,
+    free_port,
+    make_bucket,
+    missing_packages,
+    s3_config,
+    server_fixture,
+)
 from trialkit.storage import ObjectStoreManager, build
 
-pytestmark = pytest.mark.integration
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        bool(missing_packages()), reason="needs the storage tox env's packages (moto, s3fs, ...)"
+    ),
+]
 
 
 @pytest.fixture(scope="module", params=["s3", "gcs", "azure"])

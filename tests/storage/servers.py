@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import http.server
+import importlib.util
 import os
 import shutil
 import signal
@@ -25,6 +26,30 @@ import pytest
 AZURITE_KEY = (
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 )
+
+
+_PACKAGES = (
+    "moto",
+    "boto3",
+    "s3fs",
+    "gcsfs",
+    "adlfs",
+    "azure.storage.blob",
+    "gcp_storage_emulator",
+)
+
+
+def missing_packages() -> list[str]:
+    """The packages these servers and clients need that are not installed."""
+    missing = []
+    for name in _PACKAGES:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except ImportError:
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
 
 
 def free_port() -> int:
