@@ -69,7 +69,7 @@ def _trial(master: Master, exp: int) -> dict[str, Any]:
 
 
 def test_experiment_checkpoints_in_the_object_store(
-    bucket: dict[str, Any], master: Master, tmp_path: Path
+    server: Server, bucket: dict[str, Any], master: Master, tmp_path: Path
 ) -> None:
     config, model_dir = _checkpoint_example(tmp_path, bucket)
     out = master.cli("experiment", "create", str(config), str(model_dir)).stdout
@@ -110,6 +110,17 @@ def test_experiment_checkpoints_in_the_object_store(
     assert last["uuid"] in {c["uuid"] for c in kept}
     for c in ckpts:
         assert storage.exists(c["uuid"]) == (c["uuid"] in {k["uuid"] for k in kept})
+
+    # A warm start from it into another bucket copies the checkpoint there first.
+    other = make_bucket(server)
+    config2, model2 = _checkpoint_example(tmp_path / "warm", other)
+    warm = {**json.loads(config2.read_text())}
+    warm["searcher"]["source_checkpoint_uuid"] = last["uuid"]
+    config2.write_text(json.dumps(warm))
+    exp2 = int(master.cli("experiment", "create", str(config2), str(model2)).stdout.split()[-1])
+    assert build(other).exists(last["uuid"])
+    done2 = master.wait_state(exp2, {"COMPLETED", "ERROR", "CANCELED"}, timeout=180)
+    assert done2["experiment"]["state"] == "COMPLETED", done2
 
 
 @pytest.mark.parametrize("server", ["s3"], indirect=True)
