@@ -58,8 +58,11 @@ def test_round_trip(store_config: dict[str, Any], tmp_path: Path) -> None:
         assert got == ["opt/deeper/x.txt", "opt/state.bin"]
     assert not restored.exists()  # the temporary copy is gone after the block
 
+    with m.store_path("ck10") as path:  # a storage id that "ck1" is a prefix of
+        (path / "keep.txt").write_text("keep")
     m.delete("ck1")
     assert not m.exists("ck1")
+    assert m.list_files("ck10") == {"keep.txt": 4}
     assert m._find(m._key("ck1")) == {}
     with pytest.raises(CheckpointNotFound, match="ck1"):
         m.download("ck1", tmp_path / "again")
