@@ -138,7 +138,7 @@ def _experiment_storage(client: Any, ckpt: dict[str, Any]) -> Any:
 
 
 def _location(manager: Any) -> str:
-    return str(getattr(manager, "base_path", manager))
+    return str(manager.location)
 
 
 def fmt_bytes(n: int) -> str:

@@ -279,9 +279,7 @@ class CheckpointContext:
 
     def _publish(self, storage_id: str, metadata: dict[str, Any]) -> None:
         if self._dist.rank == 0:
-            with self._storage.restore_path(storage_id) as stored:
-                resources = list_directory(stored)
-            self._report(storage_id, metadata, resources)
+            self._report(storage_id, metadata, self._storage.list_files(storage_id))
 
     @contextlib.contextmanager
     def store_path(

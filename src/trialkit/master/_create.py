@@ -15,7 +15,7 @@ from .. import __version__
 from .._home import default_checkpoint_storage
 from .._modeldir import entrypoint_check
 from ..config import entrypoint_kind, parse_config, with_defaults
-from ..storage import StorageConfigError, build
+from ..storage import CheckpointStorageError, StorageConfigError, build
 from ..store import Store
 from ._master_config import LOCAL_POOL, MasterConfig
 from ._pools import check_resource_pool
@@ -199,9 +199,11 @@ def prepare_experiment(
     python_errors, python_warnings = _check_interpreter(config, from_config)
     errors += python_errors
     try:
-        build(config["checkpoint_storage"])
-    except StorageConfigError as e:
-        errors.append(str(e))
+        build(config["checkpoint_storage"]).check_access()
+    except (StorageConfigError, CheckpointStorageError) as e:
+        errors.append(
+            f"checkpoint_storage: {e}" if isinstance(e, CheckpointStorageError) else str(e)
+        )
     if errors:
         raise CreateError(errors)
     if store is not None:

@@ -10,7 +10,6 @@ from typing import Any
 
 from .. import _journal
 from ..storage import build as build_storage
-from ..storage import list_directory
 from ..store import NotFound, Store, Trial
 
 logger = logging.getLogger("trialkit.master")
@@ -72,8 +71,7 @@ def _register(store: Store, trial: Trial, path: Path) -> str | None:
 def _missing_files(storage: dict[str, Any], uuid: str, resources: dict[str, int]) -> str:
     """What of ``resources`` is not in storage as listed ("" when everything is)."""
     try:
-        with build_storage(storage).restore_path(uuid) as stored:
-            found = list_directory(stored)
+        found = build_storage(storage).list_files(uuid)
     except Exception as e:  # not there, or storage that cannot be used any more
         return f"not in storage ({e})"
     for rel, size in resources.items():

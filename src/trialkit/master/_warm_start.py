@@ -43,7 +43,10 @@ def warm_start_checkpoint(config: dict[str, Any]) -> str | None:
 
 
 def _same_place(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    keys = ("type", "host_path", "storage_path", "container_path")
+    keys = (
+        *("type", "host_path", "storage_path", "container_path"),
+        *("bucket", "prefix", "endpoint_url", "container", "connection_string", "account_url"),
+    )
     return all(a.get(k) == b.get(k) for k in keys)
 
 

@@ -1,4 +1,4 @@
-"""Checkpoint storage managers (shared_fs and directory; s3/gcs/azure are parsed)."""
+"""Checkpoint storage managers: shared_fs and directory, and s3, gcs and azure through fsspec."""
 
 from ._base import (
     CheckpointContentError,
@@ -10,15 +10,22 @@ from ._base import (
     list_directory,
 )
 from ._build import StorageConfigError, build, from_string, shared_fs_path
+from ._cloud import StorageExtraMissing
+from ._manifest import MANIFEST_NAME, CheckpointIntegrityError
+from ._object_store import ObjectStoreManager
 from ._shared_fs import SharedFSStorageManager
 
 __all__ = [
+    "MANIFEST_NAME",
     "CheckpointContentError",
+    "CheckpointIntegrityError",
     "CheckpointNotFound",
     "CheckpointStorageError",
     "Selector",
+    "ObjectStoreManager",
     "SharedFSStorageManager",
     "StorageConfigError",
+    "StorageExtraMissing",
     "StorageManager",
     "build",
     "check_storage_id",

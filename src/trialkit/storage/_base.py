@@ -157,3 +157,18 @@ class StorageManager(abc.ABC):
     def remove_stale_partials(self) -> list[Path]:
         """Delete what writers that died mid-save left behind; return it (nothing by default)."""
         return []
+
+    def list_files(self, storage_id: str) -> dict[str, int]:
+        """The checkpoint's files and directories as relpath -> size (dirs end with '/')."""
+        with self.restore_path(storage_id) as path:
+            return list_directory(path)
+
+    @property
+    def location(self) -> str:
+        """Where the checkpoints are, for messages (a directory or an object-store URL)."""
+        return type(self).__name__
+
+    def check_access(self) -> None:
+        """Raise CheckpointStorageError if checkpoints cannot be written and read there
+        (a filesystem is checked when a checkpoint is saved: nothing to do here)."""
+        return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import urllib.parse
 from collections.abc import Mapping
@@ -9,9 +10,17 @@ from pathlib import Path
 from typing import Any
 
 from ._base import StorageManager
+from ._cloud import BACKENDS
+from ._object_store import ObjectStoreManager
 from ._shared_fs import SharedFSStorageManager
 
-_CLOUD = ("s3", "gcs", "azure")
+_REQUIRED = {
+    "shared_fs": ("host_path",),
+    "directory": ("container_path",),
+    "s3": ("bucket",),
+    "gcs": ("bucket",),
+    "azure": ("container",),
+}
 
 
 class StorageConfigError(ValueError):
@@ -57,25 +66,40 @@ def shared_fs_path(config: Mapping[str, Any]) -> Path:
     return path
 
 
+def _installed(package: str) -> bool:
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):  # e.g. blocked with sys.modules[package] = None
+        return False
+
+
 def build(config: Mapping[str, Any] | str) -> StorageManager:
-    """The storage manager for a checkpoint_storage dict or string shortcut."""
+    """The storage manager for a checkpoint_storage dict or string shortcut. Nothing is
+    contacted here (``check_access`` does that); an object store's package missing is a
+    StorageConfigError naming the extra to install."""
     if isinstance(config, str):
         config = from_string(config)
     kind = config.get("type")
     if kind is None:
-        raise StorageConfigError("checkpoint_storage.type: missing; use shared_fs or directory")
-    required = {"shared_fs": "host_path", "directory": "container_path"}.get(str(kind))
-    if required and not config.get(required):
-        raise StorageConfigError(f"checkpoint_storage.{required}: required for type {kind}")
+        raise StorageConfigError(
+            "checkpoint_storage.type: missing; use shared_fs, directory, s3, gcs or azure"
+        )
+    for required in _REQUIRED.get(str(kind), ()):
+        if not config.get(required):
+            raise StorageConfigError(f"checkpoint_storage.{required}: required for type {kind}")
     if kind == "shared_fs":
         return SharedFSStorageManager(shared_fs_path(config))
     if kind == "directory":
         return SharedFSStorageManager(Path(str(config["container_path"])).expanduser())
-    if kind in _CLOUD:
-        raise StorageConfigError(
-            f"checkpoint_storage.type: {kind!r} is parsed but not supported by this trialkit "
-            "version yet; use shared_fs or directory"
-        )
+    if kind in BACKENDS:
+        if kind == "azure" and not (config.get("connection_string") or config.get("account_url")):
+            raise StorageConfigError(
+                "checkpoint_storage: type azure needs connection_string or account_url"
+            )
+        backend = BACKENDS[str(kind)](config)
+        if not _installed(backend.package):
+            raise StorageConfigError(backend.missing_extra())
+        return ObjectStoreManager(backend)
     raise StorageConfigError(
         f"checkpoint_storage.type: unknown type {kind!r}; expected shared_fs, directory, s3, "
         "gcs or azure"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import logging
 import os
@@ -120,7 +121,7 @@ class SharedFSStorageManager(StorageManager):
                     target.mkdir(parents=True, exist_ok=True)
                     continue
                 target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(src / rel, target)
+                _copy_file(src / rel, target)
             self._publish(partial, self._final(storage_id))
 
     @contextlib.contextmanager
@@ -162,6 +163,28 @@ class SharedFSStorageManager(StorageManager):
 
     def exists(self, storage_id: str) -> bool:
         return self._final(storage_id).is_dir()
+
+    @property
+    def location(self) -> str:
+        return str(self.base_path)
+
+
+def _copy_file(src: Path, dst: Path) -> None:
+    """``shutil.copy2``, but with copy_file_range (as ``cp`` does): on one filesystem the
+    kernel copies, or shares, the blocks without a trip through user space."""
+    try:
+        with open(src, "rb") as reader, open(dst, "wb") as writer:
+            left = os.fstat(reader.fileno()).st_size
+            while left > 0:
+                copied = os.copy_file_range(reader.fileno(), writer.fileno(), left)
+                if copied == 0:
+                    break
+                left -= copied
+        shutil.copystat(src, dst)
+    except OSError as e:
+        if e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL):
+            raise
+        shutil.copy2(src, dst)  # another filesystem or an old kernel: a plain copy
 
 
 def _copy_regular_file(path: Path, root: Path, target: Path) -> None:
