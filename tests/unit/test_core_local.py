@@ -335,7 +335,7 @@ def test_context_can_be_closed_twice() -> None:
 
 def test_unusable_storage_leaves_no_run_behind(trialkit_home: Path) -> None:
     with pytest.raises(StorageConfigError):
-        core.init(checkpoint_storage="s3://bucket/prefix")
+        core.init(checkpoint_storage="ftp://host/prefix")  # no such storage type
     s = open_store(trialkit_home)
     try:
         assert s.list_experiments(states=[ExperimentState.ACTIVE]) == []

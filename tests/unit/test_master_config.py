@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from trialkit._modeldir import pack
-from trialkit.master._create import CreateError, prepare_experiment
-from trialkit.master._master_config import (
+from trialkit.config._master import (
     MasterConfigError,
     load_master_config,
     master_config_path,
     parse_master_config,
 )
+from trialkit.master._create import CreateError, prepare_experiment
 
 RAY_POOL = {"type": "ray", "address": "127.0.0.1:6379", "shared_paths": ["/shared"]}
 

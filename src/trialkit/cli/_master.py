@@ -115,7 +115,7 @@ def up(
 
 def _use_master_config(home: Path, config_file: Path | None) -> None:
     """Check the master config file now (one line per problem) and hand it to the master."""
-    from ..master._master_config import (
+    from ..config import (
         MASTER_CONFIG_ENV,
         MasterConfigError,
         load_master_config,

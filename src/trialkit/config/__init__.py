@@ -9,6 +9,15 @@ from trialkit.config._errors import ConfigError
 from trialkit.config._experiment import DEFAULT_NAME, ExperimentConfig
 from trialkit.config._length import Length
 from trialkit.config._load import entrypoint_kind, load_config, parse_config, with_defaults
+from trialkit.config._master import (
+    LOCAL_POOL,
+    MASTER_CONFIG_ENV,
+    MasterConfig,
+    MasterConfigError,
+    RayPoolConfig,
+    load_master_config,
+    master_config_path,
+)
 from trialkit.config._searcher import SearcherConfig
 from trialkit.config._sections import (
     BindMount,
@@ -28,6 +37,13 @@ from trialkit.config._storage import (
 )
 
 __all__ = [
+    "LOCAL_POOL",
+    "MASTER_CONFIG_ENV",
+    "MasterConfig",
+    "MasterConfigError",
+    "RayPoolConfig",
+    "load_master_config",
+    "master_config_path",
     "DEFAULT_NAME",
     "AzureStorage",
     "BindMount",

@@ -16,8 +16,8 @@ from .._discovery import (
     parse_idle_timeout,
 )
 from .._home import trialkit_home
+from ..config import MasterConfigError
 from ._daemon import serve
-from ._master_config import MasterConfigError
 
 
 def _bad_option(parser: argparse.ArgumentParser, message: str) -> NoReturn:

@@ -14,10 +14,9 @@ from typing import Any
 from .. import __version__
 from .._home import default_checkpoint_storage
 from .._modeldir import entrypoint_check
-from ..config import entrypoint_kind, parse_config, with_defaults
+from ..config import LOCAL_POOL, MasterConfig, entrypoint_kind, parse_config, with_defaults
 from ..storage import CheckpointStorageError, StorageConfigError, build
 from ..store import Store
-from ._master_config import LOCAL_POOL, MasterConfig
 from ._pools import check_resource_pool
 from ._warm_start import WarmStartError, resolve_warm_start
 

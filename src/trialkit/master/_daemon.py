@@ -116,7 +116,7 @@ def serve(
     seconds with no running trial, no managed experiment with work left and no API call
     (0: never). ``config_file`` is the master config (default: $TRIALKIT_HOME/master.yaml)."""
     check_slots(slots)
-    from ._master_config import load_master_config, master_config_path
+    from ..config import load_master_config, master_config_path
 
     master_config = load_master_config(master_config_path(home, config_file))
     # Here, not at import: `import trialkit.master` (the master's API and tests) stays fast.

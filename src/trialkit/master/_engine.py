@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..config import MasterConfig
 from ..searcher import Operation
 from ..store import Experiment, ExperimentState, Store, Trial
 from ._experiment_config import config_of
 from ._lifecycle import ExperimentEvent, adopted_phase
-from ._master_config import MasterConfig
 from ._pools import Pool
 from ._runs import RunStarter, RunTarget
 from ._searcher_driver import SearcherDriver

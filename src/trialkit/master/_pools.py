@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .._info import ClusterInfo
-from ._master_config import LOCAL_POOL, MasterConfig, RayPoolConfig
+from ..config import LOCAL_POOL, MasterConfig, RayPoolConfig
 from ._processes import TrialProcess
 
 #: Checkpoint storage types every node reaches over the network.

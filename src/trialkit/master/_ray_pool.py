@@ -16,8 +16,8 @@ import socket
 import time
 from typing import Any
 
+from ..config import MasterConfigError, RayPoolConfig
 from ..rendezvous import CHIEF_PORT_ENV, TOKEN_ENV, free_port
-from ._master_config import MasterConfigError, RayPoolConfig
 from ._pools import RunLaunch
 from ._processes import TrialProcess
 

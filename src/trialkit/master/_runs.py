@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import _modeldir
+from ..config import LOCAL_POOL
 from ..storage import build as build_storage
 from ..store import Experiment, Store, Trial
 from ._experiment_config import config_of
 from ._journal import register_journaled_checkpoints
 from ._launch import build_launch, describe_argv
-from ._master_config import LOCAL_POOL
 from ._pools import Pool, RunLaunch
 from ._processes import TrialProcess, run_tag
 from ._warm_start import warm_start_checkpoint

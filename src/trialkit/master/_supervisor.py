@@ -9,9 +9,9 @@ import logging
 import signal
 from pathlib import Path
 
+from ..config import LOCAL_POOL
 from ..store import Store, Trial
 from ._logcapture import LogCapture
-from ._master_config import LOCAL_POOL
 from ._pools import LocalPool, Pool
 from ._processes import TrialProcess, run_tag
 
