@@ -63,6 +63,7 @@ from ._auth import TokenAuth
 from ._create import CreateError, prepare_experiment
 from ._engine import Engine
 from ._errors import UnexpectedErrors
+from ._experiment_config import searcher_config_of
 from ._gc_routes import add_gc_routes
 from ._schemas import (
     CheckpointBody,
@@ -194,7 +195,7 @@ def create_app(
     def create_experiment(body: CreateExperiment) -> CreatedExperiment:
         model_def = _decode_model_def(body.model_def)
         try:
-            config, warnings = prepare_experiment(
+            cfg, warnings = prepare_experiment(
                 body.config,
                 engine.settings.slots,
                 engine.settings.home,
@@ -206,10 +207,10 @@ def create_app(
         except (ConfigError, CreateError) as e:
             raise HTTPException(400, {"errors": getattr(e, "errors", [str(e)])}) from e
         exp = store.create_experiment(
-            name=config["name"],
-            config=config,
-            description=config.get("description"),
-            labels=config.get("labels") or [],
+            name=cfg.name,
+            config=cfg.as_dict(),
+            description=cfg.description,
+            labels=list(cfg.labels),
             model_def=model_def,
             state=ExperimentState.ACTIVE if body.activate else ExperimentState.PAUSED,
         )
@@ -287,12 +288,12 @@ def create_app(
     @app.get(routes.BEST_VALIDATION, dependencies=[Auth])
     def best_validation(experiment_id: ExperimentId) -> BestValidation:
         exp = store.get_experiment(experiment_id)
-        s = exp.config.get("searcher") or {}
-        if not s.get("metric"):
+        searcher = searcher_config_of(exp)
+        if not searcher.metric:
             return BestValidation(value=None)
         value = store.best_validation(
-            metric=s["metric"],
-            smaller_is_better=s.get("smaller_is_better", True),
+            metric=searcher.metric,
+            smaller_is_better=searcher.smaller_is_better,
             experiment_id=exp.id,
         )
         return BestValidation(value=value)

@@ -69,7 +69,7 @@ def build_method(store: Store, experiment: Experiment) -> DrivenMethod:
                 f"searcher.custom_searcher_class: {spec} is not a trialkit.searcher.SearchMethod"
             )
         return CustomMethod(user, seed, metric)
-    return make_search_method(searcher.model_dump(mode="json"), cfg.hyperparameters, seed)
+    return make_search_method(searcher, cfg.hyperparameters, seed)
 
 
 def _forget_model_dir_modules(before: set[str], root: Path) -> None:
