@@ -215,16 +215,10 @@ def create_app(
             state=ExperimentState.ACTIVE if body.activate else ExperimentState.PAUSED,
         )
         try:
-            engine.start_experiment(exp)
-        except Exception as e:
-            # Never leave an experiment ACTIVE that nothing will advance.
-            store.update_experiment(
-                exp.id,
-                state=ExperimentState.ERROR,
-                error=f"could not start: {e}",
-                ended_at=time.time(),
-            )
-            raise
+            engine.start_experiment(exp)  # an experiment that cannot start ends ERROR there
+        except ValueError as e:  # its search rejected the config (an unknown optuna sampler)
+            lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+            raise HTTPException(400, {"errors": lines}) from e
         return CreatedExperiment(
             experiment=experiment_out(store.get_experiment(exp.id)), warnings=list(warnings)
         )

@@ -161,8 +161,16 @@ class Engine:
     # Commands ----------------------------------------------------------------------------------
 
     def start_experiment(self, exp: Experiment) -> None:
+        """Load (or start) the experiment's search. One that cannot even be loaded (not a
+        searcher error: that fails the experiment the usual way) ends it ERROR, never left
+        ACTIVE with nothing to advance it, and the exception is raised again."""
         with self._lock:
-            self._states.searcher_said(exp, self._searchers.load(exp))
+            try:
+                error = self._searchers.load(exp)
+            except Exception as e:
+                self._states.could_not_start(exp, f"could not start: {e}")
+                raise
+            self._states.searcher_said(exp, error)
         self.wake()
 
     def pause(self, exp: Experiment) -> Experiment:

@@ -140,6 +140,14 @@ class Transitions:
         self.settle(exp)
         return exp
 
+    def could_not_start(self, exp: Experiment, error: str) -> Experiment:
+        """An experiment whose search could not be loaded fails; with no trial to stop it ends
+        at once (its end recorded, the searcher forgotten)."""
+        exp = self.experiment(self.store.get_experiment(exp.id), ExperimentEvent.FAILED, error)
+        if not self.live_trials(exp.id):
+            exp = self.experiment(exp, ExperimentEvent.PROCESSES_GONE)
+        return exp
+
     def experiment(
         self, exp: Experiment, event: ExperimentEvent, error: str | None = None
     ) -> Experiment:

@@ -24,7 +24,7 @@ import pickle
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from trialkit.config import SearcherConfig
+from trialkit.config import ConfigError, SearcherConfig
 from trialkit.searcher._ops import (
     Close,
     ExitedReason,
@@ -121,7 +121,7 @@ class OptunaStrategy(Strategy):
         self.fixed: dict[str, Any] = {}
         self.distributions = self._distributions(hyperparameters, errors)
         if errors:
-            raise ValueError("invalid searcher config:\n  " + "\n  ".join(errors))
+            raise ConfigError(errors)
         self.journal = _MemoryJournal()
         self.study = self._study(create=True)
         self.created_count = 0
