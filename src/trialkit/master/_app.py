@@ -80,6 +80,7 @@ from ._schemas import (
     SearcherOperations,
     StatusBody,
     TrialId,
+    encoded_text,
     field_errors,
 )
 from ._views import (
@@ -436,6 +437,8 @@ def create_app(
                     steps_completed=r.steps_completed,
                     values=r.metrics,
                     batch_metrics=r.batch_metrics,
+                    values_json=encoded_text(r.metrics),
+                    batch_metrics_json=encoded_text(r.batch_metrics),
                 )
                 for r in body.reports
             ],

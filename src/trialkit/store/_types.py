@@ -153,6 +153,10 @@ class NewMetric:
     run_id: int = 0
     batch_metrics: list[dict[str, Any]] | None = None
     reported_at: float = 0.0
+    #: ``values`` / ``batch_metrics`` already encoded as strict JSON (the master's request
+    #: validation encodes them once): stored as given instead of being encoded again.
+    values_json: str | None = None
+    batch_metrics_json: str | None = None
 
 
 @dataclass(frozen=True)
