@@ -59,7 +59,7 @@ def test_a_config_that_does_not_parse_is_one_clear_error(
     assert info is not None
     assert info.trial.config["scheduling_unit"] == 0  # reading the raw dict never parses
     with pytest.raises(RuntimeError) as caught:
-        info.trial.experiment_config
+        _ = info.trial.experiment_config
     message = str(caught.value)
     assert "\n" not in message
     assert message.startswith("cluster info: the experiment config of trial 3 does not parse")

@@ -489,9 +489,9 @@ def create_app(
     @app.get(routes.SEARCHER_OPERATION, dependencies=[Auth])
     def searcher_operation(trial_id: TrialId) -> SearcherOperation:
         t = trial_or_404(trial_id)
-        if t.op_length is None or t.op_complete:
+        if t.searcher.op_length is None or t.searcher.op_complete:
             return SearcherOperation(length=None, completed=True)
-        return SearcherOperation(length=t.op_length, completed=False)
+        return SearcherOperation(length=t.searcher.op_length, completed=False)
 
     @app.post(routes.COMPLETED_OPERATION, dependencies=[Auth])
     def completed_operation(trial_id: TrialId, body: CompletedOp) -> Ok:
@@ -514,7 +514,7 @@ def create_app(
     @app.post(routes.EARLY_EXIT, dependencies=[Auth])
     def early_exit(trial_id: TrialId, body: EarlyExitBody) -> Ok:
         t = trial_or_404(trial_id)
-        if t.early_exit:
+        if t.searcher.early_exit:
             raise HTTPException(400, f"trial {trial_id} already reported an early exit")
         store.update_trial(t.id, early_exit=body.reason)
         return Ok()

@@ -120,7 +120,7 @@ class Transitions:
                 if t.state.terminal:
                     continue
                 phase = self.phase(t)
-                if t.stop_requested and phase is TrialPhase.RUNNING:
+                if t.searcher.stop_requested and phase is TrialPhase.RUNNING:
                     self.trial(t, TrialEvent.PREEMPT)
                 # the phase, not the supervisor: a run just reaped is still RUNNING until its
                 # exit is handled, and it is that exit that ends the trial
