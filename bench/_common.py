@@ -1,5 +1,6 @@
-"""Helpers the benchmarks share: the CLI path, a clean environment, a broken-run error, and the
-paired-rounds ratio with its confidence interval."""
+"""Helpers the benchmarks share: the CLI path, a clean environment, a broken-run error, the
+paired-rounds ratio with its confidence interval, and the overhead benches' lockstep rounds
+with their ratio table."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import random
 import shutil
 import statistics
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 class BenchmarkBroken(RuntimeError):
@@ -59,3 +62,123 @@ def paired_ratio(base: list[float], other: list[float], *, resamples: int = 2000
         high=medians[int(0.975 * resamples) - 1],
         rounds=len(ratios),
     )
+
+
+# Lockstep rounds --------------------------------------------------------------------------------
+# The overhead benches (pytorch, deepspeed, keras, lightning) run each contender once a round in
+# a fresh process, in lockstep with a hand-written step: every batch gives a (contender s,
+# partner s) pair. What follows runs the rounds and turns the pairs into the printed figures.
+
+Pairs = list[tuple[float, float]]  # (contender s, partner s) per timed batch
+Sums = list[tuple[float, float]]  # the same, summed over blocks of consecutive batches
+
+
+def lockstep_rounds(
+    contenders: Sequence[str], rounds: int, run_round: Callable[[str], dict[str, Any]]
+) -> dict[str, list[dict[str, Any]]]:
+    """Each contender's results, one per round (``run_round(name)``; a result with
+    ``missing`` is left out). The order reverses every other round, so no contender always
+    runs first on a machine that warms up or drifts."""
+    order = list(contenders)
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name in order}
+    for r in range(rounds):
+        for name in order if r % 2 == 0 else order[::-1]:
+            got = run_round(name)
+            if not got.get("missing"):
+                results[name].append(got)
+    return results
+
+
+def block_sums(pairs: Pairs, block: int = 25) -> Sums:
+    """Blocks of ``block`` consecutive batches keep a report batch and its neighbours together."""
+    blocks = [pairs[i : i + block] for i in range(0, len(pairs), block)]
+    return [(sum(c for c, _ in b), sum(h for _, h in b)) for b in blocks]
+
+
+def ratio(sums: Sums) -> float:
+    return sum(c for c, _ in sums) / sum(h for _, h in sums)
+
+
+def resampled_ratios(rounds: list[Sums], n: int = 2000) -> list[float]:
+    """Bootstrap of the ratio that resamples rounds (processes), then blocks within each, so
+    the interval covers the spread between processes as well as within one."""
+    rng = random.Random(0)
+    out = []
+    for _ in range(n):
+        chosen: Sums = []
+        for blocks in rng.choices(rounds, k=len(rounds)):
+            chosen += rng.choices(blocks, k=len(blocks))
+        out.append(ratio(chosen))
+    return out
+
+
+def interval(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return ordered[int(0.025 * len(ordered))], ordered[int(0.975 * len(ordered)) - 1]
+
+
+def weights_verdict(results: list[dict[str, Any]]) -> str:
+    """How a contender's final weights compared with its partner's, the same in every round."""
+    seen = {
+        "bitwise equal" if r["bitwise"] else ("allclose" if r.get("close") else "DIFFER")
+        for r in results
+    }
+    return seen.pop() if len(seen) == 1 else "DIFFER between rounds"
+
+
+@dataclass(frozen=True)
+class RatioFigures:
+    """The ratio of total contender time to total partner time, with its bootstrap samples."""
+
+    point: float
+    boots: list[float]
+    ms: float  # median contender ms per batch
+    partner_ms: float  # median partner ms per batch
+
+    @classmethod
+    def of(cls, results: list[dict[str, Any]], block: int = 25) -> RatioFigures:
+        rounds = [block_sums([(c, h) for c, h in r["pairs"]], block) for r in results]
+        pairs = [(c, h) for r in results for c, h in r["pairs"]]
+        return cls(
+            point=ratio([b for r in rounds for b in r]),
+            boots=resampled_ratios(rounds),
+            ms=statistics.median(c for c, _ in pairs) * 1e3,
+            partner_ms=statistics.median(h for _, h in pairs) * 1e3,
+        )
+
+    def net_of(self, control: RatioFigures) -> tuple[float, float, float]:
+        """This ratio over the control's (the method's own bias taken out), with its interval."""
+        low, high = interval([a / b for a, b in zip(self.boots, control.boots, strict=True)])
+        return self.point / control.point, low, high
+
+
+def print_ratio_table(
+    results: dict[str, list[dict[str, Any]]],
+    unit: str = "batch",
+    partner_column: str | None = "hand-written",
+    missing: str = "(no result)",
+) -> dict[str, RatioFigures]:
+    """One row per contender: ms per ``unit``, the partner's (unless ``partner_column`` is
+    None), the ratio, its 95 % interval and the weights verdict; the figures by contender."""
+    ratio_head = f"{'ratio':>8}" if partner_column else f"{'vs ' + 'hand-written':>16}"
+    partner_head = f" {partner_column:>13}" if partner_column else ""
+    head = (
+        f"{'loop':24} {'ms/' + unit:>9}{partner_head} {ratio_head} {'95 % interval':>17}  weights"
+    )
+    print(head)
+    print("-" * len(head))
+    figures: dict[str, RatioFigures] = {}
+    for name, got in results.items():
+        if not got:
+            print(f"{name:24} {missing}")
+            continue
+        f = figures[name] = RatioFigures.of(got)
+        low, high = interval(f.boots)
+        span = f"[{low:.4f}, {high:.4f}]"
+        partner = f" {f.partner_ms:13.3f}" if partner_column else ""
+        width = 8 if partner_column else 16
+        print(
+            f"{name:24} {f.ms:9.3f}{partner} {f.point:{width}.4f} {span:>17}  "
+            f"{weights_verdict(got)}"
+        )
+    return figures

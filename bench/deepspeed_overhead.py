@@ -26,7 +26,6 @@ import argparse
 import json
 import logging
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,22 +35,17 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from _common import BenchmarkBroken, clean_env
+from _common import BenchmarkBroken, clean_env, lockstep_rounds, print_ratio_table
 from pytorch_overhead import (
     BATCH,
     IN,
     OUT,
     WARMUP,
     Lockstep,
-    Sums,
     TickingBatchSampler,
-    block_sums,
     calibrate,
-    interval,
     make_data,
     make_model,
-    ratio,
-    resampled_ratios,
     same_weights,
     torch_loader,
 )
@@ -215,43 +209,18 @@ def main() -> None:
     torch.set_num_threads(1)
     width = args.width or calibrate(args.target_ms)
     home = tempfile.mkdtemp(prefix="trialkit-bench-")
-    rounds: dict[str, list[Sums]] = {name: [] for name in CONTENDERS}
-    pairs_of: dict[str, list[tuple[float, float]]] = {name: [] for name in CONTENDERS}
-    weights: dict[str, str] = {}
-    order = list(CONTENDERS)
     started = time.monotonic()
-    for r in range(args.rounds):
-        for name in order if r % 2 == 0 else order[::-1]:
-            got = run_round(name, width, args.batches, home)
-            pairs = [(c, h) for c, h in got["pairs"]]
-            rounds[name].append(block_sums(pairs))
-            pairs_of[name] += pairs
-            same = "bitwise equal" if got["bitwise"] else ("allclose" if got["close"] else "DIFFER")
-            weights[name] = same if weights.get(name, same) == same else "DIFFER between rounds"
-
+    results = lockstep_rounds(
+        CONTENDERS, args.rounds, lambda name: run_round(name, width, args.batches, home)
+    )
     print(
         f"MLP {IN}-{width}-{width}-{OUT} under deepspeed.initialize (torch Adam, ZeRO-0), "
         f"micro batch {BATCH}, 1 rank on the CPU, 1 torch thread; {args.rounds} rounds x "
         f"{args.batches} timed steps (after {WARMUP} warm-up), each contender in its own "
         f"process, in lockstep with a hand-written engine step ({time.monotonic() - started:.0f} s)"
     )
-    head = f"{'loop':24} {'ms/step':>9} {'hand-written':>13} {'ratio':>8} {'95 % interval':>17}  weights"
-    print(head)
-    print("-" * len(head))
-    boots: dict[str, list[float]] = {}
-    for name, got_rounds in rounds.items():
-        boots[name] = resampled_ratios(got_rounds)
-        low, high = interval(boots[name])
-        ms = statistics.median(c for c, _ in pairs_of[name]) * 1e3
-        hw_ms = statistics.median(h for _, h in pairs_of[name]) * 1e3
-        point = ratio([b for r in got_rounds for b in r])
-        span = f"[{low:.4f}, {high:.4f}]"
-        print(f"{name:24} {ms:9.3f} {hw_ms:13.3f} {point:8.4f} {span:>17}  {weights[name]}")
-    ours, control = "trialkit DeepSpeedTrial", "hand-written (control)"
-    net = ratio([b for r in rounds[ours] for b in r]) / ratio(
-        [b for r in rounds[control] for b in r]
-    )
-    low, high = interval([a / b for a, b in zip(boots[ours], boots[control], strict=True)])
+    figures = print_ratio_table(results, "step")
+    net, low, high = figures["trialkit DeepSpeedTrial"].net_of(figures["hand-written (control)"])
     verdict = "met" if net <= GOAL_RATIO else "NOT met"
     print(
         f"DeepSpeedTrial per-step overhead, net of the method's own (the control's): "

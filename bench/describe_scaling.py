@@ -104,9 +104,9 @@ def master(home: Path) -> Iterator[tuple[str, Any]]:
     """The master app over a store in ``home``, served on loopback: (url, store)."""
     import uvicorn
 
-    from trialkit.core._transport import free_port
     from trialkit.master._app import create_app
     from trialkit.master._engine import Engine, EngineSettings
+    from trialkit.rendezvous import free_port
     from trialkit.store import Store
 
     store = Store.at(home)

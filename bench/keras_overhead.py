@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import BenchmarkBroken, clean_env, paired_ratio  # noqa: E402
+from _common import BenchmarkBroken, clean_env, lockstep_rounds, paired_ratio, ratio  # noqa: E402
 
 BATCH = 64
 IN, OUT = 256, 10
@@ -233,17 +233,12 @@ def main() -> None:
     keras = _tf_setup()
     width = args.width or calibrate(keras, args.target_ms)
     home = tempfile.mkdtemp(prefix="trialkit-bench-")
-    ratios: dict[str, list[float]] = {name: [] for name in CONTENDERS}
-    pairs: dict[str, list[tuple[float, float]]] = {name: [] for name in CONTENDERS}
-    weights: dict[str, list[float]] = {}
-    order = list(CONTENDERS)
-    for r in range(args.rounds):
-        for name in order if r % 2 == 0 else order[::-1]:
-            got = run_round(name, width, args.batches, home)
-            round_pairs = [(c, p) for c, p in got["pairs"]]
-            ratios[name].append(sum(c for c, _ in round_pairs) / sum(p for _, p in round_pairs))
-            pairs[name] += round_pairs
-            weights.setdefault(name, got["weights"])
+    results = lockstep_rounds(
+        CONTENDERS, args.rounds, lambda name: run_round(name, width, args.batches, home)
+    )
+    pairs = {name: [(c, p) for r in got for c, p in r["pairs"]] for name, got in results.items()}
+    ratios = {name: [ratio(r["pairs"]) for r in got] for name, got in results.items()}
+    weights = {name: got[0]["weights"] for name, got in results.items()}
 
     print(
         f"Keras {keras.__version__}, MLP {IN}-{width}-{width}-{OUT}, batch {BATCH}, 1 TF thread; "

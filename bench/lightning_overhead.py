@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -30,6 +29,7 @@ from torch.utils.data import TensorDataset
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pytorch_overhead as po  # noqa: E402
+from _common import lockstep_rounds, print_ratio_table  # noqa: E402
 
 
 def run_lightning_trialkit(
@@ -100,37 +100,17 @@ def main() -> None:
     width = args.width or po.calibrate(args.target_ms)
     home = tempfile.mkdtemp(prefix="trialkit-bench-")
     po.__file__ = __file__  # rounds re-run this script as the child
-    rounds: dict[str, list[po.Sums]] = {name: [] for name in po.CONTENDERS}
-    times: dict[str, list[float]] = {name: [] for name in po.CONTENDERS}
-    weights: dict[str, set[str]] = {name: set() for name in po.CONTENDERS}
-    order = list(po.CONTENDERS)
-    for r in range(args.rounds):
-        for name in order if r % 2 == 0 else order[::-1]:
-            got = po.run_round(name, width, args.batches, home)
-            if got.get("missing"):
-                raise SystemExit("lightning is not installed: pip install 'trialkit[lightning]'")
-            rounds[name].append(po.block_sums([(c, h) for c, h in got["pairs"]]))
-            times[name] += [c for c, _ in got["pairs"]]
-            weights[name].add("bitwise equal" if got["bitwise"] else "differ")
+    results = lockstep_rounds(
+        po.CONTENDERS, args.rounds, lambda name: po.run_round(name, width, args.batches, home)
+    )
+    if not all(results.values()):
+        raise SystemExit("lightning is not installed: pip install 'trialkit[lightning]'")
     print(
         f"MLP {po.IN}-{width}-{width}-{po.OUT}, batch {po.BATCH}, 1 torch thread; {args.rounds} "
         f"rounds x {args.batches} timed batches, in lockstep with a hand-written step"
     )
-    head = f"{'loop':24} {'ms/batch':>9} {'vs hand-written':>16} {'95 % interval':>17}  weights"
-    print(head)
-    print("-" * len(head))
-    boots = {name: po.resampled_ratios(got) for name, got in rounds.items()}
-    for name, got in rounds.items():
-        low, high = po.interval(boots[name])
-        point = po.ratio([b for r in got for b in r])
-        ms = statistics.median(times[name]) * 1e3
-        span = f"[{low:.4f}, {high:.4f}]"
-        print(f"{name:24} {ms:9.3f} {point:16.4f} {span:>17}  {', '.join(sorted(weights[name]))}")
-    ours, plain = "Lightning + trialkit", "Lightning Trainer"
-    net = po.ratio([b for r in rounds[ours] for b in r]) / po.ratio(
-        [b for r in rounds[plain] for b in r]
-    )
-    low, high = po.interval([a / b for a, b in zip(boots[ours], boots[plain], strict=True)])
+    figures = print_ratio_table(results, "batch", partner_column=None)
+    net, low, high = figures["Lightning + trialkit"].net_of(figures["Lightning Trainer"])
     verdict = "met" if net <= po.GOAL_RATIO else "NOT met"
     print(
         f"TrialkitCallback per-batch time vs the plain Lightning Trainer: {net:.4f}x (95 % "

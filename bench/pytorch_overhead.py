@@ -37,23 +37,25 @@ import argparse
 import json
 import logging
 import os
-import random
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 from torch.utils.data import BatchSampler, DataLoader, Sampler, SequentialSampler, TensorDataset
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import lockstep_rounds, print_ratio_table  # noqa: E402
+
 BATCH = 64
 IN, OUT = 256, 10
 WARMUP = 20
-BLOCK = 25
 GOAL_RATIO = 1.02
 
 
@@ -226,40 +228,6 @@ def run_lightning(width: int, data: TensorDataset, steps: int, tick: Lockstep) -
     return module.model
 
 
-# Statistics ------------------------------------------------------------------------------------
-
-
-Sums = list[tuple[float, float]]  # (contender s, hand-written s) per block of BLOCK batches
-
-
-def block_sums(pairs: list[tuple[float, float]]) -> Sums:
-    """Blocks of BLOCK consecutive batches keep the report batch and its neighbours together."""
-    blocks = [pairs[i : i + BLOCK] for i in range(0, len(pairs), BLOCK)]
-    return [(sum(c for c, _ in b), sum(h for _, h in b)) for b in blocks]
-
-
-def ratio(sums: Sums) -> float:
-    return sum(c for c, _ in sums) / sum(h for _, h in sums)
-
-
-def resampled_ratios(rounds: list[Sums], n: int = 2000) -> list[float]:
-    """Bootstrap of the ratio that resamples rounds (processes), then blocks within each, so
-    the interval covers the spread between processes as well as within one."""
-    rng = random.Random(0)
-    out = []
-    for _ in range(n):
-        chosen: Sums = []
-        for blocks in rng.choices(rounds, k=len(rounds)):
-            chosen += rng.choices(blocks, k=len(blocks))
-        out.append(ratio(chosen))
-    return out
-
-
-def interval(samples: list[float]) -> tuple[float, float]:
-    ordered = sorted(samples)
-    return ordered[int(0.025 * len(ordered))], ordered[int(0.975 * len(ordered)) - 1]
-
-
 def same_weights(a: nn.Module, b: nn.Module) -> tuple[bool, bool]:
     pa, pb = [p.detach() for p in a.parameters()], [p.detach() for p in b.parameters()]
     bitwise = all(torch.equal(x, y) for x, y in zip(pa, pb, strict=True))
@@ -334,46 +302,16 @@ def main() -> None:
     torch.set_num_threads(1)
     width = args.width or calibrate(args.target_ms)
     home = tempfile.mkdtemp(prefix="trialkit-bench-")
-    rounds: dict[str, list[Sums]] = {name: [] for name in CONTENDERS}
-    medians: dict[str, list[tuple[float, float]]] = {name: [] for name in CONTENDERS}
-    weights: dict[str, str] = {}
-    order = list(CONTENDERS)
-    for r in range(args.rounds):
-        for name in order if r % 2 == 0 else order[::-1]:
-            got = run_round(name, width, args.batches, home)
-            if got.get("missing"):
-                continue
-            pairs = [(c, h) for c, h in got["pairs"]]
-            rounds[name].append(block_sums(pairs))
-            medians[name] += pairs
-            same = "bitwise equal" if got["bitwise"] else ("allclose" if got["close"] else "DIFFER")
-            weights[name] = same if weights.get(name, same) == same else "DIFFER between rounds"
-
+    results = lockstep_rounds(
+        CONTENDERS, args.rounds, lambda name: run_round(name, width, args.batches, home)
+    )
     print(
         f"MLP {IN}-{width}-{width}-{OUT}, batch {BATCH}, 1 torch thread; {args.rounds} rounds x "
         f"{args.batches} timed batches (after {WARMUP} warm-up), each contender in its own process, "
         "in lockstep with a hand-written step"
     )
-    head = f"{'loop':24} {'ms/batch':>9} {'hand-written':>13} {'ratio':>8} {'95 % interval':>17}  weights"
-    print(head)
-    print("-" * len(head))
-    boots: dict[str, list[float]] = {}
-    for name, got in rounds.items():
-        if not got:
-            print(f"{name:24} (not installed: pip install lightning)")
-            continue
-        boots[name] = resampled_ratios(got)
-        low, high = interval(boots[name])
-        ms = statistics.median(c for c, _ in medians[name]) * 1e3
-        hw_ms = statistics.median(h for _, h in medians[name]) * 1e3
-        span = f"[{low:.4f}, {high:.4f}]"
-        point = ratio([b for r in got for b in r])
-        print(f"{name:24} {ms:9.3f} {hw_ms:13.3f} {point:8.4f} {span:>17}  {weights[name]}")
-    ours, control = "trialkit PyTorchTrial", "hand-written (control)"
-    net = ratio([b for r in rounds[ours] for b in r]) / ratio(
-        [b for r in rounds[control] for b in r]
-    )
-    low, high = interval([a / b for a, b in zip(boots[ours], boots[control], strict=True)])
+    figures = print_ratio_table(results, "batch", missing="(not installed: pip install lightning)")
+    net, low, high = figures["trialkit PyTorchTrial"].net_of(figures["hand-written (control)"])
     verdict = "met" if net <= GOAL_RATIO else "NOT met"
     print(
         f"PyTorchTrial per-batch overhead, net of the method's own (the control's): "

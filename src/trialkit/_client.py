@@ -473,3 +473,15 @@ class MasterClient:
             params={"limit": limit},
             experiment_id=experiment_id,
         )
+
+    # Web UI ------------------------------------------------------------------------------------
+
+    def ui_login_code(self) -> rest.LoginCode:
+        """A single-use login code for a browser (needs the admin token)."""
+        return self._call(rest.LoginCode, "POST", routes.UI_LOGIN_CODE)
+
+    def ui_login_url(self, page: str = "") -> str:
+        """A one-time login link to the web UI (``page``: a fragment such as ``experiments/3``)."""
+        code = self.ui_login_code()
+        url = f"{self.url}{code.login_path}?code={code.code}"
+        return f"{url}#/{page}" if page else url

@@ -20,6 +20,9 @@ pytestmark = pytest.mark.integration
 
 #: What answers without a token (docs/security.md): a liveness probe and nothing else.
 OPEN_ROUTES = {("GET", "/health")}
+#: The web UI's login takes a one-time code instead of a token: 401 without a valid code,
+#: whatever token comes with it (tests/e2e/test_webui_auth.py tests the code itself).
+CODE_ROUTES = {("GET", "/ui/login")}
 
 
 def app_routes(tmp_path: Path) -> list[tuple[str, str]]:
@@ -95,6 +98,10 @@ def test_every_route_needs_the_token_and_a_trial_token_stays_in_its_trial(
         other = _fill(template, 2, exp_id + 1, ckpt2)
         if (method, template) in OPEN_ROUTES:
             assert _status(master, method, own, None) == 200
+            continue
+        if (method, template) in CODE_ROUTES:
+            for token in (None, token1, master.client.token):
+                assert _status(master, method, own + "?code=not-a-code", token) == 401
             continue
         for token in (None, "wrong", token1[:-4] + "0000", master.client.token + "x"):
             status = _status(master, method, own, token)

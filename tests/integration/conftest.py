@@ -137,3 +137,15 @@ def write_script(model_dir: Path, name: str, body: str) -> Path:
     path = model_dir / name
     path.write_text(body)
     return path
+
+
+def keep_all_checkpoints(host_path: Path) -> dict[str, Any]:
+    """A checkpoint_storage block whose GC policy keeps every checkpoint: GC runs when an
+    experiment ends, so a test that looks at every checkpoint afterwards needs it."""
+    return {
+        "type": "shared_fs",
+        "host_path": str(host_path),
+        "save_experiment_best": 0,
+        "save_trial_best": 1000,
+        "save_trial_latest": 1000,
+    }

@@ -18,7 +18,7 @@ import pytest
 from trialkit.errors import APIError
 from trialkit.store import Store
 
-from .conftest import EXAMPLES, TRIALKIT, Master, write_script
+from .conftest import EXAMPLES, TRIALKIT, Master, keep_all_checkpoints, write_script
 
 pytestmark = pytest.mark.integration
 
@@ -184,7 +184,8 @@ def test_follow_tells_every_validation_and_checkpoint_reported_between_two_polls
     order (a describe response carries only the latest of each)."""
     model_dir = tmp_path / "model"
     write_script(model_dir, "work.py", BURST)
-    proc = _follow(master, _config("burst", {}), model_dir)
+    config = _config("burst", {}) | {"checkpoint_storage": keep_all_checkpoints(tmp_path / "c")}
+    proc = _follow(master, config, model_dir)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, (out, err)
     lines = out.splitlines()
@@ -240,9 +241,9 @@ def test_killed_search_says_what_never_ran_and_refuses_a_second_kill(
 def test_80_columns_keep_every_hparam_and_whole_uuids_and_prefixes_work(
     master: Master, tmp_path: Path
 ) -> None:
-    exp = master.create(
-        _config("wide-hparams", {**HPARAMS, "checkpoints": 20}), _model_dir(tmp_path)
-    )
+    config = _config("wide-hparams", {**HPARAMS, "checkpoints": 20})
+    config["checkpoint_storage"] = keep_all_checkpoints(tmp_path / "ckpts")  # lists all 20
+    exp = master.create(config, _model_dir(tmp_path))
     master.wait_state(exp, {"COMPLETED"})
     uuids = [c["uuid"] for c in master.describe(exp)["checkpoints"]]
     assert len(uuids) == 20

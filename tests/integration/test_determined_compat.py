@@ -17,7 +17,7 @@ import pytest
 
 from trialkit._alias import BOOT_DIR
 
-from .conftest import Master
+from .conftest import Master, keep_all_checkpoints
 
 torch = pytest.importorskip("torch")
 
@@ -59,6 +59,19 @@ def _validations(master: Master, trial_id: int) -> list[tuple[int, float]]:
         "GET", f"/api/v1/trials/{trial_id}/metrics", params={"group": "validation"}
     )
     return [(m["steps_completed"], m["values"]["validation_loss"]) for m in resp["metrics"]]
+
+
+def _expected_checkpoint_steps(validations: list[tuple[int, float]]) -> list[int]:
+    """determined_037/const.yaml's checkpoints: every 16 batches (min_checkpoint_period), at the
+    end (32), and after each validation that beats every earlier one (checkpoint_policy: best).
+    The run is unseeded, so which validations are new bests differs from run to run."""
+    steps = {16, 32}
+    best = None
+    for step, loss in validations:
+        if best is None or loss < best:
+            steps.add(step)
+            best = loss
+    return sorted(steps)
 
 
 def _logs(master: Master, trial_id: int) -> str:
@@ -199,6 +212,9 @@ def test_determined_sdk_client_creates_waits_and_downloads(master: Master, tmp_p
     """An inference-style script with `from determined.experimental import client`, run with
     the opt-in alias (here via the boot dir, as `trialkit alias install` would)."""
     project = _project(tmp_path, "determined_037")
+    with (project / "const.yaml").open("a") as f:  # it lists every checkpoint after the end
+        storage = keep_all_checkpoints(tmp_path / "ckpts")
+        f.write("checkpoint_storage:\n" + "".join(f"  {k}: {v}\n" for k, v in storage.items()))
     proc = subprocess.run(
         [sys.executable, "-c", _SDK_SCRIPT, str(tmp_path / "best")],
         cwd=project,
@@ -210,14 +226,15 @@ def test_determined_sdk_client_creates_waits_and_downloads(master: Master, tmp_p
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     trial_id = int(lines[2].split()[1])
-    # top_checkpoint is the checkpoint at the lowest validation_loss (unseeded: any of the four).
-    best_steps = min(_validations(master, trial_id), key=lambda sv: sv[1])[0]
+    validations = _validations(master, trial_id)
+    # top_checkpoint is the checkpoint at the lowest validation_loss (unseeded: any of them).
+    best_steps = min(validations, key=lambda sv: sv[1])[0]
     assert lines == [
         "state COMPLETED",
         f"steps {best_steps}",
         f"trial {trial_id}",
         "loaded RegressionTrial",
-        "trial checkpoints [8, 16, 24, 32]",
+        f"trial checkpoints {_expected_checkpoint_steps(validations)}",
     ]
     assert (tmp_path / "best" / "state_dict.pth").is_file()
 

@@ -17,7 +17,7 @@ from typing import Any
 import psutil
 import pytest
 
-from .conftest import Master, write_script
+from .conftest import Master, keep_all_checkpoints, write_script
 
 pytestmark = pytest.mark.integration
 
@@ -383,9 +383,11 @@ def test_relative_host_path_is_under_the_master_home_and_survives_a_restart(
 def test_partial_checkpoint_of_a_run_killed_mid_save_is_removed_at_relaunch(
     master: Master, model_dir: Path
 ) -> None:
-    exp = master.create(config("mid-save", TOTAL=12, HANG_IN_CHECKPOINT_AT=5), model_dir)
-    master.wait_for(lambda: "writing checkpoint" in logs(master, 1), what="a checkpoint save")
     base = master.home / "checkpoints"
+    cfg = config("mid-save", TOTAL=12, HANG_IN_CHECKPOINT_AT=5)
+    cfg["checkpoint_storage"] = keep_all_checkpoints(base)  # every registered one stays
+    exp = master.create(cfg, model_dir)
+    master.wait_for(lambda: "writing checkpoint" in logs(master, 1), what="a checkpoint save")
     assert [p for p in base.iterdir() if p.name.endswith(".partial")]
     supervisor = psutil.Process(master.describe(exp)["trials"][0]["pid"])
     trial_procs = [

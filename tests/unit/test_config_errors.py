@@ -88,6 +88,10 @@ def test_unknown_key_without_a_close_match_lists_the_valid_ones() -> None:
         ),
         ({"searcher": "single"}, "searcher: expected a mapping, got 'single'"),
         (single(name=""), "name: must not be empty; give a short name, e.g. mnist-const"),
+        (
+            single(name="n" * 300),
+            "name: is 300 characters long; keep it to 256 (put longer text in description)",
+        ),
         (single(entrypoint=[]), "entrypoint: expected a command string"),
         (single(scheduling_unit=0), "scheduling_unit: expected an integer >= 1, got 0"),
         (
@@ -159,7 +163,6 @@ def test_config_error_is_a_value_error_with_one_line_per_problem() -> None:
             single(bind_mounts=[{"host_path": "/data", "container_path": "/data"}]),
             "bind_mounts: ignored",
         ),
-        (single(resources={"resource_pool": "gpu-pool"}), "resources.resource_pool: ignored"),
         (single(resources={"priority": 10, "shm_size": "4G"}), "resources.priority: ignored"),
         (single(workspace="ws", project="p"), "workspace: ignored"),
         (single(slurm={"gpu_type": "a100"}), "slurm: ignored"),

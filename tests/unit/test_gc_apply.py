@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import event
+from tests.inprocess_master import MODEL_DEF, SINGLE, inprocess_master
 
 from trialkit.master._gc import (
     DeleteRefused,
@@ -17,6 +19,7 @@ from trialkit.master._gc import (
     delete_checkpoints_by_uuid,
     delete_experiment,
 )
+from trialkit.master._warm_start import resolve_warm_start
 from trialkit.storage import CheckpointStorageError, SharedFSStorageManager, StorageConfigError
 from trialkit.store import Experiment, ExperimentState, NewMetric, Store, Trial, TrialState
 
@@ -185,3 +188,160 @@ def test_files_that_cannot_be_deleted_keep_their_record(store: Store, tmp_path: 
     with pytest.raises(CheckpointStorageError, match="u1: its files could not all be deleted"):
         delete_checkpoints(store, _StuckStorage(root), [store.get_checkpoint("u1")])
     assert store.get_checkpoint("u1").state == "COMPLETED"
+
+
+def test_a_source_trial_id_warm_start_protects_its_checkpoint_across_experiments(
+    store: Store, tmp_path: Path
+) -> None:
+    root = tmp_path / "ckpts"
+    exp = _two_trials(store, root, save_trial_best=0, save_trial_latest=0)
+    a = store.list_trials(exp.id)[0]
+    config: dict[str, Any] = {
+        "searcher": {"name": "single", "source_trial_id": a.id},
+        "checkpoint_storage": {"type": "shared_fs", "host_path": str(root)},
+    }
+    resolve_warm_start(config, store)  # as experiment create does: the trial's latest, a3
+    warm = store.create_experiment(name="warm", config=config)
+    deleted = collect_garbage(store, exp).deleted
+    assert "a3" not in deleted and sorted(deleted) == ["a1", "a2", "b1", "b2", "b3"]
+    assert (root / "a3" / "weights.bin").is_file()
+    with pytest.raises(DeleteRefused, match=f"a3 is the warm-start source of experiment {warm.id}"):
+        delete_checkpoints_by_uuid(store, ["a3"])
+
+
+def _completed_warm_start(
+    store: Store, root: Path, source: str | None = None, path: Path | None = None
+) -> Experiment:
+    """A finished experiment in ``root`` that warm-started from ``source`` or ``path``."""
+    config: dict[str, Any] = {
+        "searcher": {"name": "single"},
+        "checkpoint_storage": {"type": "shared_fs", "host_path": str(root)},
+    }
+    if source:
+        config["searcher"]["source_checkpoint_uuid"] = source
+    resolve_warm_start(config, store, str(path) if path else None)
+    exp = store.create_experiment(name="warm", config=config)
+    return store.update_experiment(exp.id, state=ExperimentState.COMPLETED)
+
+
+def test_experiment_delete_removes_its_warm_start_path_copy(store: Store, tmp_path: Path) -> None:
+    root, src = tmp_path / "ckpts", tmp_path / "det-ckpt"
+    src.mkdir()
+    (src / "weights.bin").write_bytes(b"w" * 10)
+    exp = _completed_warm_start(store, root, path=src)
+    copy = exp.config["searcher"]["source_checkpoint_uuid"]
+    assert (root / copy / "weights.bin").is_file()
+    delete_experiment(store, exp, tmp_path / "trials")
+    assert list(root.iterdir()) == []
+    assert (src / "weights.bin").is_file()  # the directory given is the user's: it stays
+
+
+def test_a_copy_from_other_storage_goes_with_the_last_experiment_reading_it(
+    store: Store, tmp_path: Path
+) -> None:
+    root, other = tmp_path / "ckpts", tmp_path / "other"
+    _two_trials(store, root)
+    b, c = (_completed_warm_start(store, other, source="a3") for _ in range(2))
+    in_place = _completed_warm_start(store, root, source="a3")  # reads a3 itself
+    assert (other / "a3" / "weights.bin").is_file()
+    delete_experiment(store, b, tmp_path / "trials")
+    assert (other / "a3" / "weights.bin").is_file()  # c still starts from it
+    delete_experiment(store, c, tmp_path / "trials")
+    assert not (other / "a3").exists()
+    delete_experiment(store, in_place, tmp_path / "trials")
+    assert (root / "a3" / "weights.bin").is_file()  # the source is never a copy
+
+
+def test_a_failed_create_leaves_no_warm_start_copy(
+    postgres: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store fails to write the experiment after the warm-start copy was made (here a
+    refused connection, injected): the copy goes too, the source stays."""
+    src, root = tmp_path / "det-ckpt", tmp_path / "ckpts"
+    src.mkdir()
+    (src / "weights.bin").write_bytes(b"w" * 10)
+    config = {**SINGLE, "checkpoint_storage": {"type": "shared_fs", "host_path": str(root)}}
+    body = {"config": config, "model_def": MODEL_DEF, "warm_start_path": str(src)}
+    with inprocess_master(tmp_path / "home", postgres.new_database()) as m:
+        copies_at_failure: list[list[str]] = []
+
+        def refuse(**_: Any) -> None:
+            copies_at_failure.append([p.name for p in root.iterdir()] if root.exists() else [])
+            raise ConnectionRefusedError("the database went away")
+
+        monkeypatch.setattr(m.store, "create_experiment", refuse)
+        assert m.call("POST", "/api/v1/experiments", body).status_code == 500
+        monkeypatch.undo()
+        assert m.store.list_experiments() == []
+    [copies] = copies_at_failure
+    assert len(copies) == 1  # the copy was made before the experiment row
+    assert not root.exists() or list(root.iterdir()) == []
+    assert (src / "weights.bin").is_file()
+
+
+class _WatchedStorage(SharedFSStorageManager):
+    """Shared-fs storage that notes, when the first file is deleted, how many of ``uuids``
+    are DELETED in the store and how many transactions the store committed by then."""
+
+    def __init__(self, root: Path, store: Store, uuids: list[str], commits: list[int]) -> None:
+        super().__init__(root)
+        self.store, self.uuids, self.commits = store, uuids, commits
+        self.at_first_delete: tuple[int, int] | None = None
+
+    def delete(self, storage_id: str) -> None:
+        if self.at_first_delete is None:
+            commits = len(self.commits)
+            states = [c.state for c in self.store.list_checkpoints() if c.uuid in self.uuids]
+            self.at_first_delete = (states.count("DELETED"), commits)
+        super().delete(storage_id)
+
+
+def test_a_run_marks_all_its_rows_in_one_transaction_before_any_file_goes(
+    store: Store, tmp_path: Path
+) -> None:
+    root = tmp_path / "ckpts"
+    exp = _experiment(store, root, save_trial_best=0, save_trial_latest=0)
+    trial = _trial(store, exp)
+    uuids = [f"c{i}" for i in range(1100)]  # more than two IN (...) chunks
+    for i, u in enumerate(uuids):
+        _save(store, root, trial, u, i + 1, 1)
+    doomed = store.list_checkpoints(experiment_id=exp.id)
+    commits: list[int] = []
+    event.listen(store._engine, "commit", lambda _conn: commits.append(1))
+    storage = _WatchedStorage(root, store, uuids, commits)
+    result = delete_checkpoints(store, storage, doomed)
+    assert storage.at_first_delete == (1100, 1)
+    assert len(result.deleted) == 1100 and list(root.iterdir()) == []
+
+
+class _StuckAt(SharedFSStorageManager):
+    """Deletes remove nothing for one checkpoint (see _StuckStorage)."""
+
+    def delete(self, storage_id: str) -> None:
+        if storage_id != "u2":
+            super().delete(storage_id)
+
+
+def test_a_run_stopped_by_stuck_files_restores_the_rows_it_did_not_finish(
+    store: Store, tmp_path: Path
+) -> None:
+    root = tmp_path / "ckpts"
+    exp = _experiment(store, root)
+    trial = _trial(store, exp)
+    for i, u in enumerate(("u1", "u2", "u3")):
+        _save(store, root, trial, u, i + 1, 10)
+    with pytest.raises(CheckpointStorageError, match=r"u2: .* \(1 others were deleted before it\)"):
+        delete_checkpoints(store, _StuckAt(root), store.list_checkpoints(experiment_id=exp.id))
+    assert [store.get_checkpoint(u).state for u in ("u1", "u2", "u3")] == [
+        "DELETED", "COMPLETED", "COMPLETED"
+    ]  # fmt: skip
+    assert sorted(p.name for p in root.iterdir()) == ["u2", "u3"]
+
+
+def test_gc_removes_the_files_a_run_killed_midway_left(store: Store, tmp_path: Path) -> None:
+    root = tmp_path / "ckpts"
+    exp = _two_trials(store, root)
+    # What a master killed between marking a run's rows and deleting their files leaves.
+    store.set_checkpoints_state(["a1", "b2"], "DELETED")
+    assert collect_garbage(store, exp).deleted == []  # already counted by that run
+    assert sorted(p.name for p in root.iterdir()) == ["a2", "a3", "b1", "b3"]

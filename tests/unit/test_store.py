@@ -163,6 +163,7 @@ def test_store_made_by_an_older_version_gains_new_nullable_columns(tmp_path: Pat
     old.close()
     with sqlite3.connect(tmp_path / "trialkit.db") as db:  # as a store from before `error`
         db.execute("ALTER TABLE trials DROP COLUMN error")
+        db.execute("DROP TABLE alembic_version")  # and from before migrations
     store = Store.at(tmp_path)
     assert store.get_trial(trial.id).error is None
     assert store.update_trial(trial.id, error="ValueError: boom").error == "ValueError: boom"

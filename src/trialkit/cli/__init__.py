@@ -12,6 +12,7 @@ from ._common import CLIError, exit_with_error
 from ._experiment import experiment
 from ._master import master
 from ._trial import trial
+from ._ui import tensorboard, ui
 
 
 class _AliasedGroup(click.Group):
@@ -32,6 +33,8 @@ cli.add_command(trial)
 cli.add_command(checkpoint)
 cli.add_command(master)
 cli.add_command(alias)
+cli.add_command(ui)
+cli.add_command(tensorboard)
 
 
 def _known_errors() -> tuple[type[BaseException], ...]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+from pathlib import Path
 from typing import Any
 
 import click
@@ -58,7 +60,16 @@ def master() -> None:
     "0 = never. Default: $TRIALKIT_MASTER_IDLE_TIMEOUT, else never (a master the CLI starts "
     "on demand stops after 30m).",
 )
-def up(slots: int | None, foreground: bool, idle_timeout: str | None) -> None:
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Master config file with resource pools (default: $TRIALKIT_HOME/master.yaml).",
+)
+def up(
+    slots: int | None, foreground: bool, idle_timeout: str | None, config_file: Path | None
+) -> None:
     """Start a master for $TRIALKIT_HOME (does nothing if one is running)."""
     from .._discovery import (
         SlotsError,
@@ -75,6 +86,7 @@ def up(slots: int | None, foreground: bool, idle_timeout: str | None) -> None:
     except SlotsError as e:
         raise click.BadParameter(str(e).removeprefix("--slots: "), param_hint="'--slots'") from e
     home = trialkit_home()
+    _use_master_config(home, config_file)
     try:
         idle = (
             default_idle_timeout(on_demand=False)
@@ -101,6 +113,24 @@ def up(slots: int | None, foreground: bool, idle_timeout: str | None) -> None:
         click.echo(f"master already running {where}")
 
 
+def _use_master_config(home: Path, config_file: Path | None) -> None:
+    """Check the master config file now (one line per problem) and hand it to the master."""
+    from ..master._master_config import (
+        MASTER_CONFIG_ENV,
+        MasterConfigError,
+        load_master_config,
+        master_config_path,
+    )
+
+    path = master_config_path(home, config_file)
+    try:
+        load_master_config(path)
+    except MasterConfigError as e:
+        raise CLIError(str(e)) from None
+    if config_file is not None:
+        os.environ[MASTER_CONFIG_ENV] = str(config_file.absolute())
+
+
 @master.command("down")
 def down() -> None:
     """Stop the running master; trials keep running and the next master adopts them."""
@@ -121,7 +151,8 @@ def status(as_json: bool) -> None:
     info = dataclasses.asdict(client.master_info()) | {"url": client.url} if client else None
     if as_json:
         print_json({"running": info is not None, **(info or {"home": str(home)})})
-    elif info:
+    elif info and client:
         click.echo("\n".join(_status_lines(info["url"], info)))
+        click.echo(f"  web UI   {client.ui_login_url()}  (one use, 2 minutes)")
     else:
         click.echo(f"no master running for {home}")

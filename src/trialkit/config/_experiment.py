@@ -46,9 +46,18 @@ def _entrypoint(value: object) -> str | list[str]:
     )
 
 
+#: The store keeps names in a 256-character column (PostgreSQL enforces it, SQLite does not).
+MAX_NAME_LENGTH = 256
+
+
 def _non_empty(value: str) -> str:
     if not value.strip():
         raise custom_error("must not be empty; give a short name, e.g. mnist-const")
+    if len(value) > MAX_NAME_LENGTH:
+        raise custom_error(
+            f"is {len(value)} characters long; keep it to {MAX_NAME_LENGTH} "
+            "(put longer text in description)"
+        )
     return value
 
 

@@ -24,7 +24,6 @@ IGNORED: tuple[tuple[str, str, str], ...] = (
     ("environment", "ports", "no proxy; trials run as local processes"),
     ("environment", "proxy_ports", "no proxy; trials run as local processes"),
     ("", "bind_mounts", _CONTAINERS),
-    ("resources", "resource_pool", "trialkit has one local resource pool"),
     ("resources", "shm_size", _CONTAINERS),
     ("resources", "devices", _CONTAINERS),
     ("resources", "agent_label", "no agents; trials run on this machine"),
@@ -59,8 +58,8 @@ IGNORED: tuple[tuple[str, str, str], ...] = (
         "training metrics are always averaged across workers, as Determined's PyTorchTrial does",
     ),
 )
-#: Values that are as good as the default (Determined's name for the default pool).
-_HARMLESS = {("resources", "resource_pool"): ("", "default")}
+#: Values that are as good as the default.
+_HARMLESS: dict[tuple[str, str], tuple[object, ...]] = {}
 
 
 def ignored_warnings(cfg: BaseModel) -> list[str]:

@@ -34,7 +34,8 @@ def _shm_size(value: object) -> int | str:
 
 
 class Resources(ConfigModel):
-    """``resources``: only ``slots_per_trial`` drives local scheduling."""
+    """``resources``: ``slots_per_trial`` and ``resource_pool`` (a pool of the master config,
+    master.yaml; empty or ``default``: the master's default pool) drive scheduling."""
 
     slots_per_trial: int = Field(default=1, ge=0)
     max_slots: int | None = Field(default=None, ge=0)

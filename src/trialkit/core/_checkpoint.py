@@ -352,6 +352,7 @@ class CheckpointContext:
             return json.loads((path / "metadata.json").read_text())  # type: ignore[no-any-return]
 
     def delete(self, storage_id: str) -> None:
-        """Delete the checkpoint's files and mark it deleted."""
-        self._storage.delete(storage_id)
+        """Mark the checkpoint deleted, then delete its files (the master may refuse: a
+        warm start uses it; then the files stay)."""
         self._backend.delete_checkpoint(storage_id)
+        self._storage.delete(storage_id)

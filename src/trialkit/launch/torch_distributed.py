@@ -35,6 +35,8 @@ from ._common import (
 )
 
 PROG = "python3 -m trialkit.launch.torch_distributed"
+#: The default of --rdzv-endpoint (set by the master for a trial spanning Ray nodes).
+RDZV_ENV = "TRIALKIT_RDZV_ENDPOINT"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -127,6 +129,8 @@ def main(argv: list[str]) -> int:
         )
     master_addr, master_port = chief_ip(info), None
     chief_port = args.chief_port
+    # A master starting one launcher per node (a Ray pool) gives the endpoint in the env.
+    args.rdzv_endpoint = args.rdzv_endpoint or os.environ.get(RDZV_ENV) or None
     if args.rdzv_endpoint:
         master_addr, master_port = _endpoint(args.rdzv_endpoint)
         chief_port = chief_port or master_port + 1

@@ -17,6 +17,7 @@ from .._discovery import (
 )
 from .._home import trialkit_home
 from ._daemon import serve
+from ._master_config import MasterConfigError
 
 
 def _bad_option(parser: argparse.ArgumentParser, message: str) -> NoReturn:
@@ -43,6 +44,12 @@ def main() -> None:
         help=f"stop after this long with no running trial and no API call, e.g. 30m; 0 = never "
         f"(default ${IDLE_TIMEOUT_ENV}, else never)",
     )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="master config file with resource pools (default $TRIALKIT_HOME/master.yaml)",
+    )
     args = parser.parse_args()
     try:
         check_slots(args.slots)
@@ -54,12 +61,22 @@ def main() -> None:
     except ValueError as e:  # SlotsError is one
         _bad_option(parser, str(e))
     logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
+    try:
+        _serve(args, idle)
+    except MasterConfigError as e:
+        for line in str(e).splitlines():  # "Error" lines are what `master up` shows
+            print(f"Error: {line}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def _serve(args: argparse.Namespace, idle: float) -> None:
     serve(
         args.home or trialkit_home(),
         host=args.host,
         slots=args.slots,
         db_url=args.db,
         idle_timeout=idle,
+        config_file=args.config,
     )
 
 

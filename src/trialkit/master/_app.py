@@ -83,6 +83,8 @@ from ._schemas import (
     encoded_text,
     field_errors,
 )
+from ._ui_routes import add_ui_routes
+from ._ui_session import UiSessions
 from ._views import (
     checkpoint_out,
     describe_experiment,
@@ -91,6 +93,7 @@ from ._views import (
     metrics_out,
     trial_outs,
 )
+from ._warm_start import discard_warm_start_copy
 
 logger = logging.getLogger(__name__)
 
@@ -130,12 +133,14 @@ def create_app(
     # No /docs or /redoc: a browser page cannot send the token. The spec is at /openapi.json
     # (token needed) and app.openapi() in-process.
     app = FastAPI(title="trialkit master", version=__version__, docs_url=None, redoc_url=None)
+    ui_sessions = UiSessions(token)
     app.add_middleware(
         TokenAuth,
         router=app.router,
         admin_token=token,
         trial_key=trial_key,
         checkpoint_trial=lambda uuid: _checkpoint_trial(store, uuid),
+        ui_sessions=ui_sessions,
     )
     app.add_middleware(UnexpectedErrors)  # added last: the outermost, around TokenAuth too
     started = time.time()
@@ -204,17 +209,23 @@ def create_app(
                 model_def=model_def,
                 store=store,
                 warm_start_path=body.warm_start_path,
+                master_config=engine.settings.master_config,
             )
         except (ConfigError, CreateError) as e:
             raise HTTPException(400, {"errors": getattr(e, "errors", [str(e)])}) from e
-        exp = store.create_experiment(
-            name=cfg.name,
-            config=cfg.as_dict(),
-            description=cfg.description,
-            labels=list(cfg.labels),
-            model_def=model_def,
-            state=ExperimentState.ACTIVE if body.activate else ExperimentState.PAUSED,
-        )
+        config = cfg.as_dict()
+        try:
+            exp = store.create_experiment(
+                name=cfg.name,
+                config=config,
+                description=cfg.description,
+                labels=list(cfg.labels),
+                model_def=model_def,
+                state=ExperimentState.ACTIVE if body.activate else ExperimentState.PAUSED,
+            )
+        except BaseException:
+            discard_warm_start_copy(store, config)  # no experiment owns it
+            raise
         try:
             engine.start_experiment(exp)  # an experiment that cannot start ends ERROR there
         except ValueError as e:  # its search rejected the config (an unknown optuna sampler)
@@ -541,13 +552,10 @@ def create_app(
     def get_checkpoint(uuid: CheckpointUuid) -> CheckpointOut:
         return checkpoint_out(store.get_checkpoint(uuid))
 
-    @app.delete(routes.CHECKPOINT, dependencies=[Auth])
-    def delete_checkpoint(uuid: CheckpointUuid) -> Ok:
-        store.get_checkpoint(uuid)
-        store.set_checkpoint_state(uuid, "DELETED")
-        return Ok()
-
     add_gc_routes(app, store, Auth, engine.settings.home / "trials")
+    add_ui_routes(
+        app, store, ui_sessions, Auth, stopping, engine.settings.home
+    )  # last: it mounts the pages at /ui
     return app
 
 

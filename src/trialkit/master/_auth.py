@@ -21,15 +21,17 @@ from pathlib import Path
 from typing import Any
 
 from starlette.datastructures import Headers
-from starlette.responses import JSONResponse
+from starlette.requests import cookie_parser
+from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Match, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._home import PRIVATE_FILE, make_private
 from ..rest import routes
+from ._ui_session import COOKIE, UiSessions
 
-#: The only routes that answer without a token.
-OPEN_PATHS = frozenset({"/health"})
+#: The only routes that answer without a token (the UI's login trades a one-time code).
+OPEN_PATHS = frozenset({"/health", "/ui/login"})
 
 TRIAL_KEY_FILE = "trial.key"
 
@@ -96,6 +98,14 @@ def authenticate(header: str | None, admin_token: str, trial_key: str | None) ->
     return Principal(trial_id, experiment_id)
 
 
+#: The header the web UI sends with every request that changes something.
+UI_HEADER = "x-trialkit-ui"
+
+_LOGIN_NEEDED = (
+    "<!doctype html><title>trialkit: log in</title><h1>Not logged in</h1>"
+    "<p>Run <code>trialkit ui</code> for a login link (it works once, for two minutes).</p>"
+)
+
 #: Route templates a trial token may use, and which path parameter must name its own ids.
 _TRIAL_SCOPED = routes.TRIAL
 _TRIAL_EXPERIMENT_ROUTES = frozenset({routes.BEST_VALIDATION})
@@ -113,8 +123,10 @@ class TokenAuth:
         admin_token: str,
         trial_key: str | None,
         checkpoint_trial: Callable[[str], int | None],
+        ui_sessions: UiSessions | None = None,
     ) -> None:
         self.app = app
+        self.ui_sessions = ui_sessions
         self.router = router
         self.admin_token = admin_token
         self.trial_key = trial_key
@@ -126,7 +138,12 @@ class TokenAuth:
             return
         header = Headers(scope=scope).get("authorization")
         principal = authenticate(header, self.admin_token, self.trial_key)
+        if principal is None and self._browser_session(scope):
+            principal = ADMIN  # the web UI's cookie stands for the admin token
         if principal is None:
+            if not scope["path"].startswith("/api/"):
+                await HTMLResponse(_LOGIN_NEEDED, status_code=401)(scope, receive, send)
+                return
             response = JSONResponse(
                 {"detail": "missing or wrong token"},
                 status_code=401,
@@ -141,6 +158,17 @@ class TokenAuth:
                 return
         scope["state"] = {**scope.get("state", {}), "principal": principal}
         await self.app(scope, receive, send)
+
+    def _browser_session(self, scope: Scope) -> bool:
+        """Whether the request carries a valid web UI session cookie (and, unless it only
+        reads, the UI's own header: SameSite does not tell ports apart, so another page on
+        127.0.0.1 could send the cookie; a custom header needs a CORS preflight, never granted)."""
+        if self.ui_sessions is None:
+            return False
+        headers = Headers(scope=scope)
+        if scope.get("method") not in ("GET", "HEAD") and headers.get(UI_HEADER) != "1":
+            return False
+        return self.ui_sessions.valid(cookie_parser(headers.get("cookie", "")).get(COOKIE))
 
     async def _trial_refusal(self, scope: Scope, p: Principal) -> str | None:
         """Why a trial token may not make this request, or None when it may."""

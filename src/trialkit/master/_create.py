@@ -17,6 +17,8 @@ from .._modeldir import entrypoint_check
 from ..config import ExperimentConfig, entrypoint_kind, parse_config, with_defaults
 from ..storage import StorageConfigError, build
 from ..store import Store
+from ._master_config import LOCAL_POOL, MasterConfig
+from ._pools import check_resource_pool
 from ._warm_start import WarmStartError, resolve_warm_start, storage_dict
 
 
@@ -69,7 +71,8 @@ def _check_env_sizes(cfg: ExperimentConfig) -> list[str]:
     return errors
 
 
-def _check_runnable(cfg: ExperimentConfig, slots: int) -> list[str]:
+def _check_runnable(cfg: ExperimentConfig, slots: int | None) -> list[str]:
+    """Errors that stop the trials from starting at all (``slots`` None: not a local pool)."""
     errors = []
     kind = entrypoint_kind(cfg.entrypoint)
     if kind == "none":
@@ -79,7 +82,7 @@ def _check_runnable(cfg: ExperimentConfig, slots: int) -> list[str]:
     elif kind == "trial_class":
         errors.extend(_trial_class_length(cfg))
     need = cfg.resources.slots_per_trial
-    if need > slots:
+    if slots is not None and need > slots:
         errors.append(
             f"resources.slots_per_trial: {need} is more than this master's {slots} slots; "
             "lower it or start the master with more (trialkit master up --slots N)"
@@ -164,6 +167,19 @@ def _anchor_relative_storage(cfg: ExperimentConfig, home: Path) -> ExperimentCon
     return cfg.model_copy(update={"checkpoint_storage": anchored})
 
 
+def _resolve_pool(
+    cfg: ExperimentConfig, master: MasterConfig
+) -> tuple[list[str], ExperimentConfig]:
+    """``check_resource_pool``'s errors, and ``cfg`` naming the pool it resolved to."""
+    config = cfg.as_dict()
+    errors = check_resource_pool(config, master)
+    pool = config["resources"]["resource_pool"]
+    if errors or pool == cfg.resources.resource_pool:
+        return errors, cfg
+    resources = cfg.resources.model_copy(update={"resource_pool": pool})
+    return errors, cfg.model_copy(update={"resources": resources})
+
+
 def prepare_experiment(
     raw: dict[str, Any],
     slots: int,
@@ -172,6 +188,7 @@ def prepare_experiment(
     model_def: bytes | None = None,
     store: Store | None = None,
     warm_start_path: str | None = None,
+    master_config: MasterConfig | None = None,
 ) -> tuple[ExperimentConfig, list[str]]:
     """Validate, fill the seed, checkpoint storage and interpreter; return (config, warnings).
 
@@ -180,6 +197,7 @@ def prepare_experiment(
     the packed model directory the entrypoint's script or Trial class must be found in.
     With a ``store``, the warm-start source (``searcher.source_checkpoint_uuid`` /
     ``source_trial_id``, or ``warm_start_path``) is checked and made reachable for the trials.
+    ``master_config`` holds the resource pools ``resources.resource_pool`` may name.
     """
     parsed = parse_config(raw)
     from_config = parsed.environment.python is not None
@@ -190,7 +208,9 @@ def prepare_experiment(
         python=python or sys.executable,
     )
     cfg = _anchor_relative_storage(filled, home)
-    errors = _check_runnable(cfg, slots) + _check_env_sizes(cfg)
+    errors, cfg = _resolve_pool(cfg, master_config or MasterConfig())
+    local = cfg.resources.resource_pool == LOCAL_POOL
+    errors += _check_runnable(cfg, slots if local else None) + _check_env_sizes(cfg)
     where = "the model directory sent" if model_def else "the model directory (none was sent)"
     errors += entrypoint_check(cfg.entrypoint, model_def, where)
     python_errors, python_warnings = _check_interpreter(cfg, from_config)

@@ -14,6 +14,7 @@ import secrets
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -109,15 +110,19 @@ def serve(
     slots: int | None = None,
     db_url: str | None = None,
     idle_timeout: float = 0.0,
+    config_file: Path | None = None,
 ) -> None:
     """Run a master in this process until SIGTERM/SIGINT, an API shutdown, or ``idle_timeout``
     seconds with no running trial, no managed experiment with work left and no API call
-    (0: never)."""
+    (0: never). ``config_file`` is the master config (default: $TRIALKIT_HOME/master.yaml)."""
     check_slots(slots)
+    from ._master_config import load_master_config, master_config_path
+
+    master_config = load_master_config(master_config_path(home, config_file))
     # Here, not at import: `import trialkit.master` (the master's API and tests) stays fast.
     import uvicorn
 
-    from ..store import ExperimentState, Store
+    from ..store import ExperimentState, Store, StoreError
     from ._app import create_app
     from ._auth import load_trial_key
     from ._engine import Engine, EngineSettings
@@ -131,16 +136,18 @@ def serve(
     token = secrets.token_urlsafe(32)
     trial_key = load_trial_key(home)
     url = f"http://{host}:{port}"
-    store = Store(db_url) if db_url else Store.for_home(home)
+    try:
+        store = Store(db_url) if db_url else Store.for_home(home)
+    except StoreError as e:  # e.g. a store made by a newer trialkit: one line, no traceback
+        sys.exit(f"StoreError: {e}")
     _make_store_private(home)
     make_private(home / "master.log")
     gpus = detect_gpus()
     n_slots = gpus or slots or os.cpu_count() or 1
     # The engine only hands its token to build_launch, which derives each trial's own token
     # from it: give it the trial key, never the admin token.
-    engine = Engine(
-        store, EngineSettings(home=home, slots=n_slots, gpus=gpus > 0), url, trial_key, mfile
-    )
+    settings = EngineSettings(home=home, slots=n_slots, gpus=gpus > 0, master_config=master_config)
+    engine = Engine(store, settings, url, trial_key, mfile)
     server: uvicorn.Server | None = None
 
     def request_stop() -> None:

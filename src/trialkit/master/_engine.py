@@ -9,13 +9,16 @@ import logging
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..searcher import Operation
 from ..store import Experiment, ExperimentState, Store, Trial
+from ._experiment_config import config_of
 from ._lifecycle import ExperimentEvent, adopted_phase
+from ._master_config import MasterConfig
+from ._pools import Pool
 from ._runs import RunStarter, RunTarget
 from ._searcher_driver import SearcherDriver
 from ._searcher_router import SearcherRouter
@@ -48,6 +51,21 @@ class EngineSettings:
     #: How often experiments are advanced and trials scheduled without an event asking for it
     #: (API calls that change anything wake the engine at once; a trial exiting does too).
     full_tick: float = 1.0
+    #: The resource pools (master.yaml); the local pool alone by default.
+    master_config: MasterConfig = field(default_factory=MasterConfig)
+
+
+def _remote_pools(master: MasterConfig) -> dict[str, Pool]:
+    """The configured Ray pools (``ray`` is imported only when there is one)."""
+    if not master.ray_pools():
+        return {}
+    from ._ray_pool import RayPool, connect
+
+    pools: dict[str, Pool] = {}
+    for name, cfg in master.ray_pools().items():
+        connect(cfg, name)
+        pools[name] = RayPool(name, cfg)
+    return pools
 
 
 class Engine:
@@ -59,7 +77,13 @@ class Engine:
         self.store = store
         self.settings = settings
         self._lock = threading.RLock()
-        self._procs = Supervisor(store, settings.home, settings.slots)
+        self._procs = Supervisor(
+            store,
+            settings.home,
+            settings.slots,
+            _remote_pools(settings.master_config),
+            settings.gpus,
+        )
         self._searchers = SearcherRouter(store)
         self._states = Transitions(store, self._procs, self._searchers)
         target = RunTarget(settings.home, settings.gpus, master_url, token, master_file)
@@ -123,7 +147,8 @@ class Engine:
                 self._runs.register_journal(trial)
                 if trial.pid is None or trial.state.terminal:
                     continue
-                self._procs.adopt(trial)
+                pool = self.settings.master_config.resolve(config_of(exp).resources.resource_pool)
+                self._procs.adopt(trial, pool)
                 self._states.adopted(trial, adopted_phase(exp.state, trial.searcher.stop_requested))
             # after adopting: a searcher that fails to load stops the adopted processes too
             self._states.searcher_said(exp, self._searchers.load(exp))

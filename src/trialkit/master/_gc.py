@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import math
 import shutil
+import threading
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from typing import Any
 
 from ..storage import CheckpointStorageError, StorageConfigError, StorageManager, build
 from ..store import Checkpoint, Experiment, Store
+from ._warm_start import warm_start_copy
 
 DELETED = "DELETED"
 
@@ -178,22 +180,40 @@ def experiment_storage(experiment: Experiment) -> StorageManager:
 def delete_checkpoints(
     store: Store, storage: StorageManager, checkpoints: Iterable[Checkpoint]
 ) -> GCResult:
-    """Mark the checkpoints' rows DELETED and delete their files."""
-    deleted, freed = [], 0
-    for c in checkpoints:
-        # Marked first: a master that dies mid-delete leaves files nothing names, never a
-        # COMPLETED record (a trial's latest) whose files are gone.
-        store.set_checkpoint_state(c.uuid, DELETED)
-        storage.delete(c.uuid)
-        if storage.exists(c.uuid):  # e.g. no permission: it is still there, say so
-            store.set_checkpoint_state(c.uuid, c.state)
+    """Mark the checkpoints' rows DELETED (one transaction), then delete their files. Files
+    that stay stop the run: their rows and those not tried yet become what they were."""
+    doomed = list(checkpoints)
+    # Marked first: a master that dies mid-delete leaves files nothing names, never a
+    # COMPLETED record (a trial's latest) whose files are gone.
+    store.set_checkpoints_state([c.uuid for c in doomed], DELETED)
+    deleted: list[str] = []
+    freed = 0
+    for i, c in enumerate(doomed):
+        try:
+            storage.delete(c.uuid)
+            stuck = storage.exists(c.uuid)  # e.g. no permission: it is still there
+        except BaseException:
+            _restore(store, doomed[i:])
+            raise
+        if stuck:
+            _restore(store, doomed[i:])
+            done = f" ({len(deleted)} others were deleted before it)" if deleted else ""
             raise CheckpointStorageError(
                 f"checkpoint {c.uuid}: its files could not all be deleted from storage; "
-                "check the permissions of its directory and try again"
+                f"check the permissions of its directory and try again{done}"
             )
         deleted.append(c.uuid)
         freed += checkpoint_bytes(c)
     return GCResult(deleted, freed)
+
+
+def _restore(store: Store, checkpoints: Sequence[Checkpoint]) -> None:
+    """Give checkpoints whose files were not deleted their states back."""
+    by_state: dict[str, list[str]] = defaultdict(list)
+    for c in checkpoints:
+        by_state[c.state].append(c.uuid)
+    for state, uuids in by_state.items():
+        store.set_checkpoints_state(uuids, state)
 
 
 def checkpoint_bytes(checkpoint: Checkpoint) -> int:
@@ -202,7 +222,17 @@ def checkpoint_bytes(checkpoint: Checkpoint) -> int:
 
 
 def collect_garbage(store: Store, experiment: Experiment) -> GCResult:
-    """Apply the experiment's GC policy now: delete what the rule selects; return it."""
+    """Apply the experiment's GC policy now: delete what the rule selects; return it. One run
+    per experiment at a time (the end-of-experiment run and ``experiment gc`` may meet)."""
+    with _experiment_lock(experiment.id):
+        experiment = store.get_experiment(experiment.id)
+        earlier = _deleted(store, experiment)
+        result = _collect(store, experiment)
+        _remove_leftovers(experiment, earlier)
+        return result
+
+
+def _collect(store: Store, experiment: Experiment) -> GCResult:
     config = experiment.config
     policy = GCPolicy.from_config(config.get("checkpoint_storage") or {})
     smaller_is_better = bool((config.get("searcher") or {}).get("smaller_is_better", True))
@@ -215,20 +245,67 @@ def collect_garbage(store: Store, experiment: Experiment) -> GCResult:
         )
     )
     doomed = [c for c in store.list_checkpoints(experiment_id=experiment.id) if c.uuid in chosen]
+    if not doomed:  # nothing to do (an experiment without storage may end so, too)
+        return GCResult()
     return delete_checkpoints(store, experiment_storage(experiment), doomed)
+
+
+def _deleted(store: Store, experiment: Experiment) -> list[Checkpoint]:
+    return [c for c in store.list_checkpoints(experiment_id=experiment.id) if c.state == DELETED]
+
+
+def _remove_leftovers(experiment: Experiment, deleted: Sequence[Checkpoint]) -> None:
+    """Delete the files a stopped master left behind: of rows already DELETED whose files
+    are still in storage (a run marks all its rows before it deletes any file)."""
+    if not deleted:
+        return
+    storage = experiment_storage(experiment)
+    left = [c.uuid for c in deleted if storage.exists(c.uuid)]
+    for uuid in left:
+        storage.delete(uuid)
+    if left:
+        logger.info(
+            "experiment %d: removed the files of %d checkpoints an interrupted delete left",
+            experiment.id,
+            len(left),
+        )
+
+
+_locks_guard = threading.Lock()
+_locks: dict[int, threading.Lock] = {}
+
+
+def _experiment_lock(experiment_id: int) -> threading.Lock:
+    """The lock that keeps two GC runs (or a GC and a delete) of one experiment apart."""
+    with _locks_guard:
+        return _locks.setdefault(experiment_id, threading.Lock())
 
 
 class DeleteRefused(ValueError):
     """A checkpoint or experiment that must not be deleted now; the message says why."""
 
 
-def _referencing(store: Store, uuids: set[str]) -> tuple[str, int] | None:
-    """(uuid, experiment id) of a warm start that uses one of ``uuids`` as its source."""
+def _referencing(
+    store: Store, uuids: set[str], other_than: int | None = None
+) -> tuple[str, int] | None:
+    """(uuid, experiment id) of a warm start (an experiment other than ``other_than``) that
+    uses one of ``uuids`` as its source. A ``source_trial_id`` was resolved to its
+    checkpoint's uuid when that experiment was created, so both forms are covered."""
     for exp in store.list_experiments():
         source = (exp.config.get("searcher") or {}).get("source_checkpoint_uuid")
-        if source and str(source) in uuids:
+        if source and str(source) in uuids and exp.id != other_than:
             return str(source), exp.id
     return None
+
+
+def check_not_a_warm_start_source(store: Store, uuid: str) -> None:
+    """DeleteRefused when an experiment warm-starts from the checkpoint."""
+    used = _referencing(store, {uuid})
+    if used is not None:
+        raise DeleteRefused(
+            f"checkpoint {uuid} is the warm-start source of experiment {used[1]}; "
+            "delete that experiment first"
+        )
 
 
 def check_checkpoint_deletable(store: Store, checkpoint: Checkpoint) -> None:
@@ -239,12 +316,7 @@ def check_checkpoint_deletable(store: Store, checkpoint: Checkpoint) -> None:
             f"checkpoint {checkpoint.uuid} belongs to trial {trial.id}, which is "
             f"{trial.state.value}; it may resume from it, so delete it after the trial ends"
         )
-    used = _referencing(store, {checkpoint.uuid})
-    if used is not None:
-        raise DeleteRefused(
-            f"checkpoint {checkpoint.uuid} is the warm-start source of experiment {used[1]}; "
-            "delete that experiment first"
-        )
+    check_not_a_warm_start_source(store, checkpoint.uuid)
 
 
 def delete_checkpoints_by_uuid(store: Store, uuids: Sequence[str]) -> GCResult:
@@ -254,11 +326,13 @@ def delete_checkpoints_by_uuid(store: Store, uuids: Sequence[str]) -> GCResult:
     live = [c for c in chosen if c.state != DELETED]
     for c in live:
         check_checkpoint_deletable(store, c)
-    freed, deleted = 0, []
+    by_experiment: dict[int, list[Checkpoint]] = defaultdict(list)
     for c in live:
-        part = delete_checkpoints(
-            store, experiment_storage(store.get_experiment(c.experiment_id)), [c]
-        )
+        by_experiment[c.experiment_id].append(c)
+    freed, deleted = 0, []
+    for experiment_id, mine in by_experiment.items():  # one transaction of marks for each
+        storage = experiment_storage(store.get_experiment(experiment_id))
+        part = delete_checkpoints(store, storage, mine)
         freed += part.bytes_freed
         deleted += part.deleted
     return GCResult(deleted, freed)
@@ -273,8 +347,8 @@ def check_experiment_deletable(store: Store, experiment: Experiment) -> None:
             f"experiment can be deleted ('trialkit experiment kill {experiment.id}' ends it)"
         )
     mine = {c.uuid for c in store.list_checkpoints(experiment_id=experiment.id)}
-    used = _referencing(store, mine)
-    if used is not None and used[1] != experiment.id:
+    used = _referencing(store, mine, other_than=experiment.id)
+    if used is not None:
         raise DeleteRefused(
             f"experiment {experiment.id}'s checkpoint {used[0]} is the warm-start source of "
             f"experiment {used[1]}; delete that experiment first"
@@ -282,14 +356,18 @@ def check_experiment_deletable(store: Store, experiment: Experiment) -> None:
 
 
 def delete_experiment(store: Store, experiment: Experiment, trials_dir: Path) -> GCResult:
-    """Delete a finished experiment: its checkpoints' files, its trials' directories under
-    ``trials_dir`` (logs, working copies), then its rows."""
-    check_experiment_deletable(store, experiment)
-    result = delete_checkpoints(
-        store,
-        experiment_storage(experiment),
-        [c for c in store.list_checkpoints(experiment_id=experiment.id) if c.state != DELETED],
-    )
+    """Delete a finished experiment: its checkpoints' files and its warm-start copy, its
+    trials' directories under ``trials_dir`` (logs, working copies), then its rows."""
+    with _experiment_lock(experiment.id):
+        check_experiment_deletable(store, experiment)
+        storage = experiment_storage(experiment)
+        earlier = _deleted(store, experiment)
+        live = store.list_checkpoints(experiment_id=experiment.id)
+        result = delete_checkpoints(store, storage, [c for c in live if c.state != DELETED])
+        _remove_leftovers(experiment, earlier)
+        copy = warm_start_copy(store, experiment.config, other_than=experiment.id)
+        if copy is not None:  # what its trials started from, copied in at create
+            storage.delete(copy)
     for trial in store.list_trials(experiment.id):
         shutil.rmtree(trials_dir / str(trial.id), ignore_errors=True)
     store.delete_experiment_rows(experiment.id)
@@ -310,18 +388,39 @@ def best_checkpoints(
 
 
 def collect_garbage_at_end(store: Store, experiment_id: int) -> GCResult | None:
-    """GC when an experiment has ended (the engine's hook): a failure is logged, never raised,
-    so it cannot stop the engine; the checkpoints stay and ``experiment gc`` retries."""
+    """GC when an experiment has ended (the engine's hook): the outcome goes to the master
+    log, a failure too (never raised: the checkpoints it could not delete stay, and
+    ``trialkit experiment gc`` retries)."""
     try:
         result = collect_garbage(store, store.get_experiment(experiment_id))
-    except Exception as e:  # storage or store trouble: keep the checkpoints, say so
-        logger.warning("experiment %d: checkpoint GC failed, nothing deleted: %s", experiment_id, e)
-        return None
-    if result.deleted:
-        logger.info(
-            "experiment %d: GC deleted %d checkpoints (%d bytes)",
+    except Exception as e:  # storage or store trouble: say so where an operator looks
+        logger.error(
+            "experiment %d: checkpoint GC at its end failed: %s; "
+            "'trialkit experiment gc %d' retries",
             experiment_id,
-            len(result.deleted),
-            result.bytes_freed,
+            e,
+            experiment_id,
         )
+        return None
+    logger.info(
+        "experiment %d: checkpoint GC at its end deleted %d checkpoints (%d bytes)",
+        experiment_id,
+        len(result.deleted),
+        result.bytes_freed,
+    )
     return result
+
+
+def collect_garbage_after(store: Store, experiment_id: int) -> threading.Thread:
+    """Start the end-of-experiment GC beside the engine: deleting files (from object stores,
+    too) must not hold the engine's lock. A daemon thread, so a master that stops midway is
+    not held up; rows go DELETED before their files, so it leaves stray files at worst,
+    never a checkpoint record without its files."""
+    thread = threading.Thread(
+        target=collect_garbage_at_end,
+        args=(store, experiment_id),
+        name=f"trialkit-gc-{experiment_id}",
+        daemon=True,
+    )
+    thread.start()
+    return thread

@@ -12,6 +12,7 @@ from ..rest import (
     BestCheckpoints,
     CheckpointsDeleted,
     ExperimentDeleted,
+    Ok,
     RankedCheckpoint,
     routes,
 )
@@ -19,13 +20,15 @@ from ..storage import CheckpointStorageError, StorageConfigError
 from ..store import Store
 from ._experiment_config import searcher_config_of
 from ._gc import (
+    DELETED,
     DeleteRefused,
     best_checkpoints,
+    check_not_a_warm_start_source,
     collect_garbage,
     delete_checkpoints_by_uuid,
     delete_experiment,
 )
-from ._schemas import CheckpointId, ExperimentId
+from ._schemas import CheckpointId, CheckpointUuid, ExperimentId
 from ._views import checkpoint_out
 
 
@@ -39,7 +42,8 @@ def _refused(e: Exception) -> HTTPException:
 
 
 def add_gc_routes(app: FastAPI, store: Store, auth: Any, trials_dir: Path) -> None:
-    """Register GC, ``checkpoint delete``, ``experiment delete`` and the best checkpoints."""
+    """Register GC, ``checkpoint delete`` (the CLI's and a trial's), ``experiment delete``
+    and the best checkpoints."""
 
     @app.post(routes.EXPERIMENT_GC, dependencies=[auth])
     def experiment_gc(experiment_id: ExperimentId) -> CheckpointsDeleted:
@@ -79,6 +83,18 @@ def add_gc_routes(app: FastAPI, store: Store, auth: Any, trials_dir: Path) -> No
         except (DeleteRefused, CheckpointStorageError, StorageConfigError) as e:
             raise _refused(e) from None
         return CheckpointsDeleted(deleted=result.deleted, bytes_freed=result.bytes_freed)
+
+    @app.delete(routes.CHECKPOINT, dependencies=[auth])
+    def delete_checkpoint(uuid: CheckpointUuid) -> Ok:
+        """Mark a checkpoint DELETED before its trial deletes the files (``ctx.checkpoint.
+        delete``): refused for a warm-start source, as ``checkpoint delete`` is."""
+        store.get_checkpoint(uuid)
+        try:
+            check_not_a_warm_start_source(store, uuid)
+        except DeleteRefused as e:
+            raise _refused(e) from None
+        store.set_checkpoint_state(uuid, DELETED)
+        return Ok()
 
     @app.get(routes.BEST_CHECKPOINTS, dependencies=[auth])
     def experiment_best_checkpoints(

@@ -14,6 +14,8 @@ from ..store import Experiment, Store, Trial
 from ._experiment_config import config_of
 from ._journal import register_journaled_checkpoints
 from ._launch import build_launch, describe_argv
+from ._master_config import LOCAL_POOL
+from ._pools import Pool, RunLaunch
 from ._processes import TrialProcess, run_tag
 from ._warm_start import warm_start_checkpoint
 
@@ -41,8 +43,10 @@ class RunStarter:
     def trial_dir(self, trial_id: int) -> Path:
         return self.target.home / "trials" / str(trial_id)
 
-    def start(self, exp: Experiment, trial: Trial, run_id: int, slots: list[int]) -> TrialProcess:
-        """Unpack the model definition into a fresh working copy and spawn the run."""
+    def start(
+        self, exp: Experiment, trial: Trial, run_id: int, slots: list[int], pool: Pool
+    ) -> TrialProcess:
+        """Unpack the model definition into a fresh working copy and start the run in ``pool``."""
         t = self.target
         tdir = self.trial_dir(trial.id)
         workdir = tdir / "model"
@@ -66,24 +70,29 @@ class RunStarter:
             master_file=t.master_file,
             home=t.home,
             slot_ids=slots,
-            gpus=t.gpus,
+            gpus=pool.gpus and pool.name == LOCAL_POOL,  # Ray sets a Ray run's own GPUs
             latest_checkpoint=latest.uuid if latest else warm_start_checkpoint(config_of(exp)),
             steps_completed=latest.steps_completed if latest else 0,
         )
         with open(tdir / "output.log", "ab") as log:
             log.write(f"[trialkit] run {run_id}: {describe_argv(spec.argv)}\n".encode())
-        return TrialProcess.spawn(
+        launch = RunLaunch(
             trial_id=trial.id,
             experiment_id=exp.id,
             run_id=run_id,
             log_offset=trial.log_offset,
             argv=spec.argv,
             env=spec.env,
-            cwd=workdir,
+            workdir=workdir,
+            trial_dir=tdir,
             exit_file=tdir / f"run-{run_id}.exit",
             log_file=tdir / "output.log",
             tag=run_tag(t.home, trial.id, run_id),
+            slots=slots,
+            model_def=archive,
+            info=spec.info,
         )
+        return pool.spawn(launch)
 
     def remove_stale_partials(self, exp: Experiment) -> None:
         """Delete checkpoint directories that runs killed mid-save left half-written in the

@@ -280,10 +280,7 @@ class SearcherDriver:
         self._save([])
 
     def _trial(self, request_id: str) -> Trial | None:
-        for t in self.store.list_trials(self.experiment_id):
-            if t.request_id == request_id:
-                return t
-        return None
+        return self.store.trial_by_request(self.experiment_id, request_id)
 
     def _apply_one(self, op: Operation) -> list[Operation]:
         if isinstance(op, Create):

@@ -172,8 +172,16 @@ class TrialSupervision:
     # Scheduling --------------------------------------------------------------------------------
 
     def schedule(self) -> None:
-        """Start the trials that want a process, first come first served, on the free slots."""
-        free = self.procs.free_slots()
+        """Start the trials that want a process, first come first served, on the free slots of
+        each resource pool."""
+        for pool in self.procs.pools:
+            try:
+                self._schedule_pool(pool)
+            except Exception:  # e.g. a Ray cluster gone: the other pools still schedule
+                logger.exception("scheduling on resource pool %r failed", pool)
+
+    def _schedule_pool(self, pool: str) -> None:
+        free = self.procs.free_slots(pool)
         if not free:
             return
         queue: list[Request] = []
@@ -181,7 +189,7 @@ class TrialSupervision:
         trials: dict[int, Trial] = {}
         for exp in self.store.list_experiments(states=[ExperimentState.ACTIVE]):
             drv = self.searchers.driver(exp.id)
-            if exp.unmanaged or drv is None:
+            if exp.unmanaged or drv is None or self._pool_of(exp) != pool:
                 continue
             experiments[exp.id] = exp
             need = max(config_of(exp).resources.slots_per_trial, 1)
@@ -200,22 +208,26 @@ class TrialSupervision:
         for p in place(free, queue, time.monotonic()):
             if p.experiment_id in failed:
                 continue  # the experiment is stopping; its other trials wait for nothing
-            if not self._launch(experiments[p.experiment_id], trials[p.trial_id], p.slots):
+            exp = experiments[p.experiment_id]
+            if not self._launch(exp, trials[p.trial_id], p.slots, pool):
                 failed.add(p.experiment_id)
 
-    def _launch(self, exp: Experiment, trial: Trial, slots: list[int]) -> bool:
-        """Start the trial's next run on ``slots``; whether it started. A failure to prepare or
-        spawn it gives the slots back and fails the trial and its experiment."""
-        self.procs.take_slots(slots)
+    def _pool_of(self, exp: Experiment) -> str:
+        return self.settings.master_config.resolve(config_of(exp).resources.resource_pool)
+
+    def _launch(self, exp: Experiment, trial: Trial, slots: list[int], pool: str) -> bool:
+        """Start the trial's next run on ``slots`` of ``pool``; whether it started. A failure to
+        prepare or spawn it gives the slots back and fails the trial and its experiment."""
+        self.procs.take_slots(slots, pool)
         self._restart_at.pop(trial.id, None)
         run_id = trial.run_id + 1
         try:
-            proc = self.runs.start(exp, trial, run_id, slots)
+            proc = self.runs.start(exp, trial, run_id, slots, self.procs.pools[pool])
         except Exception as e:  # whatever it is, it must not cost the slots or the engine
-            self.procs.release_slots(slots)
+            self.procs.release_slots(slots, pool)
             self._launch_failed(trial, run_id, e)
             return False
-        self.procs.add(proc, slots)
+        self.procs.add(proc, slots, pool)
         fields = dict(run_id=run_id, pid=proc.pid, pid_started=proc.started, slots=slots)
         self.states.trial(trial, TrialEvent.LAUNCHED, {**fields, "early_exit": None})
         logger.info("trial %d run %d started (pid %d, slots %s)", trial.id, run_id, proc.pid, slots)

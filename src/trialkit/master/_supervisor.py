@@ -11,20 +11,30 @@ from pathlib import Path
 
 from ..store import Store, Trial
 from ._logcapture import LogCapture
+from ._master_config import LOCAL_POOL
+from ._pools import LocalPool, Pool
 from ._processes import TrialProcess, run_tag
 
 logger = logging.getLogger("trialkit.master")
 
 
 class Supervisor:
-    """Trial id -> its running process, plus the free slots."""
+    """Trial id -> its running process, plus the slots taken in each resource pool."""
 
-    def __init__(self, store: Store, home: Path, slots: int) -> None:
+    def __init__(
+        self,
+        store: Store,
+        home: Path,
+        slots: int,
+        pools: dict[str, Pool] | None = None,
+        gpus: bool = False,
+    ) -> None:
         self.home = home
         self.logs = LogCapture(store)
+        self.pools: dict[str, Pool] = {LOCAL_POOL: LocalPool(slots, gpus), **(pools or {})}
         self._procs: dict[int, TrialProcess] = {}
-        self._slots: dict[int, list[int]] = {}
-        self._free = list(range(slots))
+        self._slots: dict[int, tuple[str, list[int]]] = {}
+        self._taken: dict[str, set[int]] = {name: set() for name in self.pools}
 
     # Queries -----------------------------------------------------------------------------------
 
@@ -34,8 +44,8 @@ class Supervisor:
     def trial_ids(self) -> list[int]:
         return sorted(self._procs)
 
-    def free_slots(self) -> list[int]:
-        return list(self._free)
+    def free_slots(self, pool: str = LOCAL_POOL) -> list[int]:
+        return self.pools[pool].free_slots(self._taken[pool])
 
     def experiment_has_processes(self, experiment_id: int) -> bool:
         return any(p.experiment_id == experiment_id for p in self._procs.values())
@@ -49,8 +59,9 @@ class Supervisor:
 
     # Processes ---------------------------------------------------------------------------------
 
-    def adopt(self, trial: Trial) -> TrialProcess:
-        """Take over a run a previous master left running (its slots stay taken)."""
+    def adopt(self, trial: Trial, pool: str = LOCAL_POOL) -> TrialProcess:
+        """Take over a run a previous master left running (its slots stay taken). A Ray run
+        ended with the master that drove it: it reads as lost, and the trial restarts."""
         assert trial.pid is not None
         d = self.trial_dir(trial.id)
         proc = TrialProcess(
@@ -64,25 +75,25 @@ class Supervisor:
             run_tag(self.home, trial.id, trial.run_id),
             trial.log_offset,
         )
-        self._add(proc, list(trial.slots))
+        self._add(proc, list(trial.slots), pool if pool in self.pools else LOCAL_POOL)
         logger.info("trial %d: adopted running process %d", trial.id, trial.pid)
         return proc
 
-    def take_slots(self, slots: list[int]) -> None:
+    def take_slots(self, slots: list[int], pool: str = LOCAL_POOL) -> None:
         """Reserve slots for a run about to start (``release_slots`` if it does not)."""
-        self._free = [s for s in self._free if s not in slots]
+        self._taken[pool].update(slots)
 
-    def release_slots(self, slots: list[int]) -> None:
-        self._free = sorted(set(self._free) | set(slots))
+    def release_slots(self, slots: list[int], pool: str = LOCAL_POOL) -> None:
+        self._taken[pool].difference_update(slots)
 
-    def add(self, proc: TrialProcess, slots: list[int]) -> None:
-        """A run just started on ``slots`` (already taken)."""
-        self._add(proc, slots)
+    def add(self, proc: TrialProcess, slots: list[int], pool: str = LOCAL_POOL) -> None:
+        """A run just started on ``slots`` of ``pool`` (already taken)."""
+        self._add(proc, slots, pool)
 
-    def _add(self, proc: TrialProcess, slots: list[int]) -> None:
+    def _add(self, proc: TrialProcess, slots: list[int], pool: str) -> None:
         self._procs[proc.trial_id] = proc
-        self._slots[proc.trial_id] = slots
-        self.take_slots(slots)
+        self._slots[proc.trial_id] = (pool, slots)
+        self.take_slots(slots, pool)
 
     def signal(self, trial_id: int, sig: signal.Signals) -> None:
         proc = self._procs.get(trial_id)
@@ -100,6 +111,7 @@ class Supervisor:
             drained = self.logs.tail(proc, final=proc.ended)
             if proc.ended and drained:
                 del self._procs[trial_id]
-                self.release_slots(self._slots.pop(trial_id, []))
+                pool, slots = self._slots.pop(trial_id, (LOCAL_POOL, []))
+                self.release_slots(slots, pool)
                 ended.append(proc)
         return ended

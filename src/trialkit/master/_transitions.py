@@ -14,6 +14,7 @@ from typing import Any
 from ..store import Experiment, ExperimentState, Store, Trial, TrialState
 from . import _policies as policy
 from ._experiment_config import config_of
+from ._gc import collect_garbage_after
 from ._lifecycle import (
     ExperimentAction,
     ExperimentEvent,
@@ -189,6 +190,7 @@ class Transitions:
         exp = self.store.update_experiment(exp.id, **fields)
         self.searchers.forget(exp.id)
         logger.info("experiment %d: %s", exp.id, state.value)
+        collect_garbage_after(self.store, exp.id)  # the save_* policy, as Determined at the end
         return exp
 
 

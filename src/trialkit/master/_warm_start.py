@@ -60,6 +60,7 @@ def _same_place(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 
 def _copy_in(src: Path, storage_id: str, dest: StorageManager, what: str) -> None:
+    """Copy the checkpoint directory ``src`` into ``dest``; a failed copy leaves nothing."""
     try:
         files = list_directory(src)
     except (CheckpointContentError, OSError) as e:
@@ -69,7 +70,11 @@ def _copy_in(src: Path, storage_id: str, dest: StorageManager, what: str) -> Non
     try:
         dest.upload(src, storage_id, sorted(files))
     except (CheckpointStorageError, OSError) as e:
+        dest.delete(storage_id)
         raise WarmStartError(f"{what}: could not be copied into checkpoint storage ({e})") from None
+    except BaseException:
+        dest.delete(storage_id)
+        raise
 
 
 def _from_trial(store: Store, trial_id: int) -> str:
@@ -100,8 +105,8 @@ def _reachable(store: Store, storage_id: str, cfg: ExperimentConfig, field: str)
     if ckpt.state != "COMPLETED":
         raise WarmStartError(f"{field}: checkpoint {storage_id} is {ckpt.state}, not COMPLETED")
     target = storage_dict(cfg)
-    if _same_place(ckpt.storage, target):
-        return
+    if _same_place(ckpt.storage, target) or build(target).exists(storage_id):
+        return  # read in place, or copied there for another experiment already
     try:
         source = build(ckpt.storage)
         with source.restore_path(storage_id) as path:
@@ -145,3 +150,44 @@ def resolve_warm_start(
     if given:
         _reachable(store, given, cfg, "searcher.source_checkpoint_uuid")
     return cfg
+
+
+def warm_start_copy(
+    store: Store, config: dict[str, Any], other_than: int | None = None
+) -> str | None:
+    """The storage id of the warm-start copy that an experiment with ``config`` (a stored
+    config) owns in its checkpoint storage (None: no copy was made, or another experiment than
+    ``other_than`` reads the same copy). A ``--warm-start PATH`` copy is no registered
+    checkpoint; a source from other storage was copied under its own uuid."""
+    source = _stored_source(config)
+    target = config.get("checkpoint_storage") or {}
+    if source is None:
+        return None
+    try:
+        if _same_place(store.get_checkpoint(source).storage, target):
+            return None  # the trials read the source itself
+    except NotFound:
+        pass  # a --warm-start PATH copy (or a source deleted since)
+    for exp in store.list_experiments():
+        if (
+            exp.id != other_than
+            and _stored_source(exp.config) == source
+            and _same_place(exp.config.get("checkpoint_storage") or {}, target)
+        ):
+            return None
+    return source
+
+
+def _stored_source(config: dict[str, Any]) -> str | None:
+    """The warm-start uuid a stored config names, read raw: any experiment's config, an
+    unmanaged one's too, whose config need not parse (``warm_start_checkpoint`` is typed)."""
+    searcher = config.get("searcher")
+    value = searcher.get("source_checkpoint_uuid") if isinstance(searcher, dict) else None
+    return str(value) if value else None
+
+
+def discard_warm_start_copy(store: Store, config: dict[str, Any]) -> None:
+    """Delete the warm-start copy made for an experiment whose create failed after it."""
+    copy = warm_start_copy(store, config)
+    if copy is not None:
+        build(config["checkpoint_storage"]).delete(copy)

@@ -312,3 +312,60 @@ class BestCheckpoints:
     metric: str | None
     smaller_is_better: bool
     checkpoints: list[RankedCheckpoint]
+
+
+# Web UI ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoginCode:
+    """A single-use code the browser trades at ``login_path`` for a session cookie."""
+
+    code: str
+    expires_in_seconds: float
+    login_path: str
+
+
+@dataclass(frozen=True)
+class MetricSeries:
+    """One trial's values of one metric, step by step (None where a report lacked it)."""
+
+    trial_id: int
+    steps: list[int]
+    values: list[float | None]
+
+
+@dataclass(frozen=True)
+class ExperimentMetrics:
+    """One metric of every trial of an experiment; ``last_id``: ask ``after_id`` it next."""
+
+    group: str
+    metric: str
+    series: list[MetricSeries]
+    last_id: int
+
+
+@dataclass(frozen=True)
+class ExperimentEvent:
+    """What ``/events`` streams (server-sent events, one JSON ``data`` line each): the
+    experiment's state and, per trial, its state and newest metric row."""
+
+    experiment_id: int
+    state: str
+    progress: float
+    last_metric_id: int
+    trials: dict[str, str]
+
+
+@dataclass(frozen=True)
+class TensorboardOut:
+    """A TensorBoard that ``trialkit tensorboard`` serves, and what over."""
+
+    url: str
+    experiment_ids: list[int]
+    trial_id: int | None
+
+
+@dataclass(frozen=True)
+class TensorboardList:
+    tensorboards: list[TensorboardOut]

@@ -49,3 +49,12 @@ EXPERIMENT_GC = "/api/v1/experiments/{experiment_id}/gc"
 EXPERIMENT_DELETE = "/api/v1/experiments/{experiment_id}/delete"
 BEST_CHECKPOINTS = "/api/v1/experiments/{experiment_id}/checkpoints/best"
 CHECKPOINTS_DELETE = "/api/v1/checkpoints/delete"
+
+# The web UI (the pages themselves, /ui/..., are not API routes)
+UI_LOGIN_CODE = "/api/v1/ui/login_code"
+#: One metric of all trials, for the experiment page's chart.
+EXPERIMENT_METRICS = "/api/v1/experiments/{experiment_id}/metrics"
+#: Server-sent events: what changed in an experiment (the page refetches that part).
+EXPERIMENT_EVENTS = "/api/v1/experiments/{experiment_id}/events"
+#: The TensorBoards ``trialkit tensorboard`` serves for an experiment (the UI links to them).
+EXPERIMENT_TENSORBOARDS = "/api/v1/experiments/{experiment_id}/tensorboards"

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from ._models import (
@@ -18,6 +18,9 @@ from ._models import (
     MetricRow,
     TrialRow,
 )
+
+#: Uuids per ``IN (...)`` clause: SQLite builds before 3.32 allow 999 bound parameters.
+_IN_CHUNK = 500
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,17 @@ class DeleteQueries:
                 ValidationRecord(r.id, r.trial_id, r.steps_completed, r.values)
                 for r in s.execute(q)
             ]
+
+    def set_checkpoints_state(self, uuids: Sequence[str], state: str) -> None:
+        """Set the state of every named checkpoint, in one transaction (GC marks the rows of a
+        whole run DELETED at once, before any of their files go)."""
+        ids = list(dict.fromkeys(uuids))
+        with self._session() as s:
+            for start in range(0, len(ids), _IN_CHUNK):
+                chunk = ids[start : start + _IN_CHUNK]
+                s.execute(
+                    update(CheckpointRow).where(CheckpointRow.uuid.in_(chunk)).values(state=state)
+                )
 
     def delete_experiment_rows(self, experiment_id: int) -> None:
         """Remove the experiment and everything of its trials, in one transaction."""

@@ -14,6 +14,7 @@ class Base(DeclarativeBase):
 
 class ExperimentRow(Base):
     __tablename__ = "experiments"
+    __table_args__ = {"sqlite_autoincrement": True}  # ids never reused (revision 0002)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     name: Mapped[str] = mapped_column(String(256))
@@ -33,6 +34,7 @@ class ExperimentRow(Base):
 
 class TrialRow(Base):
     __tablename__ = "trials"
+    __table_args__ = {"sqlite_autoincrement": True}  # ids never reused (revision 0002)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id"), index=True)
@@ -62,6 +64,7 @@ class TrialRow(Base):
 
 class MetricRow(Base):
     __tablename__ = "metrics"
+    __table_args__ = {"sqlite_autoincrement": True}  # ids never reused (revision 0002)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id"), index=True)
@@ -108,6 +111,7 @@ class CheckpointRow(Base):
 
 class LogRow(Base):
     __tablename__ = "logs"
+    __table_args__ = {"sqlite_autoincrement": True}  # ids never reused (revision 0002)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id"), index=True)

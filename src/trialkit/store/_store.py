@@ -26,9 +26,7 @@ from sqlalchemy import (
     event,
     func,
     insert,
-    inspect,
     select,
-    text,
     update,
 )
 from sqlalchemy.engine import make_url
@@ -37,9 +35,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from .._json import dumps
 from . import _convert as convert
+from ._charts import ChartQueries
 from ._deletes import DeleteQueries
 from ._models import (
-    Base,
     CheckpointRow,
     ExperimentRow,
     LogRow,
@@ -48,6 +46,8 @@ from ._models import (
     TrialRow,
 )
 from ._queries import experiment_trial_ids, latest_and_best, latest_checkpoints, metric_number
+from ._schema import SchemaError
+from ._schema import upgrade as upgrade_schema
 from ._types import (
     BatchMetrics,
     Checkpoint,
@@ -136,31 +136,6 @@ def _insert_sql(engine: Engine, table: Table) -> tuple[str, list[str]]:
     return sql, columns
 
 
-def _add_missing_columns(engine: Engine) -> None:
-    """Add nullable columns that newer versions of the tables have to a store made by an older
-    trialkit (``create_all`` makes missing tables only). Anything else needs a real migration."""
-    existing = inspect(engine)
-    prep = engine.dialect.identifier_preparer
-    with engine.begin() as conn:
-        for table in Base.metadata.sorted_tables:
-            have = {c["name"] for c in existing.get_columns(table.name)}
-            for column in table.columns:
-                if column.name in have:
-                    continue
-                if not column.nullable:
-                    raise StoreError(
-                        f"the store's table {table.name} lacks column {column.name}, which "
-                        "cannot be added in place: use a fresh TRIALKIT_HOME or database"
-                    )
-                kind = column.type.compile(dialect=engine.dialect)
-                conn.execute(
-                    text(
-                        f"ALTER TABLE {prep.quote(table.name)} "
-                        f"ADD COLUMN {prep.quote(column.name)} {kind}"
-                    )
-                )
-
-
 def _batch_json(report: NewMetric) -> str | None:
     """The report's batch metrics as JSON text (None: it sent none)."""
     if report.batch_metrics_json is not None or report.batch_metrics is None:
@@ -168,16 +143,19 @@ def _batch_json(report: NewMetric) -> str | None:
     return dumps(report.batch_metrics)
 
 
-class Store(DeleteQueries):
+class Store(DeleteQueries, ChartQueries):
     """Thread-safe access to experiments, trials, metrics, checkpoints and logs."""
 
     def __init__(self, url: str) -> None:
         self.url = _normalize_url(url)
         self._engine = _create_engine(self.url)
         try:
-            Base.metadata.create_all(self._engine)
-            _add_missing_columns(self._engine)
+            upgrade_schema(self._engine, _shown(url))
+        except SchemaError as e:
+            self._engine.dispose()
+            raise StoreError(str(e)) from e
         except SQLAlchemyError as e:
+            self._engine.dispose()
             raise StoreError(f"cannot open the store at {_shown(url)}: {_reason(e)}") from e
         self._sessions = sessionmaker(self._engine, expire_on_commit=False)
         self._insert_metrics_sql, columns = _insert_sql(
@@ -327,6 +305,15 @@ class Store(DeleteQueries):
             if experiment_id is not None:
                 q = q.where(TrialRow.experiment_id == experiment_id)
             return [convert.trial(r) for r in s.scalars(q)]
+
+    def trial_by_request(self, experiment_id: int, request_id: str) -> Trial | None:
+        """The experiment's trial made for searcher request ``request_id``, if any."""
+        with self._session() as s:
+            q = select(TrialRow).where(
+                TrialRow.experiment_id == experiment_id, TrialRow.request_id == request_id
+            )
+            row = s.scalars(q.limit(1)).first()
+            return None if row is None else convert.trial(row)
 
     def update_trial(self, trial_id: int, **fields: Any) -> Trial:
         if isinstance(fields.get("state"), TrialState):

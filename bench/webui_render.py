@@ -1,0 +1,197 @@
+"""Benchmark: the web UI's experiment page for a 200-trial search with 1,000 validations per
+trial, rendered in headless Chromium, beside the same page for an experiment with no trials.
+
+Goal (issue 20): the big page renders in under 1 s.
+
+The data is written straight into a store (no trial is trained: 200 x 1,000 reports would take
+an hour of real training), then a real master app (engine not started) serves it on a loopback
+port in this process. Chromium logs in through a one-time login code, as a user does; each
+timing runs from navigation to the page drawing its last element (the chart holding every
+point, the trials table filled), as the median of several loads of each page, alternated.
+
+Usage: ``python bench/webui_render.py`` (about a minute; needs playwright and a chromium,
+see scripts/install_chromium.sh). Exits 0 whether or not the goal is met; 1 only when the
+benchmark broke.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from _common import BenchmarkBroken
+
+TRIALS = 200
+VALIDATIONS = 1000
+ROUNDS = int(os.environ.get("WEBUI_ROUNDS", "5"))
+GOAL_SECONDS = 1.0
+TOKEN = "bench-admin-token"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@contextmanager
+def master(home: Path) -> Iterator[tuple[str, Any]]:
+    """The master app over a store in ``home`` (engine not started), on loopback: (url, store)."""
+    import uvicorn
+
+    from trialkit.master._app import create_app
+    from trialkit.master._engine import Engine, EngineSettings
+    from trialkit.store import Store
+
+    store = Store.at(home)
+    engine = Engine(
+        store, EngineSettings(home=home, slots=2), "http://127.0.0.1:9", TOKEN, home / "m.json"
+    )
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = uvicorn.Config(
+        create_app(store, engine, TOKEN), host="127.0.0.1", port=port, log_level="warning"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise BenchmarkBroken("the master did not start in 30 s")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}", store
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        store.close()
+
+
+def config(trials: int) -> dict[str, Any]:
+    return {
+        "name": f"render-{trials}",
+        "entrypoint": "python3 train.py",
+        "searcher": {
+            "name": "random",
+            "metric": "loss",
+            "max_trials": max(trials, 1),
+            "max_length": {"batches": VALIDATIONS * 10},
+        },
+        "hyperparameters": {
+            "lr": {"type": "double", "minval": 0.001, "maxval": 0.1},
+            "layers": {"type": "int", "minval": 1, "maxval": 8},
+        },
+    }
+
+
+def populate(store: Any, trials: int) -> int:
+    """An experiment of ``trials`` trials with VALIDATIONS validation reports each; its id."""
+    from trialkit.store import NewMetric, TrialState
+
+    exp = store.create_experiment(name=f"render-{trials}", config=config(trials))
+    for i in range(trials):
+        lr, layers = 0.001 + i * 0.0005, 1 + i % 8
+        t = store.create_trial(
+            experiment_id=exp.id,
+            request_id=uuid.uuid4().hex,
+            hparams={"lr": lr, "layers": layers},
+            seed=i,
+        )
+        floor = 0.05 + (i % 17) / 40
+        store.add_metrics(
+            [
+                NewMetric(t.id, "validation", s * 10, {"loss": floor + 1.0 / s, "acc": 1 - 1 / s})
+                for s in range(1, VALIDATIONS + 1)
+            ]
+            + [NewMetric(t.id, "training", VALIDATIONS * 10, {"loss": floor})]
+        )
+        store.update_trial(t.id, state=TrialState.COMPLETED, run_id=1)
+    return int(exp.id)
+
+
+def load_seconds(page: Any, base: str, exp_id: int, points: int) -> float:
+    """Seconds from navigating to the experiment page until it shows everything."""
+    page.goto("about:blank")
+    t0 = time.perf_counter()
+    page.goto(f"{base}/ui/#/experiments/{exp_id}")
+    page.wait_for_function(
+        f"document.body.dataset.ready === 'experiments/{exp_id}'"
+        f" && Number(document.querySelector('#metric-chart').dataset.points || 0) === {points}",
+        timeout=int(os.environ.get("WEBUI_LOAD_TIMEOUT_MS", "120000")),
+    )
+    return time.perf_counter() - t0
+
+
+def main() -> int:
+    import httpx
+    from playwright.sync_api import sync_playwright
+
+    import trialkit
+
+    print(f"trialkit from {Path(trialkit.__file__).parent}")
+    chromium = os.environ.get("TRIALKIT_CHROMIUM") or shutil.which("chromium")
+    if not chromium:
+        raise BenchmarkBroken("no chromium (scripts/install_chromium.sh installs Debian's)")
+    with tempfile.TemporaryDirectory(prefix="webui-render-") as tmp:
+        with master(Path(tmp)) as (url, store):
+            t0 = time.perf_counter()
+            big = populate(store, TRIALS)
+            empty = populate(store, 0)
+            print(
+                f"store: {TRIALS} trials x {VALIDATIONS} validations written in "
+                f"{time.perf_counter() - t0:.1f} s"
+            )
+            headers = {"Authorization": f"Bearer {TOKEN}"}
+            code = httpx.post(f"{url}/api/v1/ui/login_code", headers=headers, trust_env=False)
+            login = f"{url}/ui/login?code={code.json()['code']}"
+            with sync_playwright() as pw:
+                browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+                try:
+                    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                    errors: list[str] = []
+                    page.on("pageerror", lambda e: errors.append(str(e)))
+                    page.goto(login)
+                    timings: dict[str, list[float]] = {"empty": [], "big": []}
+                    load_seconds(page, url, big, TRIALS * VALIDATIONS)  # warm-up
+                    for _ in range(ROUNDS):
+                        timings["empty"].append(load_seconds(page, url, empty, 0))
+                        timings["big"].append(load_seconds(page, url, big, TRIALS * VALIDATIONS))
+                    if errors:
+                        raise BenchmarkBroken(f"page errors: {errors}")
+                finally:
+                    browser.close()
+    empty_s, big_s = (statistics.median(timings[k]) for k in ("empty", "big"))
+    print(f"{'page':<40} {'median s':>9} {'min s':>7} {'max s':>7}")
+    for name, key in (
+        ("experiment, no trials", "empty"),
+        (f"experiment, {TRIALS} trials x {VALIDATIONS} validations", "big"),
+    ):
+        t = timings[key]
+        print(f"{name:<40} {statistics.median(t):>9.3f} {min(t):>7.3f} {max(t):>7.3f}")
+    print(f"ratio big/empty: {big_s / empty_s:.1f}x")
+    print(f"goal: the {TRIALS}-trial page in < {GOAL_SECONDS:.0f} s: {big_s < GOAL_SECONDS}")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BenchmarkBroken as e:
+        print(f"benchmark broken: {e}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,223 @@
+"""The web UI's routes: the login that trades a one-time code for a cookie, the static pages
+(``trialkit/webui``), one metric of every trial for the experiment chart, and server-sent
+events that tell an open page what changed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tarfile
+import tempfile
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Annotated, Any
+
+import psutil
+from fastapi import FastAPI, Query, Request
+from fastapi.responses import (
+    FileResponse,
+    HTMLResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.background import BackgroundTask
+from starlette.staticfiles import StaticFiles
+
+from .. import storage as storage_lib
+from .._tensorboards import tensorboard_records
+from ..rest import (
+    ExperimentEvent,
+    ExperimentMetrics,
+    LoginCode,
+    MetricSeries,
+    TensorboardList,
+    TensorboardOut,
+    routes,
+)
+from ..store import NotFound, Store
+from ._schemas import CheckpointUuid, ExperimentId, QueryCount
+from ._ui_session import CODE_TTL, COOKIE, SESSION_TTL, UiSessions
+from ._views import searcher_of
+
+WEBUI_DIR = Path(__file__).resolve().parent.parent / "webui"
+LOGIN_PATH = "/ui/login"
+#: Seconds between the event stream's looks at the store, and between its keep-alive comments.
+EVENT_POLL_SECONDS = 0.5
+KEEPALIVE_SECONDS = 15.0
+
+_BAD_CODE = (
+    "<!doctype html><title>trialkit: login link not valid</title><h1>Login link not valid</h1>"
+    "<p>This link was used already, has expired, or is wrong. Run <code>trialkit ui</code>"
+    " for a new one.</p>"
+)
+
+
+def add_ui_routes(
+    app: FastAPI,
+    store: Store,
+    sessions: UiSessions,
+    auth: Any,
+    stopping: threading.Event,
+    home: Path,
+) -> None:
+    """Register the UI's routes on ``app`` (``auth``: the app's token dependency)."""
+
+    @app.post(routes.UI_LOGIN_CODE, dependencies=[auth])
+    def login_code() -> LoginCode:
+        """A single-use login code for a browser (admin token only)."""
+        return LoginCode(
+            code=sessions.new_code(), expires_in_seconds=CODE_TTL, login_path=LOGIN_PATH
+        )
+
+    @app.get(LOGIN_PATH, include_in_schema=False)
+    def login(code: Annotated[str, Query(max_length=200)] = "") -> Response:
+        cookie = sessions.redeem(code)
+        if cookie is None:
+            return HTMLResponse(_BAD_CODE, status_code=401)
+        # 303 to a URL without the code, so it is neither in the history nor a Referer.
+        response = RedirectResponse("/ui/", status_code=303)
+        response.set_cookie(
+            COOKIE,
+            cookie,
+            max_age=int(SESSION_TTL),
+            httponly=True,
+            samesite="strict",
+            path="/",
+        )
+        return response
+
+    @app.get("/", include_in_schema=False)
+    def root() -> Response:
+        return RedirectResponse("/ui/", status_code=307)
+
+    @app.get(routes.EXPERIMENT_METRICS, dependencies=[auth])
+    def experiment_metrics(
+        experiment_id: ExperimentId,
+        group: Annotated[str, Query(max_length=64)] = "validation",
+        metric: Annotated[str | None, Query(max_length=200)] = None,
+        after_id: QueryCount = 0,
+    ) -> ExperimentMetrics:
+        """One metric (default: the searcher's) of every trial, as a series per trial."""
+        exp = store.get_experiment(experiment_id)
+        name = metric or searcher_of(exp)[0] or ""
+        points = store.metric_points(experiment_id, group, name, after_id) if name else []
+        return ExperimentMetrics(
+            group=group,
+            metric=name,
+            series=_series(points),
+            last_id=points[-1][0] if points else after_id,
+        )
+
+    @app.get(routes.EXPERIMENT_EVENTS, dependencies=[auth], response_model=ExperimentEvent)
+    async def experiment_events(experiment_id: ExperimentId, request: Request) -> Response:
+        """Server-sent events: one ``data:`` JSON line (an ExperimentEvent) each time the
+        experiment's state, a trial's state or its metrics change."""
+        store.get_experiment(experiment_id)  # 404 before the stream starts
+        stream = _event_stream(store, experiment_id, request, stopping)
+        return StreamingResponse(
+            stream,
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
+
+    @app.get(routes.EXPERIMENT_TENSORBOARDS, dependencies=[auth])
+    def tensorboards(experiment_id: ExperimentId) -> TensorboardList:
+        """The running ``trialkit tensorboard`` servers that show this experiment."""
+        store.get_experiment(experiment_id)
+        found = [tb for tb in running_tensorboards(home) if experiment_id in tb.experiment_ids]
+        return TensorboardList(tensorboards=found)
+
+    @app.get("/ui/checkpoints/{uuid}.tar.gz", include_in_schema=False)
+    def download_checkpoint(uuid: CheckpointUuid) -> Response:
+        """A checkpoint's files as a tar.gz, read from its experiment's configured storage."""
+        ckpt = store.get_checkpoint(uuid)
+        config = store.get_experiment(ckpt.experiment_id).config.get("checkpoint_storage")
+        if not config:
+            return Response("the experiment has no checkpoint_storage", status_code=404)
+        archive = _tar_checkpoint(storage_lib.build(config), ckpt.uuid)
+        return FileResponse(
+            archive,
+            media_type="application/gzip",
+            filename=f"{ckpt.uuid}.tar.gz",
+            background=BackgroundTask(os.unlink, archive),
+        )
+
+    # Last: the pages themselves (index.html at /ui/), behind the token or the cookie.
+    app.mount("/ui", StaticFiles(directory=WEBUI_DIR, html=True), name="ui")
+
+
+def running_tensorboards(home: Path) -> list[TensorboardOut]:
+    """What ``trialkit tensorboard`` commands still running recorded under the home."""
+    found = []
+    for path in sorted(tensorboard_records(home).glob("*.json")):
+        try:
+            record = json.loads(path.read_text())
+            alive = psutil.pid_exists(int(record["pid"]))
+            tb = TensorboardOut(
+                url=str(record["url"]),
+                experiment_ids=[int(e) for e in record["experiment_ids"]],
+                trial_id=record.get("trial_id"),
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # being written, or not ours
+        if alive:
+            found.append(tb)
+    return found
+
+
+def _tar_checkpoint(manager: storage_lib.StorageManager, uuid: str) -> str:
+    """A temporary tar.gz of the checkpoint's files (the caller deletes it)."""
+    fd, archive = tempfile.mkstemp(suffix=".tar.gz", prefix="trialkit-ckpt-")
+    os.close(fd)
+    with manager.restore_path(uuid) as path, tarfile.open(archive, "w:gz") as tar:
+        tar.add(path, arcname=uuid)
+    return archive
+
+
+def _series(points: list[tuple[int, int, int, float | None]]) -> list[MetricSeries]:
+    """Rows (id, trial, steps, value) grouped into one series per trial, in trial order."""
+    by_trial: dict[int, tuple[list[int], list[float | None]]] = {}
+    for _, trial_id, steps, value in points:
+        xs, ys = by_trial.setdefault(trial_id, ([], []))
+        xs.append(steps)
+        ys.append(value)
+    return [
+        MetricSeries(trial_id=t, steps=xs, values=ys) for t, (xs, ys) in sorted(by_trial.items())
+    ]
+
+
+def _snapshot(store: Store, experiment_id: int) -> ExperimentEvent:
+    exp = store.get_experiment(experiment_id)
+    trials = store.list_trials(experiment_id)
+    return ExperimentEvent(
+        experiment_id=exp.id,
+        state=exp.state.value,
+        progress=exp.progress,
+        last_metric_id=store.last_metric_id(experiment_id),
+        trials={str(t.id): t.state.value for t in trials},
+    )
+
+
+async def _event_stream(
+    store: Store, experiment_id: int, request: Request, stopping: threading.Event
+) -> AsyncIterator[str]:
+    """Yield an event whenever the snapshot changes, a keep-alive comment now and then."""
+    yield "retry: 2000\n\n"
+    last: ExperimentEvent | None = None
+    quiet = 0.0
+    while not stopping.is_set() and not await request.is_disconnected():
+        try:
+            now = await asyncio.to_thread(_snapshot, store, experiment_id)
+        except NotFound:
+            return  # the experiment was deleted
+        if now != last:
+            last, quiet = now, 0.0
+            yield f"data: {json.dumps(vars(now))}\n\n"
+        elif quiet >= KEEPALIVE_SECONDS:
+            quiet = 0.0
+            yield ": keep-alive\n\n"
+        await asyncio.sleep(EVENT_POLL_SECONDS)
+        quiet += EVENT_POLL_SECONDS

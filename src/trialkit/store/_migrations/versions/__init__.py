@@ -1,0 +1,1 @@
+"""Revisions, one file each, applied in ``down_revision`` order."""

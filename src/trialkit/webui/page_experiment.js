@@ -1,0 +1,163 @@
+// One experiment: actions, the searcher metric per trial, HP vs metric, rungs, trials, config.
+import { get, loadOnFirstEvent, post } from "./api.js";
+import { lineChart, scatterChart } from "./charts.js";
+import { dataTable, fmtNum, h, progressBar, stateBadge, tensorboardLinks } from "./util.js";
+
+const TERMINAL = new Set(["COMPLETED", "CANCELED", "ERROR", "DELETED"]);
+
+export function actionButtons(exp, onDone) {
+  const act = (action) => async () => {
+    try { await post(`/api/v1/experiments/${exp.id}/${action}`); } catch (e) { alert(e.message); }
+    onDone();
+  };
+  const done = TERMINAL.has(exp.state);
+  return h("div", { class: "toolbar", id: "actions" },
+    h("button", { id: "btn-pause", disabled: exp.state !== "ACTIVE", onclick: act("pause") }, "Pause"),
+    h("button", { id: "btn-activate", disabled: exp.state !== "PAUSED", onclick: act("activate") }, "Activate"),
+    h("button", { id: "btn-kill", disabled: done, onclick: act("kill") }, "Kill"),
+    exp.archived
+      ? h("button", { id: "btn-unarchive", onclick: act("unarchive") }, "Unarchive")
+      : h("button", { id: "btn-archive", disabled: !done, onclick: act("archive") }, "Archive"),
+  );
+}
+
+export async function experimentPage(main, id) {
+  const header = h("div");
+  const chartEl = h("div", { id: "metric-chart", class: "card" });
+  const hpSelect = h("select", { id: "hp-select" });
+  const scatterEl = h("div", { id: "hp-chart" });
+  const rungsEl = h("div", { id: "rungs" });
+  const configEl = h("pre", { id: "config" });
+  let summary = null;
+  let tensorboards = [];
+  const series = new Map(); // trial id -> {steps, values}
+  let lastId = 0;
+  let metricName = "";
+
+  const trialsTable = dataTable([], { onRow: (t) => { location.hash = `#/trials/${t.id}`; } });
+  const chart = lineChart(chartEl, { title: "searcher metric per trial" });
+
+  main.replaceChildren(header,
+    h("div", { class: "grid" }, chartEl,
+      h("div", { class: "card" }, h("div", { class: "toolbar" }, "hyperparameter ", hpSelect), scatterEl)),
+    h("h2", {}, "Trials"), h("div", { id: "trials" }, trialsTable.el),
+    h("h2", {}, "Rungs"), rungsEl,
+    h("h2", {}, "Config"), configEl);
+
+  function renderHeader() {
+    const e = summary.experiment;
+    const s = summary.searcher;
+    header.replaceChildren(
+      h("h1", {}, `Experiment ${e.id}: ${e.name} `, stateBadge(e.state)),
+      h("dl", { class: "kv" },
+        h("dt", {}, "progress"), h("dd", {}, progressBar(e.progress), ` ${Math.round(e.progress * 100)}%`),
+        h("dt", {}, "searcher"), h("dd", {}, `${s.name ?? ""} on ${s.metric ?? "—"} (${s.smaller_is_better ? "smaller" : "larger"} is better)`),
+        h("dt", {}, "best"), h("dd", { id: "best" }, summary.best_trial
+          ? [`${fmtNum(summary.best_trial.value)} (trial `, h("a", { href: `#/trials/${summary.best_trial.trial_id}` }, String(summary.best_trial.trial_id)), ")"]
+          : "—"),
+        h("dt", {}, "trials"), h("dd", {}, Object.entries(s.trial_states).map(([k, v]) => `${v} ${k}`).join(", ")),
+        h("dt", {}, "TensorBoard"), h("dd", { id: "tensorboard" }, tensorboardLinks(tensorboards, `trialkit tensorboard ${e.id}`)),
+        e.error ? [h("dt", {}, "error"), h("dd", { class: "error-box" }, e.error)] : null,
+      ),
+      actionButtons(e, refresh));
+  }
+
+  function renderTrials() {
+    const trials = summary.trials;
+    const hps = [...new Set(trials.flatMap((t) => Object.keys(t.hparams)))].sort();
+    const vkeys = [...new Set(trials.flatMap((t) => Object.keys(t.latest_validation?.values ?? {})))].sort();
+    const scalar = (v) => (v !== null && typeof v === "object" ? JSON.stringify(v) : v);
+    const cols = [
+      { key: "id", label: "Trial", value: (t) => t.id, num: true,
+        render: (t) => h("a", { href: `#/trials/${t.id}` }, String(t.id)) },
+      { key: "state", label: "State", value: (t) => t.state, render: (t) => stateBadge(t.state) },
+      { key: "steps", label: "Steps", value: (t) => t.latest_training?.steps_completed ?? null, num: true },
+      { key: "best", label: `best ${summary.searcher.metric ?? ""}`, value: (t) => t.best_validation, num: true },
+      ...vkeys.map((k) => ({ key: `v:${k}`, label: `val ${k}`, value: (t) => scalar(t.latest_validation?.values?.[k] ?? null), num: true })),
+      ...hps.map((k) => ({ key: `hp:${k}`, label: k, value: (t) => scalar(t.hparams[k] ?? null), num: true })),
+    ];
+    trialsTable.setColumns(cols);
+    trialsTable.update(trials);
+    // HP vs metric
+    const numeric = hps.filter((k) => trials.some((t) => typeof t.hparams[k] === "number"));
+    if (hpSelect.options.length !== numeric.length) {
+      hpSelect.replaceChildren(...numeric.map((k) => h("option", { value: k }, k)));
+    }
+    renderScatter();
+    renderRungs();
+  }
+
+  function renderScatter() {
+    const k = hpSelect.value;
+    const pts = summary.trials.filter((t) => typeof t.hparams[k] === "number" && t.best_validation !== null);
+    if (!k || !pts.length) { scatterEl.replaceChildren(h("p", { class: "muted" }, "no numeric hyperparameter with a metric yet")); return; }
+    const sc = scatterChart(scatterEl, { title: `${k} vs best ${summary.searcher.metric}`, xLabel: k, yLabel: summary.searcher.metric });
+    sc.update(pts.map((t) => t.hparams[k]), pts.map((t) => t.best_validation));
+  }
+  hpSelect.addEventListener("change", renderScatter);
+
+  function renderRungs() {
+    // The search's rungs: how far each trial was asked to train, and how many got there.
+    const byLength = new Map();
+    for (const t of summary.trials) {
+      if (t.op_length === null) continue;
+      const r = byLength.get(t.op_length) ?? { trials: 0, best: null };
+      r.trials += 1;
+      if (t.best_validation !== null) {
+        r.best = r.best === null ? t.best_validation
+          : (summary.searcher.smaller_is_better ? Math.min : Math.max)(r.best, t.best_validation);
+      }
+      byLength.set(t.op_length, r);
+    }
+    const rows = [...byLength.entries()].sort((a, b) => a[0] - b[0]);
+    rungsEl.replaceChildren(rows.length
+      ? h("table", {}, h("tr", {}, h("th", {}, "rung"), h("th", {}, "trains to"), h("th", {}, "trials"), h("th", {}, "best")),
+        rows.map(([len, r], i) => h("tr", {}, h("td", {}, String(i)), h("td", { class: "num" }, String(len)),
+          h("td", { class: "num" }, String(r.trials)), h("td", { class: "num" }, fmtNum(r.best)))))
+      : h("p", { class: "muted" }, summary.searcher.name?.includes("asha") ? "no rung reached yet" : `no rungs: searcher ${summary.searcher.name}`));
+  }
+
+  async function loadMetrics() {
+    const m = await get(`/api/v1/experiments/${id}/metrics?group=validation&after_id=${lastId}`);
+    metricName = m.metric;
+    for (const s of m.series) {
+      const cur = series.get(s.trial_id) ?? { steps: [], values: [] };
+      cur.steps.push(...s.steps);
+      cur.values.push(...s.values);
+      series.set(s.trial_id, cur);
+    }
+    const changed = m.last_id !== lastId || lastId === 0;
+    lastId = m.last_id;
+    if (changed) {
+      const lines = [...series.entries()].sort((a, b) => a[0] - b[0])
+        .map(([tid, s]) => ({ label: `trial ${tid}`, steps: s.steps, values: s.values }));
+      chart.update(lines);
+      chartEl.dataset.metric = metricName;
+    }
+  }
+
+  let busy = false;
+  let again = false;
+  async function refresh() {
+    if (busy) { again = true; return; }
+    busy = true;
+    try {
+      const [s, tb] = await Promise.all([
+        get(`/api/v1/experiments/${id}/summary`),
+        get(`/api/v1/experiments/${id}/tensorboards`),
+        loadMetrics(),
+      ]);
+      summary = s;
+      tensorboards = tb.tensorboards;
+      renderHeader();
+      renderTrials();
+      if (!configEl.textContent) configEl.textContent = JSON.stringify(summary.experiment.config, null, 2);
+    } finally {
+      busy = false;
+      if (again) { again = false; refresh(); }
+    }
+  }
+  // The stream's first event (sent on connect) loads the page; later ones refresh it.
+  const stop = await loadOnFirstEvent(id, refresh);
+  return stop;
+}

@@ -1,0 +1,39 @@
+// The experiments list: state, progress, best metric, searcher, duration; archive filter.
+import { get } from "./api.js";
+import { dataTable, fmtDuration, h, progressBar, stateBadge } from "./util.js";
+
+export async function experimentsPage(main) {
+  const showArchived = h("input", { type: "checkbox", id: "show-archived" });
+  const table = dataTable([
+    { key: "id", label: "ID", value: (e) => e.id, num: true,
+      render: (e) => h("a", { href: `#/experiments/${e.id}` }, String(e.id)) },
+    { key: "name", label: "Name", value: (e) => e.name,
+      render: (e) => h("a", { href: `#/experiments/${e.id}` }, e.name) },
+    { key: "state", label: "State", value: (e) => e.state, render: (e) => stateBadge(e.state) },
+    { key: "progress", label: "Progress", value: (e) => e.progress, render: (e) => progressBar(e.progress) },
+    { key: "best", label: "Best metric", value: (e) => e.best, num: true },
+    { key: "searcher", label: "Searcher", value: (e) => e.config?.searcher?.name ?? "" },
+    { key: "metric", label: "Metric", value: (e) => e.config?.searcher?.metric ?? "" },
+    { key: "duration", label: "Duration", value: (e) => e.duration, render: (e) => fmtDuration(e.duration) },
+    { key: "archived", label: "Archived", value: (e) => (e.archived ? "archived" : "") },
+  ], { onRow: (e) => { location.hash = `#/experiments/${e.id}`; } });
+  main.replaceChildren(
+    h("h1", {}, "Experiments"),
+    h("div", { class: "toolbar" }, h("label", {}, showArchived, " show archived")),
+    table.el,
+  );
+
+  async function load() {
+    const { experiments } = await get(`/api/v1/experiments${showArchived.checked ? "?all=true" : ""}`);
+    const now = Date.now() / 1000;
+    const bests = await Promise.all(experiments.map((e) =>
+      get(`/api/v1/experiments/${e.id}/best_validation`).then((b) => b.value, () => null)));
+    table.update(experiments.map((e, i) => ({
+      ...e, best: bests[i], duration: (e.ended_at ?? now) - e.created_at,
+    })));
+  }
+  showArchived.addEventListener("change", load);
+  await load();
+  const timer = setInterval(() => load().catch(() => {}), 5000);
+  return () => clearInterval(timer);
+}

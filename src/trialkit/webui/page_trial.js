@@ -1,0 +1,126 @@
+// One trial: training and validation curves for any metric, checkpoints, logs, failure reason.
+import { get, loadOnFirstEvent } from "./api.js";
+import { lineChart } from "./charts.js";
+import { fmtBytes, fmtNum, h, stateBadge, tensorboardLinks } from "./util.js";
+
+const TERMINAL = new Set(["COMPLETED", "CANCELED", "ERROR", "DELETED"]);
+
+export async function trialPage(main, id) {
+  const header = h("div");
+  const metricSelect = h("select", { id: "metric-select" });
+  const trainEl = h("div", { id: "training-chart", class: "card" });
+  const valEl = h("div", { id: "validation-chart", class: "card" });
+  const ckptEl = h("div", { id: "checkpoints" });
+  const logSearch = h("input", { type: "search", id: "log-search", placeholder: "search logs…" });
+  const follow = h("input", { type: "checkbox", id: "log-follow", checked: true });
+  const logsEl = h("pre", { id: "logs", class: "logs" });
+  const training = lineChart(trainEl, { title: "training" });
+  const validation = lineChart(valEl, { title: "validation" });
+  let metrics = [];
+  let logLines = [];
+  let lastLogId = 0;
+  let desc = null;
+
+  main.replaceChildren(header,
+    h("div", { class: "toolbar" }, "metric ", metricSelect),
+    h("div", { class: "grid" }, trainEl, valEl),
+    h("h2", {}, "Checkpoints"), ckptEl,
+    h("h2", {}, "Logs"), h("div", { class: "toolbar" }, logSearch, h("label", {}, follow, " follow")),
+    logsEl);
+
+  function renderHeader() {
+    const t = desc.trial;
+    const reason = t.error || (t.state === "ERROR" ? "the trial failed (see its logs)" : null);
+    header.replaceChildren(h("div", {},
+      h("h1", {}, `Trial ${t.id} `, stateBadge(t.state)),
+      h("dl", { class: "kv" },
+        h("dt", {}, "experiment"), h("dd", {}, h("a", { href: `#/experiments/${t.experiment_id}` }, String(t.experiment_id))),
+        h("dt", {}, "hyperparameters"), h("dd", {}, h("code", {}, JSON.stringify(t.hparams))),
+        h("dt", {}, "restarts"), h("dd", {}, String(t.restarts)),
+        h("dt", {}, "best validation"), h("dd", {}, fmtNum(t.best_validation)),
+        t.status ? [h("dt", {}, "status"), h("dd", {}, t.status)] : null,
+        t.early_exit ? [h("dt", {}, "early exit"), h("dd", {}, t.early_exit)] : null,
+        h("dt", {}, "TensorBoard"), h("dd", { id: "tensorboard" }, tensorboardLinks(
+          desc.tensorboards.filter((tb) => tb.trial_id === null || tb.trial_id === t.id),
+          `trialkit tensorboard ${t.experiment_id} --trial ${t.id}`)),
+      ),
+      reason ? h("div", { class: "error-box", id: "failure-reason" }, h("b", {}, "Failure: "), reason) : null));
+  }
+
+  function renderCheckpoints() {
+    const rows = desc.checkpoints;
+    ckptEl.replaceChildren(rows.length
+      ? h("table", {}, h("tr", {}, ["UUID", "steps", "state", "size", "files", ""].map((x) => h("th", {}, x))),
+        rows.map((c) => {
+          const files = Object.keys(c.resources || {});
+          const size = Object.values(c.resources || {}).reduce((a, b) => a + b, 0);
+          return h("tr", {}, h("td", {}, h("code", {}, c.uuid)), h("td", { class: "num" }, String(c.steps_completed)),
+            h("td", {}, c.state), h("td", { class: "num" }, fmtBytes(size)), h("td", {}, String(files.length)),
+            h("td", {}, c.state === "COMPLETED"
+              ? h("a", { href: `/ui/checkpoints/${c.uuid}.tar.gz`, download: `${c.uuid}.tar.gz` }, "download")
+              : ""));
+        }))
+      : h("p", { class: "muted" }, "no checkpoints yet"));
+  }
+
+  function renderCharts() {
+    const names = [...new Set(metrics.flatMap((m) => Object.keys(m.values).filter((k) => typeof m.values[k] === "number")))].sort();
+    if ([...metricSelect.options].map((o) => o.value).join() !== names.join()) {
+      const keep = metricSelect.value;
+      const searcherMetric = desc?.searcherMetric;
+      metricSelect.replaceChildren(...names.map((n) => h("option", { value: n }, n)));
+      metricSelect.value = names.includes(keep) ? keep : (names.includes(searcherMetric) ? searcherMetric : names[0] ?? "");
+    }
+    const name = metricSelect.value;
+    for (const [group, chart] of [["training", training], ["validation", validation]]) {
+      const rows = metrics.filter((m) => m.group === group && typeof m.values[name] === "number");
+      chart.update(rows.length ? [{ label: name, steps: rows.map((m) => m.steps_completed), values: rows.map((m) => m.values[name]) }] : []);
+    }
+  }
+  metricSelect.addEventListener("change", renderCharts);
+
+  function renderLogs() {
+    const needle = logSearch.value.trim().toLowerCase();
+    const shown = needle ? logLines.filter((l) => l.line.toLowerCase().includes(needle)) : logLines;
+    logsEl.textContent = shown.map((l) => l.line).join("\n");
+    if (follow.checked) logsEl.scrollTop = logsEl.scrollHeight;
+  }
+  logSearch.addEventListener("input", renderLogs);
+
+  async function loadLogs() {
+    const r = await get(`/api/v1/trials/${id}/logs?after_id=${lastLogId}&limit=5000`);
+    if (r.logs.length) {
+      logLines = logLines.concat(r.logs);
+      lastLogId = r.logs[r.logs.length - 1].id;
+      renderLogs();
+      if (r.logs.length === 5000) return loadLogs();
+    }
+    return r;
+  }
+
+  let busy = false;
+  async function refresh() {
+    if (busy) return;
+    busy = true;
+    try {
+      desc = await get(`/api/v1/trials/${id}`);
+      if (!desc.searcherMetric) {
+        const exp = await get(`/api/v1/experiments/${desc.trial.experiment_id}/summary`).catch(() => null);
+        desc.searcherMetric = exp?.searcher?.metric;
+      }
+      metrics = (await get(`/api/v1/trials/${id}/metrics`)).metrics;
+      desc.tensorboards = (await get(`/api/v1/experiments/${desc.trial.experiment_id}/tensorboards`)).tensorboards;
+      renderHeader();
+      renderCharts();
+      renderCheckpoints();
+      await loadLogs();
+    } finally { busy = false; }
+  }
+  const { experiment_id: experimentId } = (await get(`/api/v1/trials/${id}`)).trial;
+  const stop = await loadOnFirstEvent(experimentId, refresh);
+  // Logs can grow with nothing else changing: tail them while the trial runs.
+  const timer = setInterval(() => {
+    if (!TERMINAL.has(desc.trial.state)) loadLogs().catch(() => {});
+  }, 1500);
+  return () => { stop(); clearInterval(timer); };
+}

@@ -1,0 +1,3 @@
+"""The web UI's end-to-end tests run against the integration tests' real master."""
+
+from ..integration.conftest import Master, master  # noqa: F401  (the fixture, reused)

@@ -1,0 +1,198 @@
+"""Trials on a Ray cluster (head + 2 worker nodes, separate processes on loopback) through a
+master whose ``ray`` resource pool joins it."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+import yaml
+from tests.integration.conftest import EXAMPLES, Master
+from tests.ray.conftest import RayCluster, RayNode
+
+
+def _core_api_example(tmp_path: Path, config_name: str, **overrides: Any) -> tuple[dict, Path]:
+    model = tmp_path / "model"
+    shutil.copytree(EXAMPLES / "core_api", model)
+    config = yaml.safe_load((model / config_name).read_text())
+    config.update(overrides)
+    return config, model
+
+
+def test_adaptive_asha_on_the_ray_pool_completes(ray_master: Master, tmp_path: Path) -> None:
+    config, model = _core_api_example(
+        tmp_path,
+        "3_hpsearch.yaml",
+        searcher={
+            "name": "adaptive_asha",
+            "metric": "loss",
+            "smaller_is_better": True,
+            "max_length": 40,
+            "max_trials": 3,
+            "max_concurrent_trials": 2,
+            "mode": "aggressive",
+        },
+        resources={"resource_pool": "ray"},
+    )
+    exp_id = ray_master.create(config, model)
+    desc = ray_master.wait_state(exp_id, {"COMPLETED", "ERROR", "CANCELED"}, timeout=400)
+    trials = desc["trials"]
+    assert desc["experiment"]["state"] == "COMPLETED", desc
+    assert len(trials) == 3 and all(t["state"] == "COMPLETED" for t in trials), trials
+    logs = ray_master.cli("trial", "logs", str(trials[0]["id"])).stdout
+    assert "run 1: placed on Ray node(s)" in logs, logs
+
+
+def _placements(logs: str) -> list[str]:
+    return [ln for ln in logs.splitlines() if "placed on Ray node(s)" in ln]
+
+
+def test_a_two_slot_torch_trial_spans_two_ray_nodes(ray_master: Master, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    model = tmp_path / "model"
+    shutil.copytree(EXAMPLES / "torch_distributed", model)
+    config = yaml.safe_load((model / "const.yaml").read_text())
+    config["searcher"]["max_length"] = 2
+    config["resources"] = {"slots_per_trial": 2, "resource_pool": "ray"}
+    exp_id = ray_master.create(config, model)
+    desc = ray_master.wait_state(exp_id, {"COMPLETED", "ERROR", "CANCELED"}, timeout=400)
+    [trial] = desc["trials"]
+    logs = ray_master.cli("trial", "logs", str(trial["id"])).stdout
+    assert desc["experiment"]["state"] == "COMPLETED", logs
+    [placed] = _placements(logs)
+    nodes = re.findall(r"\(node (\w+)\)", placed)
+    assert len(nodes) == 2 and nodes[0] != nodes[1], placed  # one bundle per node
+    assert "[rank=0]" in logs and "[rank=1]" in logs, logs
+
+
+def _node_running(cluster: RayCluster, script: str) -> RayNode:
+    """The worker node whose process tree runs ``script`` (the trial's process)."""
+    for node in cluster.nodes:
+        for p in node.tree():
+            with contextlib.suppress(psutil.Error):
+                if any(script in part for part in p.cmdline()):
+                    return node
+    raise AssertionError(f"no Ray node runs {script}")
+
+
+def test_a_lost_node_restarts_the_trial_on_another_from_its_checkpoint(
+    ray_master: Master, ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    config, model = _core_api_example(
+        tmp_path,
+        "3_hpsearch.yaml",
+        hyperparameters={"increment_by": 1},
+        searcher={"name": "single", "metric": "loss", "max_length": 1500},
+        resources={"resource_pool": "ray"},
+        max_restarts=2,
+    )
+    exp_id = ray_master.create(config, model)
+    ray_master.wait_for(
+        lambda: bool(ray_master.describe(exp_id)["checkpoints"]),
+        timeout=300,
+        what="the trial's first checkpoint",
+    )
+    lost = _node_running(ray_cluster, "3_hpsearch.py")
+    lost.kill()
+    try:
+        desc = ray_master.wait_state(exp_id, {"COMPLETED", "ERROR", "CANCELED"}, timeout=400)
+        [trial] = desc["trials"]
+        logs = ray_master.cli("trial", "logs", str(trial["id"])).stdout
+        assert desc["experiment"]["state"] == "COMPLETED", logs
+        assert trial["restarts"] == 1, trial
+        first, second = _placements(logs)
+        assert first.split("(node ")[1] != second.split("(node ")[1], (first, second)
+        assert "Ray worker 0 lost" in logs, logs
+        out = ray_master.cli("trial", "describe", str(trial["id"]), "--metrics", "--json").stdout
+        reports = json.loads(out)["training_metrics"]
+        resumed = [m["steps_completed"] for m in reports if m["run_id"] == 2]
+        assert resumed and min(resumed) > 10, reports  # run 2 went on from a checkpoint
+    finally:
+        ray_cluster.nodes.remove(lost)
+        ray_cluster.add_worker(f"{lost.name}b")  # for the tests after this one
+        ray_cluster.wait_cpus(2)
+
+
+def _ray_processes_running(cluster: RayCluster, script: str) -> list[psutil.Process]:
+    found = []
+    for node in cluster.nodes:
+        for p in node.tree():
+            with contextlib.suppress(psutil.Error):
+                if any(script in part for part in p.cmdline()):
+                    found.append(p)
+    return found
+
+
+def test_pause_activate_and_kill_reach_the_trial_on_its_ray_node(
+    ray_master: Master, ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    config, model = _core_api_example(
+        tmp_path,
+        "3_hpsearch.yaml",
+        hyperparameters={"increment_by": 1},
+        searcher={"name": "single", "metric": "loss", "max_length": 3000},
+        resources={"resource_pool": "ray"},
+    )
+    exp_id = ray_master.create(config, model)
+    ray_master.wait_for(
+        lambda: bool(ray_master.describe(exp_id)["checkpoints"]), 300, "a first checkpoint"
+    )
+    ray_master.cli("experiment", "pause", str(exp_id))
+    ray_master.wait_state(exp_id, {"PAUSED"}, timeout=120)
+    ray_master.wait_for(
+        lambda: ray_master.describe(exp_id)["trials"][0]["pid"] is None, 120, "the run to end"
+    )
+    assert not _ray_processes_running(ray_cluster, "3_hpsearch.py")
+    ray_master.cli("experiment", "activate", str(exp_id))
+    ray_master.wait_for(
+        lambda: bool(_ray_processes_running(ray_cluster, "3_hpsearch.py")), 300, "run 2 on Ray"
+    )
+    ray_master.cli("experiment", "kill", str(exp_id))
+    desc = ray_master.wait_state(exp_id, {"CANCELED"}, timeout=120)
+    [trial] = desc["trials"]
+    assert trial["run_id"] == 2 and trial["restarts"] == 0, trial
+    ray_master.wait_for(
+        lambda: not _ray_processes_running(ray_cluster, "3_hpsearch.py"), 30, "no trial process"
+    )
+    logs = ray_master.cli("trial", "logs", str(trial["id"])).stdout
+    assert len(_placements(logs)) == 2, logs
+
+
+def test_a_master_restart_ends_its_ray_runs_and_the_next_master_restarts_them(
+    ray_master: Master, ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    from trialkit.master import start_background
+
+    config, model = _core_api_example(
+        tmp_path,
+        "3_hpsearch.yaml",
+        hyperparameters={"increment_by": 1},
+        searcher={"name": "single", "metric": "loss", "max_length": 1500},
+        resources={"resource_pool": "ray"},
+        max_restarts=1,
+    )
+    exp_id = ray_master.create(config, model)
+    ray_master.wait_for(
+        lambda: bool(ray_master.describe(exp_id)["checkpoints"]), 300, "a first checkpoint"
+    )
+    ray_master.cli("master", "down")
+    # The runs' actors belonged to the master (their driver): the trial process goes with them.
+    ray_master.wait_for(
+        lambda: not _ray_processes_running(ray_cluster, "3_hpsearch.py"), 120, "no trial process"
+    )
+    again = Master(ray_master.home, start_background(ray_master.home, wait=120), ray_master.env)
+    try:
+        desc = again.wait_state(exp_id, {"COMPLETED", "ERROR", "CANCELED"}, timeout=400)
+        [trial] = desc["trials"]
+        logs = again.cli("trial", "logs", str(trial["id"])).stdout
+        assert desc["experiment"]["state"] == "COMPLETED", logs
+        assert trial["restarts"] == 1 and trial["run_id"] == 2, trial
+        assert len(_placements(logs)) == 2, logs
+    finally:
+        again.client.close()
