@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from trialkit.config import ExperimentConfig
 
 INFO_ENV = "TRIALKIT_CLUSTER_INFO"
 _DETERMINED_INFO_DIR = Path("/run/determined/info")
@@ -36,11 +39,29 @@ class TrialInfo:
         self._trial_run_id = trial_run_id
         self._debug = debug
         self._inter_node_network_interface = inter_node_network_interface
+        self._typed: ExperimentConfig | None = None
 
     @property
     def config(self) -> dict[str, Any]:
-        """The fully-defaulted experiment config."""
+        """The fully-defaulted experiment config as JSON data (Determined's ``_config``)."""
         return self._config
+
+    @property
+    def experiment_config(self) -> ExperimentConfig:
+        """The typed, frozen experiment config, parsed from ``config`` on first use: trialkit's
+        own readers take every value (and default) from it."""
+        if self._typed is None:
+            from trialkit.config import ConfigError, parse_config
+
+            try:
+                self._typed = parse_config(self._config)
+            except ConfigError as e:
+                raise RuntimeError(
+                    f"cluster info: the experiment config of trial {self.trial_id} does not "
+                    f"parse ({'; '.join(e.errors)}); the master that started it writes a valid "
+                    "one, so check that trial and master run the same trialkit"
+                ) from None
+        return self._typed
 
     @property
     def steps_completed(self) -> int:
@@ -136,7 +157,7 @@ class ClusterInfo:
         """The experiment config's ``data`` section."""
         if self._trial is None:
             return {}
-        return dict(self._trial.config.get("data") or {})
+        return dict(self._trial.experiment_config.data)
 
     @property
     def container_addrs(self) -> list[str]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -75,3 +76,27 @@ def test_optuna_tpe_with_median_pruner_survives_a_master_restart(
         else:
             assert told[t["request_id"]] == "COMPLETE" and last == 30
     assert "PRUNED" in told.values(), "MedianPruner pruned nothing"
+
+
+def test_a_search_that_cannot_load_ends_the_experiment_error(
+    master: Master, tmp_path: Path
+) -> None:
+    """An unknown sampler is found only when the search is built: the experiment ends ERROR
+    (through the one state writer), with its reason, instead of staying ACTIVE."""
+    d = tmp_path / "model"
+    write_script(d, "trial.py", REPORTS_TRIAL)
+    cfg = {
+        "entrypoint": "python3 trial.py",
+        "hyperparameters": {"lr": {"type": "double", "minval": 0.0, "maxval": 1.0}},
+        "searcher": {"name": "optuna", "metric": "loss", "time_metric": "batches",
+                     "max_time": 30, "max_trials": 2, "sampler": "NoSuchSampler"},
+    }  # fmt: skip
+    (d / "_config.json").write_text(json.dumps(cfg))
+    out = master.cli("experiment", "create", str(d / "_config.json"), str(d), check=False)
+    assert out.returncode != 0, out.stdout
+    assert "searcher.sampler: got 'NoSuchSampler'" in out.stderr, out.stderr
+    assert "internal error" not in out.stderr
+    [exp] = master.client.list_experiments().experiments
+    assert exp.state == "ERROR" and exp.ended_at is not None
+    assert exp.error is not None and "could not start" in exp.error
+    assert "searcher.sampler: got 'NoSuchSampler'" in exp.error

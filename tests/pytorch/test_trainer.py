@@ -349,7 +349,7 @@ def test_invalid_hp_checkpoints_and_ends_the_run_as_an_early_exit(trialkit_home:
     store = Store.at(trialkit_home)
     try:
         [trial] = store.list_trials()
-        assert trial.early_exit == "INVALID_HP"
+        assert trial.searcher.early_exit == "INVALID_HP"
     finally:
         store.close()
 

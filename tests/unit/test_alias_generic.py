@@ -57,6 +57,6 @@ def test_invalid_hp_ends_the_trial_as_an_early_exit(trialkit_home: Path) -> None
         raise InvalidHP("learning rate too large")
     store, trial_id = _only_trial(trialkit_home)
     try:
-        assert store.get_trial(trial_id).early_exit == "INVALID_HP"
+        assert store.get_trial(trial_id).searcher.early_exit == "INVALID_HP"
     finally:
         store.close()

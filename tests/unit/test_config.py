@@ -20,6 +20,7 @@ from trialkit.config import (
     entrypoint_kind,
     load_config,
     parse_config,
+    parse_searcher,
     with_defaults,
 )
 
@@ -307,8 +308,13 @@ def test_per_searcher_defaults() -> None:
     asha = parse_config({"searcher": raw | {"max_length": {"batches": 90}}}).as_dict()["searcher"]
     assert asha["divisor"] == 4 and asha["max_concurrent_trials"] == 16
     assert asha["stop_once"] is False and "mode" not in asha
-    optuna = parse_config({"searcher": {"name": "optuna", "metric": "m", "max_trials": 4}}).searcher
-    assert (optuna.sampler, optuna.pruner, optuna.sampler_kwargs) == ("TPESampler", None, {})
+    raw = {"name": "optuna", "metric": "m", "max_trials": 4, "time_metric": "b", "max_time": 8}
+    optuna = parse_config({"searcher": raw}).searcher
+    assert (optuna.sampler, optuna.pruner, optuna.sampler_kwargs) == (
+        "TPESampler",
+        "MedianPruner",
+        {},
+    )
     assert optuna.max_concurrent_trials == 16 and optuna.generation == "0.38"
     custom = parse_config({"searcher": {"name": "custom", "unit": "epochs"}}).as_dict()["searcher"]
     assert custom["unit"] == "epochs" and "max_trials" not in custom
@@ -470,12 +476,33 @@ def test_grid_requires_count_on_every_ranged_hyperparameter() -> None:
             {"name": "async_halving", "num_rungs": 2, "max_trials": 2, "max_length": {"epochs": 1}},
             "metric",
         ),
-        ({"name": "optuna", "metric": "m"}, "max_trials"),
+        ({"name": "optuna", "metric": "m", "max_length": 8}, "max_trials"),
     ],
 )
 def test_every_searchers_required_fields(searcher: dict[str, Any], missing: str) -> None:
     (message,) = errors_of({"searcher": searcher})
     assert message.startswith(f"searcher.{missing}: required by the {searcher['name']} searcher")
+
+
+def test_checks_the_search_methods_made_are_in_the_config() -> None:
+    """What the searcher package checked on its own (a second model) is the config's now."""
+    (message,) = errors_of({"searcher": {"name": "optuna", "metric": "m", "max_trials": 2}})
+    assert message.startswith("searcher: optuna needs a training length; give time_metric")
+    asha = {"name": "adaptive_asha", "metric": "m", "max_trials": 2, "max_length": 0}
+    assert errors_of({"searcher": asha}) == [
+        "searcher.max_length: adaptive_asha needs a length >= 1, got 0; give the top rung's length"
+    ]
+
+
+def test_parse_searcher_reports_every_problem_at_its_searcher_path() -> None:
+    assert parse_searcher({"name": "single", "metric": None}).metric is None
+    with pytest.raises(ConfigError) as info:
+        parse_searcher({"name": "random", "max_trials": 0, "max_concurrent_trials": -1})
+    assert info.value.errors == [
+        "searcher.max_concurrent_trials: expected an integer between 0 and 100000, got -1",
+        "searcher.max_trials: expected an integer between 1 and 100000, got 0",
+        "searcher.metric: required by the random searcher; add metric: validation_loss",
+    ]
 
 
 def test_single_and_custom_need_nothing_but_a_name() -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from trialkit._client import APIError
+from trialkit.config import SearcherConfig
 from trialkit.core import (
     CheckpointContext,
     DistributedContext,
@@ -639,9 +640,16 @@ def test_workers_ask_chief_gets_the_chiefs_answer_and_never_acks(
 # SearcherContext -------------------------------------------------------------------------------
 
 
+def single(**fields: Any) -> SearcherConfig:
+    """A typed searcher section: ``single`` unless ``name`` says otherwise."""
+    return SearcherConfig.model_validate({"name": "single", **fields})
+
+
 def test_operations_yield_until_the_searcher_is_done() -> None:
     master = MemoryMaster(ops=[10, 30, 90])
-    searcher = SearcherContext(master, DummyDistributedContext(), {"max_length": {"batches": 90}})
+    searcher = SearcherContext(
+        master, DummyDistributedContext(), single(max_length={"batches": 90})
+    )
     seen = []
     for op in searcher.operations():
         seen.append(op.length)
@@ -655,7 +663,7 @@ def test_operations_yield_until_the_searcher_is_done() -> None:
 
 def test_auto_ack_false_does_not_acknowledge_out_of_ops() -> None:
     master = MemoryMaster(ops=[1])
-    searcher = SearcherContext(master, DummyDistributedContext(), {"max_length": 1})
+    searcher = SearcherContext(master, DummyDistributedContext(), single(max_length=1))
     for op in searcher.operations(auto_ack=False):
         op.report_completed(0.0)
     assert master.acks == 0
@@ -663,7 +671,7 @@ def test_auto_ack_false_does_not_acknowledge_out_of_ops() -> None:
 
 def test_forgetting_report_completed_raises() -> None:
     master = MemoryMaster(ops=[10, 20])
-    searcher = SearcherContext(master, DummyDistributedContext(), {"max_length": 20})
+    searcher = SearcherContext(master, DummyDistributedContext(), single(max_length=20))
     with pytest.raises(RuntimeError, match="report_completed"):
         for _ in searcher.operations():
             pass
@@ -671,7 +679,7 @@ def test_forgetting_report_completed_raises() -> None:
 
 def test_report_completed_twice_and_progress_after_completion() -> None:
     master = MemoryMaster(ops=[10])
-    searcher = SearcherContext(master, DummyDistributedContext(), {"max_length": 10})
+    searcher = SearcherContext(master, DummyDistributedContext(), single(max_length=10))
     for op in searcher.operations():
         op.report_completed(0.5)
         with pytest.raises(RuntimeError, match="already called"):
@@ -682,11 +690,9 @@ def test_report_completed_twice_and_progress_after_completion() -> None:
     assert master.completed == [(10, 0.5)]
 
 
-@pytest.mark.parametrize("max_length", [None, 0, {"epochs": 0}])
+@pytest.mark.parametrize("max_length", [None, 0])
 def test_operations_need_a_max_length(max_length: Any) -> None:
-    config: dict[str, Any] = {"name": "single", "metric": "loss"}
-    if max_length is not None:
-        config["max_length"] = max_length
+    config = single(metric="loss", max_length=max_length)
     searcher = SearcherContext(MemoryMaster(ops=[1]), DummyDistributedContext(), config)
     with pytest.raises(ValueError, match="max_length"):
         next(iter(searcher.operations()))
@@ -700,19 +706,20 @@ def test_operations_need_a_max_length(max_length: Any) -> None:
         ({"max_length": {"records": 5}}, Unit.RECORDS),
         ({"max_length": 5}, None),
         ({"name": "custom", "unit": "records", "max_length": 5}, Unit.RECORDS),
-        ({"name": "custom", "unit": "BATCHES"}, Unit.BATCHES),
+        ({"name": "custom", "unit": "batches"}, Unit.BATCHES),
         (None, Unit.EPOCHS),  # off-cluster
     ],
 )
 def test_get_configured_units(config: dict[str, Any] | None, unit: Unit | None) -> None:
-    searcher = SearcherContext(MemoryMaster(), DummyDistributedContext(), config)
+    typed = None if config is None else single(**config)
+    searcher = SearcherContext(MemoryMaster(), DummyDistributedContext(), typed)
     assert searcher.get_configured_units() is unit
 
 
 def test_workers_follow_the_chiefs_ops_and_cannot_report() -> None:
     master = MemoryMaster()
     worker = SearcherContext(
-        master, WorkerView(rank=1, chief_sends=[10, 20, None]), {"max_length": 20}
+        master, WorkerView(rank=1, chief_sends=[10, 20, None]), single(max_length=20)
     )
     lengths = []
     for op in worker.operations():
@@ -726,7 +733,7 @@ def test_workers_follow_the_chiefs_ops_and_cannot_report() -> None:
 
 
 def test_chief_only_searcher_refuses_workers() -> None:
-    worker = SearcherContext(MemoryMaster(ops=[1]), WorkerView(rank=1), {"max_length": 1})
+    worker = SearcherContext(MemoryMaster(ops=[1]), WorkerView(rank=1), single(max_length=1))
     with pytest.raises(RuntimeError, match="ChiefOnly"):
         next(iter(worker.operations(SearcherMode.ChiefOnly)))
     assert SearcherMode.ChiefOnly.value == "CHEIF_ONLY"  # Determined's spelling, on purpose

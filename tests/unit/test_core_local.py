@@ -113,7 +113,7 @@ def test_progress_status_and_early_exit_are_recorded(trialkit_home: Path) -> Non
         trial = s.get_trial(trial_id)
         assert trial.progress == 0.25
         assert trial.status == "warming up"
-        assert trial.early_exit == "USER_REQUESTED_STOP"
+        assert trial.searcher.early_exit == "USER_REQUESTED_STOP"
     finally:
         s.close()
 
@@ -126,7 +126,7 @@ def test_invalid_hp_is_reported_and_suppressed(trialkit_home: Path) -> None:
     s = open_store(trialkit_home)
     try:
         trial = s.get_trial(trial_id)
-        assert trial.early_exit == "INVALID_HP"
+        assert trial.searcher.early_exit == "INVALID_HP"
         assert trial.state is TrialState.COMPLETED
     finally:
         s.close()

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from trialkit.config import SearcherConfig
 from trialkit.core import (
     CheckpointContext,
     DistributedContext,
@@ -201,7 +202,9 @@ def test_searcher_operations_reach_the_workers() -> None:
     backend = Backend()
 
     def body(d: DistributedContext) -> Any:
-        s = SearcherContext(backend, d, {"name": "single", "max_length": 4})
+        s = SearcherContext(
+            backend, d, SearcherConfig.model_validate({"name": "single", "max_length": 4})
+        )
         lengths = []
         for op in s.operations():
             lengths.append(op.length)

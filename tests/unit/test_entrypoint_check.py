@@ -127,7 +127,7 @@ def test_the_master_refuses_a_missing_entrypoint_at_create(model: Path, tmp_path
     config, _ = prepare_experiment(
         {**raw, "entrypoint": "python3 train.py"}, 2, tmp_path / "home", model_def=pack(model)
     )
-    assert config["entrypoint"] == "python3 train.py"
+    assert config.entrypoint == "python3 train.py"
 
 
 def test_dry_run_names_the_missing_entrypoint_in_one_line(model: Path, tmp_path: Path) -> None:

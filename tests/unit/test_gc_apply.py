@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import event
 from tests.inprocess_master import MODEL_DEF, SINGLE, inprocess_master
 
+from trialkit.config import parse_config
 from trialkit.master._gc import (
     DeleteRefused,
     best_checkpoints,
@@ -200,8 +201,9 @@ def test_a_source_trial_id_warm_start_protects_its_checkpoint_across_experiments
         "searcher": {"name": "single", "source_trial_id": a.id},
         "checkpoint_storage": {"type": "shared_fs", "host_path": str(root)},
     }
-    resolve_warm_start(config, store)  # as experiment create does: the trial's latest, a3
-    warm = store.create_experiment(name="warm", config=config)
+    # as experiment create does: the trial's latest, a3
+    resolved = resolve_warm_start(parse_config(config), store).as_dict()
+    warm = store.create_experiment(name="warm", config=resolved)
     deleted = collect_garbage(store, exp).deleted
     assert "a3" not in deleted and sorted(deleted) == ["a1", "a2", "b1", "b2", "b3"]
     assert (root / "a3" / "weights.bin").is_file()
@@ -219,8 +221,8 @@ def _completed_warm_start(
     }
     if source:
         config["searcher"]["source_checkpoint_uuid"] = source
-    resolve_warm_start(config, store, str(path) if path else None)
-    exp = store.create_experiment(name="warm", config=config)
+    resolved = resolve_warm_start(parse_config(config), store, str(path) if path else None)
+    exp = store.create_experiment(name="warm", config=resolved.as_dict())
     return store.update_experiment(exp.id, state=ExperimentState.COMPLETED)
 
 

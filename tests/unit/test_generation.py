@@ -1,6 +1,6 @@
 """One search generation: the typed config's ``searcher.generation`` is the one the master
-acts on, and agrees with ``searcher.generation_of`` for every kind of searcher section
-(they disagreed for a custom searcher without max_length)."""
+acts on and the one the built search method runs (a second definition in the searcher package
+disagreed for a custom searcher without max_length, and is gone)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+import trialkit.searcher
 from trialkit.config import load_config
-from trialkit.searcher import generation_of
+from trialkit.searcher import make_search_method
 
 HP = {"lr": {"type": "double", "minval": 0.0, "maxval": 1.0}}
 SECTIONS: list[tuple[dict[str, Any], str]] = [
@@ -30,4 +31,10 @@ SECTIONS: list[tuple[dict[str, Any], str]] = [
 def test_config_generation_is_the_searchers(searcher: dict[str, Any], generation: str) -> None:
     cfg = load_config({"entrypoint": "python3 t.py", "hyperparameters": HP, "searcher": searcher})
     assert cfg.searcher.generation == generation
-    assert generation_of(cfg.as_dict()["searcher"]) == generation
+    if cfg.searcher.name != "custom":  # custom searchers are SearchMethods, built by the master
+        method = make_search_method(cfg.searcher, cfg.hyperparameters, 0)
+        assert method.generation.value == generation
+
+
+def test_the_searcher_package_has_no_second_generation() -> None:
+    assert not hasattr(trialkit.searcher, "generation_of")

@@ -148,7 +148,7 @@ def test_026_config(tmp_path: Path) -> None:
     assert cfg.optimizations.aggregation_frequency == 2
     assert cfg.environment.variables_for("cuda") == ["NCCL_DEBUG=INFO"]
     assert cfg.checkpoint_storage.storage_path == "determined-checkpoint"
-    assert _trial_class_length(cfg.as_dict()) == []
+    assert _trial_class_length(cfg) == []
     warned = {line.split(":")[0] for line in cfg.warnings}
     assert warned == {
         "environment.image",
@@ -189,7 +189,7 @@ def test_038_config(tmp_path: Path) -> None:
     cfg = _load(tmp_path, V038)
     assert cfg.searcher.generation == "0.38"
     assert (cfg.searcher.time_metric, cfg.searcher.max_time) == ("batches", 500)
-    assert _trial_class_length(cfg.as_dict()) == []
+    assert _trial_class_length(cfg) == []
     assert cfg.warnings == []
 
 
@@ -206,7 +206,7 @@ def _errors(raw: dict[str, Any]) -> list[str]:
 def _check_unitless_length() -> None:
     cfg = parse_config(_single())
     assert cfg.searcher.max_length == Length(None, 1)
-    [refused] = _trial_class_length({**cfg.as_dict(), "entrypoint": "model_def:T"})
+    [refused] = _trial_class_length(cfg.model_copy(update={"entrypoint": "model_def:T"}))
     assert "max_length 1 has no unit" in refused and "{batches|records|epochs: N}" in refused
     raw = {"searcher": {"name": "async_halving", "metric": "m", "num_rungs": 2, "max_trials": 2}}
     raw["searcher"]["max_length"] = 7

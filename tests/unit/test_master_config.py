@@ -135,7 +135,7 @@ def test_an_unknown_pool_is_refused_at_create_naming_the_pools(
 
 def test_the_default_pool_is_filled_in(tmp_path: Path, model: bytes) -> None:
     config, _ = _create({"resources": {"resource_pool": "default"}}, tmp_path / "home", model)
-    assert config["resources"]["resource_pool"] == "local"
+    assert config.resources.resource_pool == "local"
 
 
 def test_a_ray_pool_needs_checkpoints_every_node_reaches(tmp_path: Path, model: bytes) -> None:
@@ -151,7 +151,7 @@ def test_a_ray_pool_needs_checkpoints_every_node_reaches(tmp_path: Path, model: 
     config, _ = _create(
         {"resources": {"resource_pool": "ray"}, "checkpoint_storage": shared}, home, model
     )
-    assert config["resources"]["resource_pool"] == "ray"
+    assert config.resources.resource_pool == "ray"
 
 
 def test_slots_per_trial_is_not_bounded_by_local_slots_on_a_ray_pool(
@@ -160,7 +160,7 @@ def test_slots_per_trial_is_not_bounded_by_local_slots_on_a_ray_pool(
     shared = {"type": "shared_fs", "host_path": "/shared/ckpt"}
     res = {"resource_pool": "ray", "slots_per_trial": 8}
     config, _ = _create({"resources": res, "checkpoint_storage": shared}, tmp_path / "h", model)
-    assert config["resources"]["slots_per_trial"] == 8
+    assert config.resources.slots_per_trial == 8
     with pytest.raises(CreateError, match="more than this master's 2 slots"):
         _create({"resources": {"slots_per_trial": 8}}, tmp_path / "h", model)
 

@@ -120,6 +120,9 @@ class Driver:
 
 
 def asha(**fields: Any) -> dict[str, Any]:
+    """async_halving takes only a unit length: a bare int here means that many batches."""
+    if isinstance(fields.get("max_length"), int):
+        fields["max_length"] = {"batches": fields["max_length"]}
     return {"name": "async_halving", "metric": "loss", "divisor": 4, **fields}
 
 
@@ -496,7 +499,7 @@ def test_creates_stay_within_budget_plus_invalid_and_search_ends(
         "adaptive-stop": adaptive(stop_once=True),
     }[name]
     d = driver({**searcher, "max_trials": max_trials, "max_concurrent_trials": concurrency,
-                "max_length": 64})  # fmt: skip
+                "max_length": {"batches": 64}})  # fmt: skip
     invalid, step = 0, 0
     while d.inflight and d.shutdown is None:
         kind, value = events[step % len(events)]

@@ -37,13 +37,19 @@ def test_restart_reloads_the_search_without_new_trials(tmp_path: Path) -> None:
     store, exp = _setup(tmp_path, ASHA)
     drv = _driver(store, exp)
     trials = store.list_trials(exp)
-    assert len(trials) == 4 and all(t.op_length and not t.op_complete for t in trials)
+    assert len(trials) == 4 and all(
+        t.searcher.op_length and not t.searcher.op_complete for t in trials
+    )
     t = trials[0]
     store.update_trial(t.id, op_complete=True)
-    drv.validation_completed(store.get_trial(t.id), {"loss": 0.5}, t.op_length)
-    before = [(x.request_id, x.op_length, x.op_complete) for x in store.list_trials(exp)]
+    drv.validation_completed(store.get_trial(t.id), {"loss": 0.5}, t.searcher.op_length)
+    before = [
+        (x.request_id, x.searcher.op_length, x.searcher.op_complete) for x in store.list_trials(exp)
+    ]
     again = _driver(store, exp)  # a restarted master
-    assert [(x.request_id, x.op_length, x.op_complete) for x in store.list_trials(exp)] == before
+    assert [
+        (x.request_id, x.searcher.op_length, x.searcher.op_complete) for x in store.list_trials(exp)
+    ] == before
     assert again.method.save() == drv.method.save()
 
 
@@ -53,7 +59,7 @@ def test_lost_metric_reopens_the_operation(tmp_path: Path) -> None:
     t = store.list_trials(exp)[0]
     store.update_trial(t.id, op_complete=True)  # the engine wrote this, then the master died
     _driver(store, exp)
-    assert store.get_trial(t.id).op_complete is False  # the trial will report it again
+    assert store.get_trial(t.id).searcher.op_complete is False  # the trial will report it again
 
 
 def test_lost_exit_is_told_so_the_search_can_finish(tmp_path: Path) -> None:

@@ -57,7 +57,7 @@ def test_single_037_is_one_triple_then_shutdown() -> None:
 
 
 def test_single_038_creates_only_and_never_replaces_invalid_hp() -> None:
-    m = method("single", max_trials=5, max_concurrent_trials=5)
+    m = method("single")
     ops = m.initial_operations()
     assert len(ops) == 1 and isinstance(ops[0], Create)
     rid = ops[0].request_id
@@ -187,5 +187,9 @@ def test_config_errors_are_collected() -> None:
         assert f"searcher.{field}" in message
     with pytest.raises(ValueError, match="searcher.name"):
         make_search_method({"name": "bayes"}, SPACE, 0)
-    with pytest.raises(ValueError, match="searcher.time_metric"):
+    with pytest.raises(ValueError, match="searcher: async_halving needs a training length"):
         make_search_method({"name": "async_halving", "num_rungs": 2, "max_trials": 4}, SPACE, 0)
+    with pytest.raises(ValueError, match="searcher.max_length: adaptive_asha needs a length >= 1"):
+        make_search_method(
+            {"name": "adaptive_asha", "metric": "loss", "max_trials": 4, "max_length": 0}, SPACE, 0
+        )

@@ -10,9 +10,9 @@ import trialkit.master
 
 MASTER = Path(trialkit.master.__file__).parent
 WRITER = "_transitions.py"
-#: _app.py creates experiments (ACTIVE or PAUSED) and marks one ERROR whose search could not
-#: even be loaded; no trial state is written there.
-CREATES = {"_app.py": {"update_experiment", "create_experiment"}}
+#: _app.py creates experiments (ACTIVE or PAUSED); one whose search cannot even be loaded is
+#: failed by ``_transitions`` like any other. No trial state is written there.
+CREATES = {"_app.py": {"create_experiment"}}
 
 
 def _state_writes(tree: ast.AST) -> list[tuple[str, int]]:

@@ -49,7 +49,7 @@ def test_a_closed_trial_whose_run_is_still_being_handled_is_left_to_its_exit(
     RUNNING: the exit handler ends it, not settle (which spun on it, holding the engine)."""
     store, states, exp = _setup(tmp_path, GRID)
     t = store.list_trials(exp)[0]
-    assert t.closed  # grid closes each trial up front in 0.37
+    assert t.searcher.closed  # grid closes each trial up front in 0.37
     store.update_trial(t.id, op_complete=True)
     states.clocks[t.id] = RunClock(TrialPhase.RUNNING)
     _settle(states, store, exp)

@@ -288,13 +288,13 @@ def preview(config_file: Path, overrides: tuple[str, ...], seed: int | None, as_
     from ..config import load_config
     from ..searcher import preview as simulate
 
-    cfg = load_config(config_file, list(overrides)).as_dict()
+    cfg = load_config(config_file, list(overrides))
     if seed is None:
-        seed = cfg["reproducibility"]["experiment_seed"] or 0
+        seed = cfg.reproducibility.experiment_seed or 0
     from ..searcher import SearcherError
 
     try:
-        trials = simulate(cfg["searcher"], cfg["hyperparameters"], seed)
+        trials = simulate(cfg.searcher, cfg.hyperparameters, seed)
     except (ValueError, SearcherError) as e:
         raise CLIError(str(e)) from None
     if as_json:

@@ -8,7 +8,13 @@ from trialkit.config._entrypoint import entrypoint_problems
 from trialkit.config._errors import ConfigError
 from trialkit.config._experiment import DEFAULT_NAME, ExperimentConfig
 from trialkit.config._length import Length
-from trialkit.config._load import entrypoint_kind, load_config, parse_config, with_defaults
+from trialkit.config._load import (
+    entrypoint_kind,
+    load_config,
+    parse_config,
+    parse_searcher,
+    with_defaults,
+)
 from trialkit.config._master import (
     LOCAL_POOL,
     MASTER_CONFIG_ENV,
@@ -65,5 +71,6 @@ __all__ = [
     "entrypoint_problems",
     "load_config",
     "parse_config",
+    "parse_searcher",
     "with_defaults",
 ]

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from trialkit.config._errors import ConfigError, finalize, show
 from trialkit.config._experiment import ExperimentConfig
 from trialkit.config._limits import MAX_CONFIG_BYTES, check_limits
+from trialkit.config._searcher import SearcherConfig
 from trialkit.config._translate import translate
 from trialkit.config._yaml import YamlError, load_yaml
 
@@ -35,6 +36,18 @@ def parse_config(raw: Mapping[str, Any]) -> ExperimentConfig:
         return ExperimentConfig.model_validate(_checked_copy(raw))
     except ValidationError as exc:
         lines = [translate(err, ExperimentConfig) for err in exc.errors()]
+        raise ConfigError(finalize(lines)) from None
+
+
+def parse_searcher(raw: Mapping[str, Any]) -> SearcherConfig:
+    """Validate a ``searcher`` section on its own; ConfigError names each ``searcher.*`` path."""
+    try:
+        return SearcherConfig.model_validate(_checked_copy(raw))
+    except ValidationError as exc:
+        lines = [
+            translate({**err, "loc": ("searcher", *err["loc"])}, ExperimentConfig)
+            for err in exc.errors()
+        ]
         raise ConfigError(finalize(lines)) from None
 
 

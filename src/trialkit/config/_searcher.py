@@ -91,7 +91,8 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "custom": (),
     "optuna": ("metric", "max_trials"),
 }
-_NEEDS_LENGTH = ("async_halving", "adaptive_asha")
+_NEEDS_LENGTH = ("async_halving", "adaptive_asha", "optuna")
+_ASHA = ("async_halving", "adaptive_asha")
 _EXAMPLES = {"metric": "metric: validation_loss", "max_trials": "max_trials: 16"}
 
 
@@ -119,7 +120,7 @@ class SearcherConfig(ConfigModel):
     unit: Literal["batches", "records", "epochs"] | None = None
     sampler: str = "TPESampler"
     sampler_kwargs: JsonDict = {}
-    pruner: str | None = None
+    pruner: str = "MedianPruner"
     pruner_kwargs: JsonDict = {}
     #: trialkit: run a custom searcher inside the master, "module:Class" in the model directory
     custom_searcher_class: str | None = Field(
@@ -132,6 +133,11 @@ class SearcherConfig(ConfigModel):
         """``"0.37"`` (searcher operations: with max_length, and always for a custom searcher,
         whose SearchMethod API is the operations one) or ``"0.38"`` (time_metric/max_time)."""
         return "0.37" if self.max_length is not None or self.name == "custom" else "0.38"
+
+    @property
+    def max_units(self) -> int | None:
+        """The length a search method trains to: max_length's number (0.37) or max_time (0.38)."""
+        return self.max_length.value if self.max_length is not None else self.max_time
 
     @model_validator(mode="wrap")
     @classmethod
@@ -225,6 +231,9 @@ def _length_issues(data: dict[str, Any], name: str) -> list[Issue]:
     if name == "async_halving" and _is_bare_int(data.get("max_length")):
         value = data["max_length"]
         msg = f"async_halving needs {{batches|records|epochs: N}}, got {value}; write {{batches: {value}}}"
+        return [Issue(("max_length",), msg)]
+    if name in _ASHA and _is_bare_int(data.get("max_length")) and data["max_length"] < 1:
+        msg = f"{name} needs a length >= 1, got {data['max_length']}; give the top rung's length"
         return [Issue(("max_length",), msg)]
     return []
 

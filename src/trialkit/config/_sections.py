@@ -107,6 +107,10 @@ class Environment(ConfigModel):
         """The ``KEY=VALUE`` list for trials running on ``device``."""
         return list(self._by_device.get(device, self.environment_variables))
 
+    def every_variable(self) -> list[str]:
+        """Every ``KEY=VALUE`` entry of every device's list, each once."""
+        return list(dict.fromkeys(v for d in DEVICES for v in self.variables_for(d)))
+
     def variables_for_slots(self, *, gpus: bool) -> list[str]:
         """The ``cuda`` list when the trial uses GPUs, else the ``cpu`` list."""
         return self.variables_for("cuda" if gpus else "cpu")

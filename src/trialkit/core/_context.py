@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import storage as storage_lib
 from .._home import default_checkpoint_storage, trialkit_home
@@ -20,6 +21,9 @@ from ._profiler import ProfilerContext
 from ._searcher import SearcherContext
 from ._tensorboard import EventFileWriter, TensorboardMode
 from ._train import EarlyExitReason, TrainContext
+
+if TYPE_CHECKING:
+    from ..config import SearcherConfig
 
 logger = logging.getLogger("trialkit.core")
 
@@ -162,7 +166,7 @@ def init(
         ) or default_checkpoint_storage(home)
         storage = storage_lib.build(storage_cfg)
         backend = _open_local(storage_cfg, dist)
-        searcher_cfg = None
+        searcher_cfg: Callable[[], SearcherConfig] | None = None
         tb_root = home / "tensorboard"
     else:
         trial = info.trial
@@ -180,7 +184,7 @@ def init(
             token_from_file=False,
         )
         backend = HttpBackend(client, trial.trial_id, trial.experiment_id, trial.trial_run_id)
-        searcher_cfg = dict(trial.config.get("searcher") or {})
+        searcher_cfg = lambda: trial.experiment_config.searcher  # noqa: E731  # parsed on first use
         tb_root = Path(info.home) / "tensorboard" if info.home else home / "tensorboard"
     shipper = MetricsShipper(backend)
     tb_path = tb_root / f"experiment-{backend.experiment_id}" / f"trial-{backend.trial_id}"

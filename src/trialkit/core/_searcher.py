@@ -4,22 +4,19 @@ training length to reach before validating and reporting the searcher metric."""
 from __future__ import annotations
 
 import enum
+import functools
 import logging
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from ._backend import TrialBackend
 from ._distributed import DistributedContext
 from ._metrics import MetricsShipper
 
+if TYPE_CHECKING:
+    from ..config import SearcherConfig
+
 logger = logging.getLogger("trialkit.core")
-
-
-def _length_value(max_length: Any) -> int:
-    """The number in a max_length (int or {unit: N}); 0 when absent."""
-    if isinstance(max_length, dict):
-        return int(next(iter(max_length.values()), 0) or 0)
-    return int(max_length or 0)
 
 
 class Unit(enum.Enum):
@@ -87,20 +84,29 @@ class SearcherContext:
         self,
         backend: TrialBackend,
         dist: DistributedContext,
-        searcher_config: dict[str, Any] | None,
+        searcher_config: SearcherConfig | Callable[[], SearcherConfig] | None,
         shipper: MetricsShipper | None = None,
     ) -> None:
-        """``shipper`` sends progress in the background; without one it is sent at once."""
+        """``searcher_config``: the experiment's typed searcher section, or a function giving
+        it (read on first use, so a script that never asks for operations never parses the
+        config); None off-cluster. ``shipper`` sends progress in the background; without one
+        it is sent at once."""
         self._backend = backend
         self._dist = dist
-        self._config = searcher_config
+        self._source = searcher_config
         self._shipper = shipper
 
+    @functools.cached_property
+    def _config(self) -> SearcherConfig | None:
+        source = self._source
+        return source() if callable(source) else source
+
     def _check_available(self) -> None:
+        cfg = self._config
         if (
-            self._config is not None
-            and self._config.get("name") != "custom"  # custom searchers always send operations
-            and not _length_value(self._config.get("max_length"))
+            cfg is not None
+            and cfg.name != "custom"  # custom searchers always send operations
+            and not (cfg.max_length is not None and cfg.max_length.value)
         ):
             raise ValueError(
                 "core_context.searcher.operations() needs searcher.max_length in the experiment "
@@ -142,12 +148,8 @@ class SearcherContext:
 
     def get_configured_units(self) -> Unit | None:
         """The unit of ``searcher.max_length`` (``searcher.unit`` for custom searchers)."""
-        if self._config is None:
+        cfg = self._config
+        if cfg is None:
             return Unit.EPOCHS
-        unit = self._config.get("unit")
-        if unit:
-            return Unit(str(unit).upper())
-        max_length = self._config.get("max_length")
-        if isinstance(max_length, dict) and len(max_length) == 1:
-            return Unit(next(iter(max_length)).upper())
-        return None
+        unit = cfg.unit or (cfg.max_length.unit if cfg.max_length is not None else None)
+        return Unit(unit.upper()) if unit else None

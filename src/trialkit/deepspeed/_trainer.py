@@ -162,18 +162,18 @@ def _period(length: Any, gbs: int | None) -> TrainUnit:
 def run_under_master(trial_class: type[DeepSpeedTrial], info: Any) -> None:
     """``entrypoint: model_def:MyDeepSpeedTrial``: build the trial and fit it to the searcher's
     lengths at the experiment's periods (as Determined's exec/harness.py does)."""
-    config = info.trial.config
+    cfg = info.trial.experiment_config
     gbs = dict(info.trial.hparams).get("global_batch_size")
-    with init(hparams=dict(info.trial.hparams), exp_conf=config) as context:
+    with init(hparams=dict(info.trial.hparams), exp_conf=info.trial.config) as context:
         if context.distributed.rank != 0:
-            logging.getLogger().setLevel(logging.DEBUG if config.get("debug") else logging.WARNING)
+            logging.getLogger().setLevel(logging.DEBUG if cfg.debug else logging.WARNING)
         trial = build_trial(trial_class, context)
         Trainer(trial, context).fit(
-            checkpoint_period=_period(config.get("min_checkpoint_period") or {"batches": 0}, gbs),
-            validation_period=_period(config.get("min_validation_period") or {"batches": 0}, gbs),
-            reporting_period=Batch(int(config.get("scheduling_unit") or 100)),
-            checkpoint_policy=str(config.get("checkpoint_policy") or "best"),
+            checkpoint_period=_period(cfg.min_checkpoint_period.to_raw(), gbs),
+            validation_period=_period(cfg.min_validation_period.to_raw(), gbs),
+            reporting_period=Batch(cfg.scheduling_unit),
+            checkpoint_policy=cfg.checkpoint_policy,
             latest_checkpoint=info.latest_checkpoint,
-            step_zero_validation=bool(config.get("perform_initial_validation")),
-            profiling_enabled=bool((config.get("profiling") or {}).get("enabled")),
+            step_zero_validation=cfg.perform_initial_validation,
+            profiling_enabled=cfg.profiling.enabled,
         )

@@ -97,26 +97,25 @@ def run(spec: str) -> None:
             "trialkit.pytorch.PyTorchTrial, trialkit.deepspeed.DeepSpeedTrial or "
             "trialkit.keras.TFKerasTrial"
         )
-    config = info.trial.config
+    cfg = info.trial.experiment_config
     hparams = dict(info.trial.hparams)
     gbs = hparams.get("global_batch_size")
-    opts = config.get("optimizations") or {}
     with pytorch.init(
         hparams=hparams,
-        exp_conf=config,
-        aggregation_frequency=int(opts.get("aggregation_frequency", 1)),
+        exp_conf=info.trial.config,
+        aggregation_frequency=cfg.optimizations.aggregation_frequency,
     ) as context:
         if context.distributed.rank != 0:
-            logging.getLogger().setLevel(logging.DEBUG if config.get("debug") else logging.WARNING)
+            logging.getLogger().setLevel(logging.DEBUG if cfg.debug else logging.WARNING)
         trial = trial_class(context)
         pytorch.Trainer(trial, context, _is_trainer=False).fit(
-            checkpoint_period=_period(config.get("min_checkpoint_period") or {"batches": 0}, gbs),
-            validation_period=_period(config.get("min_validation_period") or {"batches": 0}, gbs),
-            reporting_period=pytorch.Batch(int(config.get("scheduling_unit") or 100)),
-            checkpoint_policy=str(config.get("checkpoint_policy") or "best"),
+            checkpoint_period=_period(cfg.min_checkpoint_period.to_raw(), gbs),
+            validation_period=_period(cfg.min_validation_period.to_raw(), gbs),
+            reporting_period=pytorch.Batch(cfg.scheduling_unit),
+            checkpoint_policy=cfg.checkpoint_policy,
             latest_checkpoint=info.latest_checkpoint,
-            step_zero_validation=bool(config.get("perform_initial_validation")),
-            profiling_enabled=bool((config.get("profiling") or {}).get("enabled")),
+            step_zero_validation=cfg.perform_initial_validation,
+            profiling_enabled=cfg.profiling.enabled,
         )
 
 

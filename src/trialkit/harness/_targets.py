@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import core
 from ._loop import Target
 from ._progress import Progress
 from ._units import Batch, Epoch, TrainUnit
+
+if TYPE_CHECKING:
+    from ..config import SearcherConfig
 
 
 class SearcherUnits:
@@ -46,25 +49,23 @@ class SearcherUnits:
 
 def searcher_targets(
     core_context: core.Context,
-    searcher: dict[str, Any],
+    searcher: SearcherConfig,
     gbs: int | None,
     epoch_len: Callable[[], int],
 ) -> Iterator[Target] | list[Target]:
     """Targets from the experiment's ``searcher`` section; ``epoch_len()`` is read when
     progress is reported (the loop knows it once the training data is built)."""
-    length = searcher.get("max_length")
-    if length:
-        if not isinstance(length, dict):
+    length = searcher.max_length
+    if length is not None and length.value:
+        if length.unit is None:
             raise ValueError(
-                f"searcher.max_length: {length!r} has no unit; write {{batches: {length}}} "
-                "(or records / epochs) for a Trial class entrypoint"
+                f"searcher.max_length: {length.value} has no unit; write "
+                f"{{batches: {length.value}}} (or records / epochs) for a Trial class entrypoint"
             )
-        [(unit, _)] = length.items()
-        return _operation_targets(core_context, SearcherUnits(unit, gbs), epoch_len)
-    time_metric, max_time = searcher.get("time_metric"), searcher.get("max_time")
-    if time_metric and max_time:
-        units = SearcherUnits(str(time_metric), gbs)
-        total = int(max_time)
+        return _operation_targets(core_context, SearcherUnits(length.unit, gbs), epoch_len)
+    if searcher.time_metric and searcher.max_time:
+        units = SearcherUnits(searcher.time_metric, gbs)
+        total = searcher.max_time
 
         def report(p: Progress, _: int) -> None:
             core_context.train.report_progress(min(units.done(p, epoch_len()) / total, 1.0))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import random
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,11 +20,12 @@ from ..harness import (
 from ._context import TFKerasTrialContext
 from ._distributed import check_workers, multi_worker_strategy, scope
 from ._keras import is_keras2, keras_module
-from ._trial import TFKerasTrial, TrialContractError
+from ._trial import TFKerasTrial
+
+if TYPE_CHECKING:
+    from ..config import Length
 
 logger = logging.getLogger("trialkit.keras")
-
-_POLICIES = ("best", "all", "none")
 
 
 def seed_all(seed: int) -> None:
@@ -37,24 +38,24 @@ def seed_all(seed: int) -> None:
         keras.backend.experimental.enable_tf_random_generator()
 
 
-def _period(config: dict[str, Any], key: str, gbs: int) -> TrainUnit:
-    return TrainUnit._from_config(config.get(key) or {"batches": 0}, gbs)
+def _period(length: Length, gbs: int) -> TrainUnit:
+    return TrainUnit._from_config(length.to_raw(), gbs)
 
 
 def run_under_master(trial_class: type[TFKerasTrial], info: Any) -> None:
     """Train ``trial_class`` for this trial (``info`` is the master's ClusterInfo)."""
-    config = info.trial.config
+    cfg = info.trial.experiment_config
     hparams = dict(info.trial.hparams)
     # Before anything runs TensorFlow: MultiWorkerMirroredStrategy must come first.
     tf_strategy = multi_worker_strategy()
     seed_all(info.trial.trial_seed)
-    policy = str(config.get("checkpoint_policy") or "best")
-    if policy not in _POLICIES:
-        raise TrialContractError(f"checkpoint_policy: got {policy!r}; expected one of {_POLICIES}")
-    searcher = dict(config.get("searcher") or {})
+    searcher = cfg.searcher
     with core.init() as core_context:
         context = TFKerasTrialContext(
-            core_context, hparams=hparams, exp_conf=config, trial_seed=info.trial.trial_seed
+            core_context,
+            hparams=hparams,
+            exp_conf=info.trial.config,
+            trial_seed=info.trial.trial_seed,
         )
         check_workers(context.distributed.size, tf_strategy)
         from ._strategy import KerasStrategy
@@ -64,13 +65,13 @@ def run_under_master(trial_class: type[TFKerasTrial], info: Any) -> None:
             strategy = KerasStrategy(trial, context, tf_strategy)
         gbs = context.get_global_batch_size()
         settings = LoopSettings(
-            validation_period=_period(config, "min_validation_period", gbs),
-            checkpoint_period=_period(config, "min_checkpoint_period", gbs),
-            reporting_period=Batch(int(config.get("scheduling_unit") or 100)),
-            checkpoint_policy=policy,
-            searcher_metric=searcher.get("metric"),
-            smaller_is_better=bool(searcher.get("smaller_is_better", True)),
-            step_zero_validation=bool(config.get("perform_initial_validation")),
+            validation_period=_period(cfg.min_validation_period, gbs),
+            checkpoint_period=_period(cfg.min_checkpoint_period, gbs),
+            reporting_period=Batch(cfg.scheduling_unit),
+            checkpoint_policy=cfg.checkpoint_policy,
+            searcher_metric=searcher.metric,
+            smaller_is_better=searcher.smaller_is_better,
+            step_zero_validation=cfg.perform_initial_validation,
             trial_id=info.trial.trial_id,
             initial_batch=info.trial.steps_completed,
             on_cluster=True,

@@ -98,13 +98,13 @@ class TrialkitCallback(pl.Callback):
         self._checkpoint_period = checkpoint_period or 0
         self._is_chief = core_context.distributed.rank == 0
         self._sharded = core_context.distributed.size > 1
-        self._config = info.trial.config if info is not None else {}
+        cfg = info.trial.experiment_config if info is not None else None
+        #: the experiment's searcher section (None: a local run, which has no search)
+        self._searcher = cfg.searcher if cfg is not None else None
         self._hparams = info.trial.hparams if info is not None else {}
-        if checkpoint_period is None:  # the experiment's min_checkpoint_period, in batches
-            period = self._config.get("min_checkpoint_period") or {}
-            self._checkpoint_period = int(
-                period.get("batches", 0) if isinstance(period, dict) else 0
-            )
+        if checkpoint_period is None and cfg is not None:  # min_checkpoint_period, in batches
+            period = cfg.min_checkpoint_period
+            self._checkpoint_period = period.value if period.unit == "batches" else 0
         if checkpoint is None and info is not None:
             checkpoint = info.latest_checkpoint
         if continue_id is None:
@@ -144,10 +144,9 @@ class TrialkitCallback(pl.Callback):
         self._resume = dict(state_dict)
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        searcher = self._config.get("searcher") or {}
-        if searcher:
+        if self._searcher is not None:
             gbs = self._hparams.get("global_batch_size")
-            self._targets = SearcherTargets(self._core, searcher, int(gbs) if gbs else None)
+            self._targets = SearcherTargets(self._core, self._searcher, int(gbs) if gbs else None)
             trainer.fit_loop.max_epochs = -1  # the searcher decides when training ends
             trainer.fit_loop.epoch_loop.max_steps = -1
         if self._warm_start is not None:
@@ -268,7 +267,7 @@ class TrialkitCallback(pl.Callback):
             self._target = None
 
     def _searcher_metric(self, metrics: dict[str, Any]) -> float:
-        name = (self._config.get("searcher") or {}).get("metric")
+        name = self._searcher.metric if self._searcher is not None else None
         values = _scalars(metrics)
         if name not in values:
             raise RuntimeError(

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .. import core
+
+if TYPE_CHECKING:
+    from ..config import SearcherConfig
 
 
 class Target:
@@ -21,18 +24,19 @@ class Target:
 class SearcherTargets:
     """The targets of a trial; ``None`` from ``next()`` means the searcher has no more."""
 
-    def __init__(self, core_context: core.Context, searcher: dict[str, Any], gbs: int | None):
+    def __init__(self, core_context: core.Context, searcher: SearcherConfig, gbs: int | None):
         self._core = core_context
         self._gbs = gbs
         self._ops: Iterator[core.SearcherOperation] | None = None
         self._single: int | None = None
-        if searcher.get("max_length") or searcher.get("name") == "custom":  # operations
+        length = searcher.max_length
+        if (length is not None and length.value) or searcher.name == "custom":  # operations
             units = core_context.searcher.get_configured_units()
             self.unit = (units or core.Unit.BATCHES).value.lower()
             self._ops = core_context.searcher.operations()
-        elif searcher.get("time_metric") and searcher.get("max_time"):
-            self.unit = str(searcher["time_metric"])
-            self._single = int(searcher["max_time"])
+        elif searcher.time_metric and searcher.max_time:
+            self.unit = searcher.time_metric
+            self._single = searcher.max_time
         else:
             raise ValueError(
                 "searcher: neither max_length nor time_metric + max_time is set; the "

@@ -63,6 +63,7 @@ from ._auth import TokenAuth
 from ._create import CreateError, prepare_experiment
 from ._engine import Engine
 from ._errors import UnexpectedErrors
+from ._experiment_config import searcher_config_of
 from ._gc_routes import add_gc_routes
 from ._schemas import (
     CheckpointBody,
@@ -79,6 +80,7 @@ from ._schemas import (
     SearcherOperations,
     StatusBody,
     TrialId,
+    encoded_text,
     field_errors,
 )
 from ._ui_routes import add_ui_routes
@@ -199,7 +201,7 @@ def create_app(
     def create_experiment(body: CreateExperiment) -> CreatedExperiment:
         model_def = _decode_model_def(body.model_def)
         try:
-            config, warnings = prepare_experiment(
+            cfg, warnings = prepare_experiment(
                 body.config,
                 engine.settings.slots,
                 engine.settings.home,
@@ -211,12 +213,13 @@ def create_app(
             )
         except (ConfigError, CreateError) as e:
             raise HTTPException(400, {"errors": getattr(e, "errors", [str(e)])}) from e
+        config = cfg.as_dict()
         try:
             exp = store.create_experiment(
-                name=config["name"],
+                name=cfg.name,
                 config=config,
-                description=config.get("description"),
-                labels=config.get("labels") or [],
+                description=cfg.description,
+                labels=list(cfg.labels),
                 model_def=model_def,
                 state=ExperimentState.ACTIVE if body.activate else ExperimentState.PAUSED,
             )
@@ -224,16 +227,10 @@ def create_app(
             discard_warm_start_copy(store, config)  # no experiment owns it
             raise
         try:
-            engine.start_experiment(exp)
-        except Exception as e:
-            # Never leave an experiment ACTIVE that nothing will advance.
-            store.update_experiment(
-                exp.id,
-                state=ExperimentState.ERROR,
-                error=f"could not start: {e}",
-                ended_at=time.time(),
-            )
-            raise
+            engine.start_experiment(exp)  # an experiment that cannot start ends ERROR there
+        except ValueError as e:  # its search rejected the config (an unknown optuna sampler)
+            lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+            raise HTTPException(400, {"errors": lines}) from e
         return CreatedExperiment(
             experiment=experiment_out(store.get_experiment(exp.id)), warnings=list(warnings)
         )
@@ -297,12 +294,12 @@ def create_app(
     @app.get(routes.BEST_VALIDATION, dependencies=[Auth])
     def best_validation(experiment_id: ExperimentId) -> BestValidation:
         exp = store.get_experiment(experiment_id)
-        s = exp.config.get("searcher") or {}
-        if not s.get("metric"):
+        searcher = searcher_config_of(exp)
+        if not searcher.metric:
             return BestValidation(value=None)
         value = store.best_validation(
-            metric=s["metric"],
-            smaller_is_better=s.get("smaller_is_better", True),
+            metric=searcher.metric,
+            smaller_is_better=searcher.smaller_is_better,
             experiment_id=exp.id,
         )
         return BestValidation(value=value)
@@ -451,6 +448,8 @@ def create_app(
                     steps_completed=r.steps_completed,
                     values=r.metrics,
                     batch_metrics=r.batch_metrics,
+                    values_json=encoded_text(r.metrics),
+                    batch_metrics_json=encoded_text(r.batch_metrics),
                 )
                 for r in body.reports
             ],
@@ -501,9 +500,9 @@ def create_app(
     @app.get(routes.SEARCHER_OPERATION, dependencies=[Auth])
     def searcher_operation(trial_id: TrialId) -> SearcherOperation:
         t = trial_or_404(trial_id)
-        if t.op_length is None or t.op_complete:
+        if t.searcher.op_length is None or t.searcher.op_complete:
             return SearcherOperation(length=None, completed=True)
-        return SearcherOperation(length=t.op_length, completed=False)
+        return SearcherOperation(length=t.searcher.op_length, completed=False)
 
     @app.post(routes.COMPLETED_OPERATION, dependencies=[Auth])
     def completed_operation(trial_id: TrialId, body: CompletedOp) -> Ok:
@@ -526,7 +525,7 @@ def create_app(
     @app.post(routes.EARLY_EXIT, dependencies=[Auth])
     def early_exit(trial_id: TrialId, body: EarlyExitBody) -> Ok:
         t = trial_or_404(trial_id)
-        if t.early_exit:
+        if t.searcher.early_exit:
             raise HTTPException(400, f"trial {trial_id} already reported an early exit")
         store.update_trial(t.id, early_exit=body.reason)
         return Ok()

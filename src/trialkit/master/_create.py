@@ -14,11 +14,18 @@ from typing import Any
 from .. import __version__
 from .._home import default_checkpoint_storage
 from .._modeldir import entrypoint_check
-from ..config import LOCAL_POOL, MasterConfig, entrypoint_kind, parse_config, with_defaults
+from ..config import (
+    LOCAL_POOL,
+    ExperimentConfig,
+    MasterConfig,
+    entrypoint_kind,
+    parse_config,
+    with_defaults,
+)
 from ..storage import CheckpointStorageError, StorageConfigError, build
 from ..store import Store
 from ._pools import check_resource_pool
-from ._warm_start import WarmStartError, resolve_warm_start
+from ._warm_start import WarmStartError, resolve_warm_start, storage_dict
 
 
 class CreateError(ValueError):
@@ -29,15 +36,15 @@ class CreateError(ValueError):
         self.errors = errors
 
 
-def _trial_class_length(config: dict[str, Any]) -> list[str]:
+def _trial_class_length(cfg: ExperimentConfig) -> list[str]:
     """A Trial class trains for the searcher's length, so that length needs a unit."""
-    searcher = config.get("searcher") or {}
-    length = searcher.get("max_length")
-    if isinstance(length, dict) or (searcher.get("time_metric") and searcher.get("max_time")):
-        return []
-    got = f"max_length {length!r} has no unit" if length else "it has no training length"
+    searcher = cfg.searcher
+    length = searcher.max_length
+    if (length is not None and length.unit is not None) or searcher.max_time is not None:
+        return []  # time_metric comes with max_time (the config model checks)
+    got = f"max_length {length} has no unit" if length else "it has no training length"
     return [
-        f"entrypoint: {config['entrypoint']!r} is a Trial class, which trains for the searcher's "
+        f"entrypoint: {cfg.entrypoint!r} is a Trial class, which trains for the searcher's "
         f"length, but {got}; give searcher.max_length as {{batches|records|epochs: N}} or "
         "searcher.time_metric + max_time"
     ]
@@ -50,21 +57,19 @@ MAX_ENV_STRING = 128 * 2**10
 _CONFIG_ENV = "DET_EXPERIMENT_CONFIG"
 
 
-def _check_env_sizes(config: dict[str, Any]) -> list[str]:
+def _check_env_sizes(cfg: ExperimentConfig) -> list[str]:
     """Every value a trial receives through one environment variable must fit in it."""
     errors = []
-    size = len(f"{_CONFIG_ENV}={json.dumps(config)}".encode()) + 1
+    size = len(f"{_CONFIG_ENV}={json.dumps(cfg.as_dict())}".encode()) + 1
     if size > MAX_ENV_STRING:
         errors.append(
             f"config: {size / 2**10:.0f} KiB as JSON, over the {MAX_ENV_STRING // 2**10} KiB a "
             f"trial's environment variable {_CONFIG_ENV} can hold; move large values "
             "(data, long lists) into files in the model directory"
         )
-    raw = (config.get("environment") or {}).get("environment_variables") or []
-    items = [v for vs in raw.values() for v in vs or []] if isinstance(raw, dict) else raw
-    for item in items:
-        if len(str(item).encode()) + 1 > MAX_ENV_STRING:
-            name = str(item).partition("=")[0][:40]
+    for item in cfg.environment.every_variable():
+        if len(item.encode()) + 1 > MAX_ENV_STRING:
+            name = item.partition("=")[0][:40]
             errors.append(
                 f"environment.environment_variables: {name!r} is over the "
                 f"{MAX_ENV_STRING // 2**10} KiB one environment variable can hold"
@@ -72,17 +77,17 @@ def _check_env_sizes(config: dict[str, Any]) -> list[str]:
     return errors
 
 
-def _check_runnable(config: dict[str, Any], slots: int | None) -> list[str]:
+def _check_runnable(cfg: ExperimentConfig, slots: int | None) -> list[str]:
     """Errors that stop the trials from starting at all (``slots`` None: not a local pool)."""
     errors = []
-    kind = entrypoint_kind(config.get("entrypoint"))
+    kind = entrypoint_kind(cfg.entrypoint)
     if kind == "none":
         errors.append(
             "entrypoint: missing; give the command that starts training, e.g. 'python3 train.py'"
         )
     elif kind == "trial_class":
-        errors.extend(_trial_class_length(config))
-    need = int(config.get("resources", {}).get("slots_per_trial", 1))
+        errors.extend(_trial_class_length(cfg))
+    need = cfg.resources.slots_per_trial
     if slots is not None and need > slots:
         errors.append(
             f"resources.slots_per_trial: {need} is more than this master's {slots} slots; "
@@ -131,9 +136,10 @@ def _probe_interpreter(python: str) -> tuple[str | None, str]:
     return version, ""
 
 
-def _check_interpreter(config: dict[str, Any], from_config: bool) -> tuple[list[str], list[str]]:
+def _check_interpreter(cfg: ExperimentConfig, from_config: bool) -> tuple[list[str], list[str]]:
     """(errors, warnings) about the interpreter the experiment's trials will run with."""
-    python = config["environment"]["python"]
+    python = cfg.environment.python
+    assert python is not None  # with_defaults filled it in
     if python == sys.executable:
         return [], []
     where = (
@@ -149,16 +155,35 @@ def _check_interpreter(config: dict[str, Any], from_config: bool) -> tuple[list[
     return [], []
 
 
-def _anchor_relative_storage(config: dict[str, Any], home: Path) -> None:
+def _anchor_relative_storage(cfg: ExperimentConfig, home: Path) -> ExperimentConfig:
     """A relative shared_fs host_path (or directory container_path) is taken relative to the
     master's home, fixed here once: a trial runs in a working copy deleted on relaunch, so a
     path relative to it would lose every checkpoint at the first restart."""
-    storage = config.get("checkpoint_storage") or {}
-    key = {"shared_fs": "host_path", "directory": "container_path"}.get(str(storage.get("type")))
-    if key and storage.get(key):
-        path = Path(os.path.expanduser(str(storage[key])))
-        if not path.is_absolute():
-            storage[key] = str(home / path)
+    storage = cfg.checkpoint_storage
+    key = {"shared_fs": "host_path", "directory": "container_path"}.get(
+        str(storage and storage.type)
+    )
+    value = getattr(storage, key, None) if key else None
+    if storage is None or key is None or not value:
+        return cfg
+    path = Path(os.path.expanduser(str(value)))
+    if path.is_absolute():
+        return cfg
+    anchored = storage.model_copy(update={key: str(home / path)})
+    return cfg.model_copy(update={"checkpoint_storage": anchored})
+
+
+def _resolve_pool(
+    cfg: ExperimentConfig, master: MasterConfig
+) -> tuple[list[str], ExperimentConfig]:
+    """``check_resource_pool``'s errors, and ``cfg`` naming the pool it resolved to."""
+    config = cfg.as_dict()
+    errors = check_resource_pool(config, master)
+    pool = config["resources"]["resource_pool"]
+    if errors or pool == cfg.resources.resource_pool:
+        return errors, cfg
+    resources = cfg.resources.model_copy(update={"resource_pool": pool})
+    return errors, cfg.model_copy(update={"resources": resources})
 
 
 def prepare_experiment(
@@ -170,7 +195,7 @@ def prepare_experiment(
     store: Store | None = None,
     warm_start_path: str | None = None,
     master_config: MasterConfig | None = None,
-) -> tuple[dict[str, Any], list[str]]:
+) -> tuple[ExperimentConfig, list[str]]:
     """Validate, fill the seed, checkpoint storage and interpreter; return (config, warnings).
 
     ``python`` is the creating client's interpreter; ``environment.python`` in the config wins
@@ -182,23 +207,22 @@ def prepare_experiment(
     """
     parsed = parse_config(raw)
     from_config = parsed.environment.python is not None
-    cfg = with_defaults(
+    filled = with_defaults(
         parsed,
         experiment_seed=int(time.time()) % 2**32,
         checkpoint_storage=default_checkpoint_storage(home),
         python=python or sys.executable,
     )
-    config = cfg.as_dict()
-    _anchor_relative_storage(config, home)
-    errors = check_resource_pool(config, master_config or MasterConfig())
-    local = config["resources"]["resource_pool"] == LOCAL_POOL
-    errors += _check_runnable(config, slots if local else None) + _check_env_sizes(config)
+    cfg = _anchor_relative_storage(filled, home)
+    errors, cfg = _resolve_pool(cfg, master_config or MasterConfig())
+    local = cfg.resources.resource_pool == LOCAL_POOL
+    errors += _check_runnable(cfg, slots if local else None) + _check_env_sizes(cfg)
     where = "the model directory sent" if model_def else "the model directory (none was sent)"
-    errors += entrypoint_check(config.get("entrypoint"), model_def, where)
-    python_errors, python_warnings = _check_interpreter(config, from_config)
+    errors += entrypoint_check(cfg.entrypoint, model_def, where)
+    python_errors, python_warnings = _check_interpreter(cfg, from_config)
     errors += python_errors
     try:
-        build(config["checkpoint_storage"]).check_access()
+        build(storage_dict(cfg)).check_access()
     except (StorageConfigError, CheckpointStorageError) as e:
         errors.append(
             f"checkpoint_storage: {e}" if isinstance(e, CheckpointStorageError) else str(e)
@@ -207,7 +231,7 @@ def prepare_experiment(
         raise CreateError(errors)
     if store is not None:
         try:
-            resolve_warm_start(config, store, warm_start_path)
+            cfg = resolve_warm_start(cfg, store, warm_start_path)
         except WarmStartError as e:
             raise CreateError([str(e)]) from None
-    return config, [*cfg.warnings, *python_warnings]
+    return cfg, [*filled.warnings, *python_warnings]

@@ -149,7 +149,7 @@ class Engine:
                     continue
                 pool = self.settings.master_config.resolve(config_of(exp).resources.resource_pool)
                 self._procs.adopt(trial, pool)
-                self._states.adopted(trial, adopted_phase(exp.state, trial.stop_requested))
+                self._states.adopted(trial, adopted_phase(exp.state, trial.searcher.stop_requested))
             # after adopting: a searcher that fails to load stops the adopted processes too
             self._states.searcher_said(exp, self._searchers.load(exp))
 
@@ -186,8 +186,16 @@ class Engine:
     # Commands ----------------------------------------------------------------------------------
 
     def start_experiment(self, exp: Experiment) -> None:
+        """Load (or start) the experiment's search. One that cannot even be loaded (not a
+        searcher error: that fails the experiment the usual way) ends it ERROR, never left
+        ACTIVE with nothing to advance it, and the exception is raised again."""
         with self._lock:
-            self._states.searcher_said(exp, self._searchers.load(exp))
+            try:
+                error = self._searchers.load(exp)
+            except Exception as e:
+                self._states.could_not_start(exp, f"could not start: {e}")
+                raise
+            self._states.searcher_said(exp, error)
         self.wake()
 
     def pause(self, exp: Experiment) -> Experiment:
@@ -224,10 +232,10 @@ class Engine:
         """0.37: the chief finished its op; the searcher decides before the answer goes back."""
         with self._lock:
             trial = self.store.get_trial(trial.id)
-            if trial.op_complete or trial.op_length != length:
+            if trial.searcher.op_complete or trial.searcher.op_length != length:
                 raise ValueError(
-                    f"trial {trial.id}: expected completion of op length {trial.op_length} "
-                    f"(completed={trial.op_complete}) but received length {length}"
+                    f"trial {trial.id}: expected completion of op length {trial.searcher.op_length} "
+                    f"(completed={trial.searcher.op_complete}) but received length {length}"
                 )
             exp = self.store.get_experiment(trial.experiment_id)
             done = self.store.update_trial(trial.id, op_complete=True, progress=1.0)
@@ -240,10 +248,10 @@ class Engine:
 
     def progress_reported(self, trial: Trial, value: float, raw: bool) -> None:
         with self._lock:
-            if not (raw and trial.op_length):
+            if not (raw and trial.searcher.op_length):
                 self.store.update_trial(trial.id, progress=value)
                 return
-            share = min(max(value / trial.op_length, 0.0), 1.0)
+            share = min(max(value / trial.searcher.op_length, 0.0), 1.0)
             self.store.update_trial(trial.id, progress=share)
             exp = self.store.get_experiment(trial.experiment_id)
             error = self._searchers.call(exp, lambda d: d.progress_reported(trial, value), trial)

@@ -18,6 +18,7 @@ from ..rest import (
 )
 from ..storage import CheckpointStorageError, StorageConfigError
 from ..store import Store
+from ._experiment_config import searcher_config_of
 from ._gc import (
     DELETED,
     DeleteRefused,
@@ -101,10 +102,10 @@ def add_gc_routes(app: FastAPI, store: Store, auth: Any, trials_dir: Path) -> No
     ) -> BestCheckpoints:
         """The experiment's best checkpoints by the searcher metric, best first."""
         exp = store.get_experiment(experiment_id)
-        searcher = exp.config.get("searcher") or {}
+        searcher = searcher_config_of(exp)
         return BestCheckpoints(
-            metric=searcher.get("metric"),
-            smaller_is_better=bool(searcher.get("smaller_is_better", True)),
+            metric=searcher.metric,
+            smaller_is_better=searcher.smaller_is_better,
             checkpoints=[
                 RankedCheckpoint(checkpoint=checkpoint_out(c), searcher_metric=value)
                 for c, value in best_checkpoints(store, exp, limit)

@@ -11,6 +11,22 @@ process: queued for slots, backing off, or waiting for its next 0.37 operation),
 of the ways a run is being ended (PREEMPTING: asked to checkpoint and exit; TERMINATING: SIGTERM
 sent; KILLING: SIGKILL sent). Phases with a process live in the engine's memory only; a restarted
 master re-derives them when it adopts the processes (see ``adopted_phase``).
+
+Beside the phase, a trial row keeps facts of the search protocol, grouped on the domain trial as
+``Trial.searcher`` (``store.SearcherFacts``; the columns are unchanged). Decided per flag, none
+is a phase, so none is folded into this machine:
+
+* ``closed`` (the searcher's Close), ``op_length``/``op_complete`` (the 0.37 operation and
+  whether its metric was reported) and ``early_exit`` (an exit the trial reported) are what the
+  search said or was told; they outlive any run, and the exit policy (``_policies.on_exit``)
+  reads them to choose the event (IDLE_CLOSED, the outcome of an exit).
+* ``stop_requested`` (the searcher's 0.38 Stop) is the searcher's decision, not the trial's
+  state: its lifecycle meaning already is a phase, reached by an event (PREEMPT: RUNNING ->
+  PREEMPTING, then TERMINATING/KILLING by escalation). The fact is kept because it must survive
+  a master restart (``adopted_phase`` re-derives PREEMPTING from it) and applies to a trial
+  with no process, which then never gets one.
+* ``acked_run_id`` (which run acknowledged it exits to be resumed) tells an acknowledged exit
+  from a crash; it belongs to one run's exchange with the master, not to the trial's phase.
 """
 
 from __future__ import annotations

@@ -224,6 +224,6 @@ def escalation(
 def finished_idle(trial: Trial, generation: str, has_process: bool) -> bool:
     """A trial the searcher closed that has no process and nothing left to train: complete now
     (stopped by the searcher, or 0.37 with its last operation done)."""
-    if trial.state.terminal or has_process or not trial.closed:
+    if trial.state.terminal or has_process or not trial.searcher.closed:
         return False
-    return trial.stop_requested or (generation == "0.37" and trial.op_complete)
+    return trial.searcher.stop_requested or (generation == "0.37" and trial.searcher.op_complete)

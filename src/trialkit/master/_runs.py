@@ -71,7 +71,7 @@ class RunStarter:
             home=t.home,
             slot_ids=slots,
             gpus=pool.gpus and pool.name == LOCAL_POOL,  # Ray sets a Ray run's own GPUs
-            latest_checkpoint=latest.uuid if latest else warm_start_checkpoint(exp.config),
+            latest_checkpoint=latest.uuid if latest else warm_start_checkpoint(config_of(exp)),
             steps_completed=latest.steps_completed if latest else 0,
         )
         with open(tdir / "output.log", "ab") as log:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import pydantic_core
 from fastapi import Path, Query
 from fastapi.exceptions import RequestValidationError
 from pydantic import AfterValidator, BaseModel, Field
@@ -76,11 +77,64 @@ class CreateExperiment(BaseModel):
     warm_start_path: str | None = None
 
 
+class EncodedObject(dict[str, Any]):
+    """A client's JSON object and its strict JSON text, encoded once while it was validated."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, value: dict[str, Any], text: str) -> None:
+        super().__init__(value)
+        self.text = text
+
+
+class EncodedList(list[dict[str, Any]]):
+    """A client's list of JSON objects and its strict JSON text (see ``EncodedObject``)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, value: list[dict[str, Any]], text: str) -> None:
+        super().__init__(value)
+        self.text = text
+
+
+def encode_storable(value: Any) -> str:
+    """``value`` as strict JSON (NaN/Infinity as Determined's strings), refused unless it can
+    be stored and sent back: valid Unicode, nested at most ``MAX_JSON_DEPTH`` deep.
+
+    The encoding is the check: pydantic_core's encoder fails on a lone surrogate and on very
+    deep values, far cheaper than walking the value (most metrics are one flat object, whose
+    text holds fewer brackets than the limit, so the depth walk never runs for them)."""
+    try:
+        text = pydantic_core.to_json(value, inf_nan_mode="strings").decode()
+    except pydantic_core.PydanticSerializationError:
+        _plain_json(value)  # names what is wrong
+        raise ValueError("cannot be stored as JSON; send plain JSON data") from None
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH:
+        _plain_json(value)
+    return text
+
+
+def encoded_text(value: object) -> str | None:
+    """The JSON text a validated ``EncodedObject``/``EncodedList`` carries, else None."""
+    return value.text if isinstance(value, (EncodedObject, EncodedList)) else None
+
+
+def _encoded_object(value: dict[str, Any]) -> EncodedObject:
+    return EncodedObject(value, encode_storable(value))
+
+
+def _encoded_list(value: list[dict[str, Any]]) -> EncodedList:
+    return EncodedList(value, encode_storable(value))
+
+
 class MetricReport(BaseModel):
+    """One report. ``metrics`` and ``batch_metrics`` are only stored (validation reports are
+    also read by the searcher), so they are encoded once here and the store keeps that text."""
+
     group: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^.]+$")]
     steps_completed: Count
-    metrics: JsonObject
-    batch_metrics: list[JsonObject] | None = None
+    metrics: Annotated[dict[str, Any], AfterValidator(_encoded_object)]
+    batch_metrics: Annotated[list[dict[str, Any]], AfterValidator(_encoded_list)] | None = None
 
 
 class MetricsBody(BaseModel):

@@ -69,7 +69,7 @@ def build_method(store: Store, experiment: Experiment) -> DrivenMethod:
                 f"searcher.custom_searcher_class: {spec} is not a trialkit.searcher.SearchMethod"
             )
         return CustomMethod(user, seed, metric)
-    return make_search_method(searcher.model_dump(mode="json"), cfg.hyperparameters, seed)
+    return make_search_method(searcher, cfg.hyperparameters, seed)
 
 
 def _forget_model_dir_modules(before: set[str], root: Path) -> None:
@@ -169,18 +169,20 @@ class SearcherDriver:
             if t.state.terminal and not method.is_closed(t.request_id):
                 logger.info("trial %d: telling the searcher about its exit (%s)", t.id, t.state)
                 reason = _EXIT_REASONS.get(t.state)
-                if t.early_exit == "INVALID_HP":
+                if t.searcher.early_exit == "INVALID_HP":
                     reason = ExitedReason.INVALID_HP
                 if reason is not None:
                     self.exited_early(t, reason)
                 self._run(functools.partial(self.method.on_trial_closed, t.request_id))
             elif (
                 not t.state.terminal
-                and t.op_complete
-                and t.op_length is not None
-                and method.outstanding(t.request_id) == t.op_length
+                and t.searcher.op_complete
+                and t.searcher.op_length is not None
+                and method.outstanding(t.request_id) == t.searcher.op_length
             ):
-                logger.info("trial %d: reopening op %d (its metric was lost)", t.id, t.op_length)
+                logger.info(
+                    "trial %d: reopening op %d (its metric was lost)", t.id, t.searcher.op_length
+                )
                 self.store.update_trial(t.id, op_complete=False)
 
     # Events ------------------------------------------------------------------------------------
@@ -209,10 +211,10 @@ class SearcherDriver:
         if (
             self.generation != "0.37"
             or name not in _RANKS_METRICS
-            or trial.op_complete
-            or trial.op_length is None
-            or trial.early_exit is not None
-            or trial.stop_requested
+            or trial.searcher.op_complete
+            or trial.searcher.op_length is None
+            or trial.searcher.early_exit is not None
+            or trial.searcher.stop_requested
             or trial.state != TrialState.COMPLETED
         ):
             return
@@ -225,7 +227,7 @@ class SearcherDriver:
         )
         raise SearcherError(
             f"trial {trial.id}: exited without completing its searcher operation"
-            f" (train to {trial.op_length}, then op.report_completed(metric)); {reported}."
+            f" (train to {trial.searcher.op_length}, then op.report_completed(metric)); {reported}."
             f" searcher.max_length (0.37) makes {name} wait for the {self.metric!r} of each"
             " operation: iterate core_context.searcher.operations(), or configure time_metric +"
             " max_time (0.38) to have every validation report read instead"

@@ -67,7 +67,7 @@ class SearcherRouter:
     def trial_ended(self, exp: Experiment, trial: Trial) -> str | None:
         """Tell the search that a trial ended: how, when it ended early, and that it closed."""
         reason = _EXIT_REASONS.get(trial.state)
-        if trial.early_exit == "INVALID_HP":
+        if trial.searcher.early_exit == "INVALID_HP":
             reason = ExitedReason.INVALID_HP
 
         def events(drv: SearcherDriver) -> None:

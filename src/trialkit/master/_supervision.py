@@ -82,13 +82,13 @@ class TrialSupervision:
         silent = self._silent_failures.pop(trial.id, None)
         facts = policy.ExitFacts(
             exit_code=code,
-            acked=trial.acked_run_id == proc.run_id,
-            early_exit=trial.early_exit,
+            acked=trial.searcher.acked_run_id == proc.run_id,
+            early_exit=trial.searcher.early_exit,
             experiment_state=exp.state,
             generation=self.searchers.generation(exp),
-            closed=trial.closed,
-            op_complete=trial.op_complete,
-            stop_requested=trial.stop_requested,
+            closed=trial.searcher.closed,
+            op_complete=trial.searcher.op_complete,
+            stop_requested=trial.searcher.stop_requested,
             restarts=trial.restarts,
             max_restarts=config_of(exp).max_restarts,
             reported=reported,
@@ -195,7 +195,11 @@ class TrialSupervision:
             need = max(config_of(exp).resources.slots_per_trial, 1)
             for t in self.store.list_trials(exp.id):
                 if self.procs.has(t.id) or not policy.wants_process(
-                    t.state, exp.state, drv.generation, t.op_complete, t.stop_requested
+                    t.state,
+                    exp.state,
+                    drv.generation,
+                    t.searcher.op_complete,
+                    t.searcher.stop_requested,
                 ):
                     continue
                 trials[t.id] = t

@@ -121,7 +121,7 @@ class Transitions:
                 if t.state.terminal:
                     continue
                 phase = self.phase(t)
-                if t.stop_requested and phase is TrialPhase.RUNNING:
+                if t.searcher.stop_requested and phase is TrialPhase.RUNNING:
                     self.trial(t, TrialEvent.PREEMPT)
                 # the phase, not the supervisor: a run just reaped is still RUNNING until its
                 # exit is handled, and it is that exit that ends the trial
@@ -139,6 +139,14 @@ class Transitions:
         if error is not None:
             return self.experiment(self.store.get_experiment(exp.id), ExperimentEvent.FAILED, error)
         self.settle(exp)
+        return exp
+
+    def could_not_start(self, exp: Experiment, error: str) -> Experiment:
+        """An experiment whose search could not be loaded fails; with no trial to stop it ends
+        at once (its end recorded, the searcher forgotten)."""
+        exp = self.experiment(self.store.get_experiment(exp.id), ExperimentEvent.FAILED, error)
+        if not self.live_trials(exp.id):
+            exp = self.experiment(exp, ExperimentEvent.PROCESSES_GONE)
         return exp
 
     def experiment(

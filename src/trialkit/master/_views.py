@@ -17,8 +17,8 @@ from ..rest import (
     SearcherSummary,
     TrialOut,
 )
-from ..searcher import generation_of
 from ..store import Checkpoint, Experiment, Metric, Store, Trial, TrialView
+from ._experiment_config import searcher_config_of
 
 R = TypeVar("R")
 
@@ -58,8 +58,8 @@ def trial_out(view: TrialView) -> TrialOut:
 
 def searcher_of(exp: Experiment) -> tuple[str | None, bool]:
     """The searcher's metric and whether smaller is better."""
-    s = exp.config.get("searcher") or {}
-    return s.get("metric"), bool(s.get("smaller_is_better", True))
+    searcher = searcher_config_of(exp)
+    return searcher.metric, searcher.smaller_is_better
 
 
 def trial_outs(
@@ -92,16 +92,16 @@ def best_trial(exp: Experiment, views: list[TrialView]) -> BestTrial | None:
 
 def searcher_summary(exp: Experiment, trials: list[Trial]) -> SearcherSummary:
     """What the search is and how far it got, for describe and --follow."""
-    searcher = exp.config.get("searcher") or {}
+    searcher = searcher_config_of(exp)
     states: dict[str, int] = {}
     for t in trials:
         states[t.state.value] = states.get(t.state.value, 0) + 1
     return SearcherSummary(
-        name=searcher.get("name"),
-        metric=searcher.get("metric"),
-        smaller_is_better=searcher.get("smaller_is_better", True),
-        generation=generation_of(searcher),
-        max_trials=searcher.get("max_trials", 1 if searcher.get("name") == "single" else None),
+        name=searcher.name,
+        metric=searcher.metric,
+        smaller_is_better=searcher.smaller_is_better,
+        generation=searcher.generation,
+        max_trials=1 if searcher.name == "single" else searcher.max_trials,
         progress=exp.progress,
         trials=len(trials),
         trial_states=states,

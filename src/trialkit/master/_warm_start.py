@@ -20,6 +20,7 @@ import uuid as uuidlib
 from pathlib import Path
 from typing import Any
 
+from ..config import ExperimentConfig
 from ..storage import (
     CheckpointContentError,
     CheckpointNotFound,
@@ -36,10 +37,21 @@ class WarmStartError(ValueError):
     """The warm-start source does not exist or cannot be read; the message is one line."""
 
 
-def warm_start_checkpoint(config: dict[str, Any]) -> str | None:
+def warm_start_checkpoint(cfg: ExperimentConfig) -> str | None:
     """The uuid a trial without checkpoints of its own starts from (None: a cold start)."""
-    value = (config.get("searcher") or {}).get("source_checkpoint_uuid")
-    return str(value) if value else None
+    return cfg.searcher.source_checkpoint_uuid or None
+
+
+def storage_dict(cfg: ExperimentConfig) -> dict[str, Any]:
+    """The experiment's checkpoint storage as ``storage.build`` takes it."""
+    assert cfg.checkpoint_storage is not None  # with_defaults filled it in
+    return cfg.checkpoint_storage.model_dump(mode="json")
+
+
+def _with_source(cfg: ExperimentConfig, storage_id: str) -> ExperimentConfig:
+    """``cfg`` with ``searcher.source_checkpoint_uuid`` set to ``storage_id``."""
+    searcher = cfg.searcher.model_copy(update={"source_checkpoint_uuid": storage_id})
+    return cfg.model_copy(update={"searcher": searcher})
 
 
 def _same_place(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -83,7 +95,7 @@ def _from_trial(store: Store, trial_id: int) -> str:
     return latest.uuid
 
 
-def _reachable(store: Store, storage_id: str, config: dict[str, Any], field: str) -> None:
+def _reachable(store: Store, storage_id: str, cfg: ExperimentConfig, field: str) -> None:
     """The registered checkpoint ``storage_id``, copied into the experiment's storage when it
     lives in another one (a trial reads checkpoints from its own experiment's storage)."""
     try:
@@ -95,7 +107,7 @@ def _reachable(store: Store, storage_id: str, config: dict[str, Any], field: str
         ) from None
     if ckpt.state != "COMPLETED":
         raise WarmStartError(f"{field}: checkpoint {storage_id} is {ckpt.state}, not COMPLETED")
-    target = config["checkpoint_storage"]
+    target = storage_dict(cfg)
     if _same_place(ckpt.storage, target) or build(target).exists(storage_id):
         return  # read in place, or copied there for another experiment already
     try:
@@ -106,7 +118,7 @@ def _reachable(store: Store, storage_id: str, config: dict[str, Any], field: str
         raise WarmStartError(f"{field}: checkpoint {storage_id} cannot be read ({e})") from None
 
 
-def _from_path(path: str, config: dict[str, Any]) -> str:
+def _from_path(path: str, cfg: ExperimentConfig) -> str:
     src = Path(path).expanduser()
     what = f"--warm-start {path}"
     if not src.is_absolute():
@@ -114,41 +126,43 @@ def _from_path(path: str, config: dict[str, Any]) -> str:
     if not src.is_dir():
         raise WarmStartError(f"{what}: no such directory on the master's machine")
     storage_id = str(uuidlib.uuid4())
-    _copy_in(src, storage_id, build(config["checkpoint_storage"]), what)
+    _copy_in(src, storage_id, build(storage_dict(cfg)), what)
     return storage_id
 
 
-def resolve_warm_start(config: dict[str, Any], store: Store, path: str | None = None) -> None:
-    """Check the experiment's warm-start source and set ``searcher.source_checkpoint_uuid`` to
-    the checkpoint its trials start from. ``source_trial_id`` wins over a uuid given with it,
-    as in Determined; a ``path`` (``--warm-start PATH``) with either is refused."""
-    searcher = config.setdefault("searcher", {})
-    trial_id = searcher.get("source_trial_id")
-    given = searcher.get("source_checkpoint_uuid")
+def resolve_warm_start(
+    cfg: ExperimentConfig, store: Store, path: str | None = None
+) -> ExperimentConfig:
+    """Check the experiment's warm-start source; return the config whose
+    ``searcher.source_checkpoint_uuid`` is the checkpoint its trials start from.
+    ``source_trial_id`` wins over a uuid given with it, as in Determined; a ``path``
+    (``--warm-start PATH``) with either is refused."""
+    trial_id = cfg.searcher.source_trial_id
+    given = cfg.searcher.source_checkpoint_uuid
     if path is not None:
         if trial_id is not None or given:
             raise WarmStartError(
                 f"--warm-start {path}: the config also names searcher.source_trial_id or "
                 "source_checkpoint_uuid; keep one warm-start source"
             )
-        searcher["source_checkpoint_uuid"] = _from_path(path, config)
-        return
+        return _with_source(cfg, _from_path(path, cfg))
     if trial_id is not None:
-        storage_id = _from_trial(store, int(trial_id))
-        _reachable(store, storage_id, config, f"searcher.source_trial_id {trial_id}")
-        searcher["source_checkpoint_uuid"] = storage_id
-    elif given:
-        _reachable(store, str(given), config, "searcher.source_checkpoint_uuid")
+        storage_id = _from_trial(store, trial_id)
+        _reachable(store, storage_id, cfg, f"searcher.source_trial_id {trial_id}")
+        return _with_source(cfg, storage_id)
+    if given:
+        _reachable(store, given, cfg, "searcher.source_checkpoint_uuid")
+    return cfg
 
 
 def warm_start_copy(
     store: Store, config: dict[str, Any], other_than: int | None = None
 ) -> str | None:
-    """The storage id of the warm-start copy that an experiment with ``config`` owns in its
-    checkpoint storage (None: no copy was made, or another experiment than ``other_than``
-    reads the same copy). A ``--warm-start PATH`` copy is no registered checkpoint; a source
-    from other storage was copied under its own uuid."""
-    source = warm_start_checkpoint(config)
+    """The storage id of the warm-start copy that an experiment with ``config`` (a stored
+    config) owns in its checkpoint storage (None: no copy was made, or another experiment than
+    ``other_than`` reads the same copy). A ``--warm-start PATH`` copy is no registered
+    checkpoint; a source from other storage was copied under its own uuid."""
+    source = _stored_source(config)
     target = config.get("checkpoint_storage") or {}
     if source is None:
         return None
@@ -160,11 +174,19 @@ def warm_start_copy(
     for exp in store.list_experiments():
         if (
             exp.id != other_than
-            and warm_start_checkpoint(exp.config) == source
+            and _stored_source(exp.config) == source
             and _same_place(exp.config.get("checkpoint_storage") or {}, target)
         ):
             return None
     return source
+
+
+def _stored_source(config: dict[str, Any]) -> str | None:
+    """The warm-start uuid a stored config names, read raw: any experiment's config, an
+    unmanaged one's too, whose config need not parse (``warm_start_checkpoint`` is typed)."""
+    searcher = config.get("searcher")
+    value = searcher.get("source_checkpoint_uuid") if isinstance(searcher, dict) else None
+    return str(value) if value else None
 
 
 def discard_warm_start_copy(store: Store, config: dict[str, Any]) -> None:

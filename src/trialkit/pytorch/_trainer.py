@@ -8,7 +8,7 @@ import os
 import sys
 import warnings
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -21,6 +21,9 @@ from ._context_base import TorchContextBase
 from ._rng import seed_all
 from ._strategy import TorchStrategy
 from ._trial import PyTorchTrial
+
+if TYPE_CHECKING:
+    from ..config import SearcherConfig
 
 logger = logging.getLogger("trialkit.pytorch")
 
@@ -156,16 +159,15 @@ class LoopTrainer:
             assert info is not None
             if test_mode:
                 raise ValueError("fit(test_mode=True) is only for local runs")
-            searcher = dict(info.trial.config.get("searcher") or {})
-            metric = searcher.get("metric")
-            smaller = bool(searcher.get("smaller_is_better", True))
+            searcher = info.trial.experiment_config.searcher
+            metric, smaller = searcher.metric, searcher.smaller_is_better
             if latest_checkpoint is None and info.latest_checkpoint is not None:
                 logger.warning(
                     "the master has checkpoint %s for this trial but fit(latest_checkpoint=None) "
                     "starts from scratch; pass latest_checkpoint=info.latest_checkpoint",
                     info.latest_checkpoint,
                 )
-            targets = self._cluster_targets(max_length, searcher, info.trial.config)
+            targets = self._cluster_targets(max_length, searcher)
             trial_id = info.trial.trial_id
         if profiling_enabled:
             self._core.profiler.on()
@@ -187,9 +189,7 @@ class LoopTrainer:
         self.loop = TrainLoop(self._core, self._make_strategy(), settings)
         self.loop.run(targets, latest_checkpoint)
 
-    def _cluster_targets(
-        self, max_length: TrainUnit | None, searcher: dict[str, Any], config: dict[str, Any]
-    ) -> Any:
+    def _cluster_targets(self, max_length: TrainUnit | None, searcher: SearcherConfig) -> Any:
         if max_length is not None:
             return [Target(_check_length(max_length))]
         return _searcher_targets(

@@ -27,7 +27,6 @@ Other deliberate choices (each a no-op for event streams Determined's tests use)
 * Nested hyperparameter groups are sampled in sorted-key order (Go used map order).
 """
 
-from trialkit.searcher._config import generation_of
 from trialkit.searcher._custom import SearcherState, SearchMethod
 from trialkit.searcher._factory import make_search_method
 from trialkit.searcher._grid import grid_points
@@ -59,7 +58,6 @@ __all__ = [
     "Stop",
     "LocalSearchRunner",
     "ValidateAfter",
-    "generation_of",
     "grid_points",
     "make_search_method",
     "preview",

@@ -24,6 +24,7 @@ import pickle
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from trialkit.config import ConfigError, SearcherConfig
 from trialkit.searcher._ops import (
     Close,
     ExitedReason,
@@ -92,41 +93,35 @@ class OptunaStrategy(Strategy):
 
     def __init__(
         self,
-        searcher: Mapping[str, Any],
+        searcher: SearcherConfig,
         hyperparameters: Mapping[str, Any],
         experiment_seed: int,
     ) -> None:
         self.optuna = import_optuna()
         errors: list[str] = []
-        self.metric = str(searcher.get("metric") or "validation_loss")
-        self.smaller_is_better = bool(searcher.get("smaller_is_better", True))
-        self.max_trials = int(searcher.get("max_trials") or 1)
-        self.max_concurrent = int(searcher.get("max_concurrent_trials", 16) or 0)
-        length = searcher.get("max_length")
-        if isinstance(length, Mapping):
-            length = next(iter(length.values()), None)
-        self.length: int | None = int(length) if length is not None else None
-        self.time_metric = searcher.get("time_metric")
-        self.max_time = int(searcher.get("max_time") or 0)
-        if self.length is None and not self.time_metric:
-            errors.append(
-                "searcher: optuna needs max_length (0.37) or time_metric + max_time (0.38)"
-            )
+        assert searcher.metric is not None and searcher.max_trials is not None  # required keys
+        self.metric = searcher.metric
+        self.smaller_is_better = searcher.smaller_is_better
+        self.max_trials = searcher.max_trials
+        self.max_concurrent = searcher.max_concurrent_trials
+        self.length: int | None = searcher.max_length.value if searcher.max_length else None
+        self.time_metric = searcher.time_metric
+        self.max_time = searcher.max_time or 0
         self.targets = (
             sorted({max(self.length // f, 1) for f in OPS_FRACTIONS}) if self.length else []
         )
         self.sampler = self._build(
-            "samplers", str(searcher.get("sampler") or "TPESampler"),
-            dict(searcher.get("sampler_kwargs") or {}), experiment_seed, errors, "sampler",
+            "samplers", searcher.sampler, dict(searcher.sampler_kwargs), experiment_seed, errors,
+            "sampler",
         )  # fmt: skip
         self.pruner = self._build(
-            "pruners", str(searcher.get("pruner") or "MedianPruner"),
-            dict(searcher.get("pruner_kwargs") or {}), None, errors, "pruner",
+            "pruners", searcher.pruner, dict(searcher.pruner_kwargs), None,
+            errors, "pruner",
         )  # fmt: skip
         self.fixed: dict[str, Any] = {}
         self.distributions = self._distributions(hyperparameters, errors)
         if errors:
-            raise ValueError("invalid searcher config:\n  " + "\n  ".join(errors))
+            raise ConfigError(errors)
         self.journal = _MemoryJournal()
         self.study = self._study(create=True)
         self.created_count = 0

@@ -12,17 +12,19 @@ from typing import Any
 
 import numpy as np
 
-from trialkit.searcher._config import parse_settings
-from trialkit.searcher._factory import make_search_method
+from trialkit.config import SearcherConfig
+from trialkit.searcher._factory import make_search_method, searcher_config
 from trialkit.searcher._ops import Close, Create, Operation, Shutdown, Stop, ValidateAfter
 from trialkit.searcher._searcher import Searcher
 from trialkit.searcher._strategy import Generation
 
 MetricFn = Callable[[int, int], float]  # (trial number from 1 in creation order, length) -> metric
+#: the simulated metric's name when the searcher names none (single and grid need none)
+_UNNAMED_METRIC = "metric"
 
 
 def preview(
-    searcher: Mapping[str, Any],
+    searcher: SearcherConfig | Mapping[str, Any],
     hyperparameters: Mapping[str, Any],
     experiment_seed: int,
     *,
@@ -35,18 +37,14 @@ def preview(
     reports at before it stops or ends (0.38; empty for non-ASHA searchers, whose trials train to
     their own length).
     """
-    if searcher.get("name") == "custom":
+    cfg = searcher_config(searcher)
+    if cfg.name == "custom":
         raise ValueError(
             "preview: a custom searcher's decisions are made by your own code; there is nothing"
             " to simulate"
         )
-    if searcher.get("name") == "optuna":
-        metric = str(searcher.get("metric") or "validation_loss")
-        time_metric = searcher.get("time_metric")
-    else:
-        settings = parse_settings(searcher)
-        metric, time_metric = settings.metric, settings.time_metric
-    method = make_search_method(searcher, hyperparameters, experiment_seed)
+    metric, time_metric = cfg.metric or _UNNAMED_METRIC, cfg.time_metric
+    method = make_search_method(cfg, hyperparameters, experiment_seed)
     assert isinstance(method, Searcher)
     if metric_fn is None:
         rng = np.random.RandomState((int(experiment_seed) + 1) % 2**32)

@@ -169,12 +169,11 @@ class LocalSearchRunner:
         from trialkit._modeldir import pack
         from trialkit.config import load_config
 
-        cfg = load_config(exp_config).as_dict()
-        searcher = cfg.get("searcher") or {}
-        if searcher.get("name") != "custom" or searcher.get("custom_searcher_class"):
+        cfg = load_config(exp_config)
+        if cfg.searcher.name != "custom" or cfg.searcher.custom_searcher_class:
             raise SearcherError(
                 "LocalSearchRunner needs searcher.name: custom without custom_searcher_class"
-                f" (got {searcher.get('name')!r})"
+                f" (got {cfg.searcher.name!r})"
             )
         model_def = None if model_dir is None else base64.b64encode(pack(model_dir)).decode()
-        return client.create_experiment(cfg, model_def=model_def).experiment.id
+        return client.create_experiment(cfg.as_dict(), model_def=model_def).experiment.id

@@ -6,7 +6,15 @@ import dataclasses
 from typing import Any, TypeVar
 
 from ._models import CheckpointRow, ExperimentRow, MetricRow, TrialRow
-from ._types import Checkpoint, Experiment, ExperimentState, Metric, Trial, TrialState
+from ._types import (
+    Checkpoint,
+    Experiment,
+    ExperimentState,
+    Metric,
+    SearcherFacts,
+    Trial,
+    TrialState,
+)
 
 D = TypeVar("D")
 
@@ -22,7 +30,10 @@ def experiment(row: ExperimentRow) -> Experiment:
 
 
 def trial(row: TrialRow) -> Trial:
-    return domain(Trial, row, state=TrialState(row.state), slots=list(row.slots or []))
+    facts = domain(SearcherFacts, row)
+    return domain(
+        Trial, row, state=TrialState(row.state), slots=list(row.slots or []), searcher=facts
+    )
 
 
 def checkpoint(row: CheckpointRow) -> Checkpoint:

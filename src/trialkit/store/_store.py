@@ -136,6 +136,13 @@ def _insert_sql(engine: Engine, table: Table) -> tuple[str, list[str]]:
     return sql, columns
 
 
+def _batch_json(report: NewMetric) -> str | None:
+    """The report's batch metrics as JSON text (None: it sent none)."""
+    if report.batch_metrics_json is not None or report.batch_metrics is None:
+        return report.batch_metrics_json
+    return dumps(report.batch_metrics)
+
+
 class Store(DeleteQueries, ChartQueries):
     """Thread-safe access to experiments, trials, metrics, checkpoints and logs."""
 
@@ -332,8 +339,8 @@ class Store(DeleteQueries, ChartQueries):
                     "run_id": r.run_id,
                     "group": r.group,
                     "steps_completed": r.steps_completed,
-                    "values": dumps(r.values),
-                    "batch_metrics": None if r.batch_metrics is None else dumps(r.batch_metrics),
+                    "values": r.values_json if r.values_json is not None else dumps(r.values),
+                    "batch_metrics": _batch_json(r),
                     "reported_at": r.reported_at or now,
                 }
             )

@@ -73,6 +73,21 @@ class Experiment(_Record):
 
 
 @dataclass(frozen=True)
+class SearcherFacts:
+    """What the search protocol recorded about a trial, beside its lifecycle state (see
+    ``trialkit.master._lifecycle``): the 0.37 operation it trains to and whether it reported
+    it, the searcher's Close and Stop, the run that acknowledged it exits to be resumed, and
+    the early exit it reported. Stored as columns of the trial row of the same names."""
+
+    op_length: int | None = None
+    op_complete: bool = False
+    closed: bool = False
+    stop_requested: bool = False
+    acked_run_id: int | None = None
+    early_exit: str | None = None
+
+
+@dataclass(frozen=True)
 class Trial(_Record):
     id: int
     experiment_id: int
@@ -82,12 +97,7 @@ class Trial(_Record):
     state: TrialState
     restarts: int
     run_id: int
-    op_length: int | None
-    op_complete: bool
-    closed: bool
-    stop_requested: bool
-    acked_run_id: int | None
-    early_exit: str | None
+    searcher: SearcherFacts
     progress: float | None
     status: str | None
     error: str | None
@@ -97,6 +107,11 @@ class Trial(_Record):
     slots: list[int]
     created_at: float
     ended_at: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Flat, as the rows and the API have it: the searcher facts beside the state."""
+        out = super().to_dict()
+        return {**out, **out.pop("searcher")}
 
 
 @dataclass(frozen=True)
@@ -153,6 +168,10 @@ class NewMetric:
     run_id: int = 0
     batch_metrics: list[dict[str, Any]] | None = None
     reported_at: float = 0.0
+    #: ``values`` / ``batch_metrics`` already encoded as strict JSON (the master's request
+    #: validation encodes them once): stored as given instead of being encoded again.
+    values_json: str | None = None
+    batch_metrics_json: str | None = None
 
 
 @dataclass(frozen=True)
