@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import event
 from tests.inprocess_master import inprocess_master
 
+from trialkit.config import parse_config
 from trialkit.store import NewMetric, Store
 
 
@@ -128,9 +129,13 @@ def test_describe_runs_a_fixed_number_of_statements(tmp_path: Path) -> None:
         counter = Statements(api.store._engine)
         counts = {}
         for n in (2, 20):
-            exp = api.store.create_experiment(
-                name=f"n{n}", config={"searcher": {"name": "random", "metric": "loss"}}
-            )
+            config = parse_config(
+                {
+                    "searcher": {"name": "random", "metric": "loss", "max_trials": n},
+                    "entrypoint": "python3 train.py",
+                }
+            )  # the master stores a full config, as it does at create
+            exp = api.store.create_experiment(name=f"n{n}", config=config.as_dict())
             for tid in _trials(api.store, exp.id, n):
                 api.store.add_metrics([NewMetric(tid, "validation", 1, {"loss": float(tid)})])
             before = counter.count
