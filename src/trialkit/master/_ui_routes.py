@@ -10,7 +10,7 @@ import os
 import tarfile
 import tempfile
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -31,6 +31,7 @@ from .._tensorboards import tensorboard_records
 from ..rest import (
     ExperimentEvent,
     ExperimentMetrics,
+    ExperimentsEvent,
     LoginCode,
     MetricSeries,
     TensorboardList,
@@ -116,12 +117,14 @@ def add_ui_routes(
         """Server-sent events: one ``data:`` JSON line (an ExperimentEvent) each time the
         experiment's state, a trial's state or its metrics change."""
         store.get_experiment(experiment_id)  # 404 before the stream starts
-        stream = _event_stream(store, experiment_id, request, stopping)
-        return StreamingResponse(
-            stream,
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-        )
+        return _event_response(lambda: _snapshot(store, experiment_id), request, stopping)
+
+    @app.get(routes.EXPERIMENTS_EVENTS, dependencies=[auth], response_model=ExperimentsEvent)
+    async def experiments_events(request: Request) -> Response:
+        """Server-sent events: one ``data:`` JSON line (an ExperimentsEvent) each time an
+        experiment is created or deleted, or one's state, progress, archived flag or metrics
+        change."""
+        return _event_response(lambda: _list_snapshot(store), request, stopping)
 
     @app.get(routes.EXPERIMENT_TENSORBOARDS, dependencies=[auth])
     def tensorboards(experiment_id: ExperimentId) -> TensorboardList:
@@ -201,16 +204,38 @@ def _snapshot(store: Store, experiment_id: int) -> ExperimentEvent:
     )
 
 
+def _list_snapshot(store: Store) -> ExperimentsEvent:
+    exps = store.list_experiments()
+    return ExperimentsEvent(
+        states={str(e.id): e.state.value for e in exps},
+        progress={str(e.id): e.progress for e in exps},
+        archived=[e.id for e in exps if e.archived],
+        last_metric_id=store.newest_metric_id(),
+    )
+
+
+def _event_response(
+    snapshot: Callable[[], Any], request: Request, stopping: threading.Event
+) -> StreamingResponse:
+    """A server-sent event stream of ``snapshot()`` each time it changes."""
+    return StreamingResponse(
+        _event_stream(snapshot, request, stopping),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+
+
 async def _event_stream(
-    store: Store, experiment_id: int, request: Request, stopping: threading.Event
+    snapshot: Callable[[], Any], request: Request, stopping: threading.Event
 ) -> AsyncIterator[str]:
-    """Yield an event whenever the snapshot changes, a keep-alive comment now and then."""
+    """Yield an event whenever the snapshot (a dataclass) changes, a keep-alive comment now
+    and then; end when the snapshot's subject is gone (NotFound)."""
     yield "retry: 2000\n\n"
-    last: ExperimentEvent | None = None
+    last: Any = None
     quiet = 0.0
     while not stopping.is_set() and not await request.is_disconnected():
         try:
-            now = await asyncio.to_thread(_snapshot, store, experiment_id)
+            now = await asyncio.to_thread(snapshot)
         except NotFound:
             return  # the experiment was deleted
         if now != last:

@@ -46,3 +46,8 @@ class ChartQueries:
                 MetricRow.trial_id.in_(experiment_trial_ids(experiment_id))
             )
             return int(s.scalar(q) or 0)
+
+    def newest_metric_id(self) -> int:
+        """The id of the store's newest metric row (0: none yet)."""
+        with self._session() as s:
+            return int(s.scalar(select(func.max(MetricRow.id))) or 0)
