@@ -104,12 +104,12 @@ def add_ui_routes(
         """One metric (default: the searcher's) of every trial, as a series per trial."""
         exp = store.get_experiment(experiment_id)
         name = metric or searcher_of(exp)[0] or ""
-        points = store.metric_points(experiment_id, group, name, after_id) if name else []
+        trials = store.metric_points(experiment_id, group, name, after_id) if name else []
         return ExperimentMetrics(
             group=group,
             metric=name,
-            series=_series(points),
-            last_id=points[-1][0] if points else after_id,
+            series=[MetricSeries(t.trial_id, t.steps, t.values) for t in trials],
+            last_id=max((t.last_id for t in trials), default=after_id),
         )
 
     @app.get(routes.EXPERIMENT_EVENTS, dependencies=[auth], response_model=ExperimentEvent)
@@ -178,18 +178,6 @@ def _tar_checkpoint(manager: storage_lib.StorageManager, uuid: str) -> str:
     with manager.restore_path(uuid) as path, tarfile.open(archive, "w:gz") as tar:
         tar.add(path, arcname=uuid)
     return archive
-
-
-def _series(points: list[tuple[int, int, int, float | None]]) -> list[MetricSeries]:
-    """Rows (id, trial, steps, value) grouped into one series per trial, in trial order."""
-    by_trial: dict[int, tuple[list[int], list[float | None]]] = {}
-    for _, trial_id, steps, value in points:
-        xs, ys = by_trial.setdefault(trial_id, ([], []))
-        xs.append(steps)
-        ys.append(value)
-    return [
-        MetricSeries(trial_id=t, steps=xs, values=ys) for t, (xs, ys) in sorted(by_trial.items())
-    ]
 
 
 def _snapshot(store: Store, experiment_id: int) -> ExperimentEvent:
