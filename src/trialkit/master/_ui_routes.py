@@ -23,6 +23,7 @@ from fastapi.responses import (
     Response,
     StreamingResponse,
 )
+from pydantic import TypeAdapter
 from starlette.background import BackgroundTask
 from starlette.staticfiles import StaticFiles
 
@@ -43,6 +44,7 @@ from ._schemas import CheckpointUuid, ExperimentId, QueryCount
 from ._ui_session import CODE_TTL, COOKIE, SESSION_TTL, UiSessions
 from ._views import searcher_of
 
+_METRICS_JSON = TypeAdapter(ExperimentMetrics)
 WEBUI_DIR = Path(__file__).resolve().parent.parent / "webui"
 LOGIN_PATH = "/ui/login"
 #: Seconds between the event stream's looks at the store, and between its keep-alive comments.
@@ -94,23 +96,26 @@ def add_ui_routes(
     def root() -> Response:
         return RedirectResponse("/ui/", status_code=307)
 
-    @app.get(routes.EXPERIMENT_METRICS, dependencies=[auth])
+    @app.get(routes.EXPERIMENT_METRICS, dependencies=[auth], response_model=ExperimentMetrics)
     def experiment_metrics(
         experiment_id: ExperimentId,
         group: Annotated[str, Query(max_length=64)] = "validation",
         metric: Annotated[str | None, Query(max_length=200)] = None,
         after_id: QueryCount = 0,
-    ) -> ExperimentMetrics:
+    ) -> Response:
         """One metric (default: the searcher's) of every trial, as a series per trial."""
         exp = store.get_experiment(experiment_id)
         name = metric or searcher_of(exp)[0] or ""
         trials = store.metric_points(experiment_id, group, name, after_id) if name else []
-        return ExperimentMetrics(
+        reply = ExperimentMetrics(
             group=group,
             metric=name,
             series=[MetricSeries(t.trial_id, t.steps, t.values) for t in trials],
             last_id=max((t.last_id for t in trials), default=after_id),
         )
+        # Serialized by pydantic in one call: FastAPI's own path copies the dataclass with
+        # dataclasses.asdict first, which for 200,000 points cost more than the query.
+        return Response(_METRICS_JSON.dump_json(reply), media_type="application/json")
 
     @app.get(routes.EXPERIMENT_EVENTS, dependencies=[auth], response_model=ExperimentEvent)
     async def experiment_events(experiment_id: ExperimentId, request: Request) -> Response:
