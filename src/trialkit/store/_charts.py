@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import String, Text, case, cast, func, literal, select
+from sqlalchemy import String, Text, cast, func, literal, select
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
@@ -18,6 +18,8 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from ._models import MetricRow
 from ._queries import _sqlite_path, experiment_trial_ids
+
+_NUMBERS = (int, float)
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ class ChartQueries:
         ids, steps, values = (
             _joined(dialect, cast(MetricRow.id, String)),
             _joined(dialect, cast(MetricRow.steps_completed, String)),
-            _joined(dialect, func.coalesce(_number_text(dialect, metric), "null")),
+            _joined(dialect, func.coalesce(_value_text(dialect, metric), "null")),
         )
         q = (
             select(MetricRow.trial_id, ids, steps, values)
@@ -77,19 +79,14 @@ class ChartQueries:
             return int(s.scalar(select(func.max(MetricRow.id))) or 0)
 
 
-def _number_text(dialect: str, metric: str) -> ColumnElement[Any]:
-    """``values[metric]``'s JSON text where it is a number, else NULL (strings such as "NaN",
-    booleans, objects and missing keys are not points)."""
-    is_number: ColumnElement[bool]
+def _value_text(dialect: str, metric: str) -> ColumnElement[Any]:
+    """``values[metric]``'s JSON text as stored (NULL where missing); what is not a number is
+    dropped in Python, cheaper than asking the database for each value's JSON type."""
     if dialect == "sqlite":
-        path = literal(_sqlite_path(metric))
-        is_number = func.json_type(MetricRow.values, path).in_(("integer", "real"))
         # ->: the JSON text as stored; json_extract would round a REAL to 15 digits.
-        text: ColumnElement[Any] = MetricRow.values.op("->", return_type=String)(path)
-    else:  # PostgreSQL: the column is json, whose text is kept as written
-        is_number = func.json_typeof(MetricRow.values[metric]) == "number"
-        text = cast(MetricRow.values[metric], Text)
-    return case((is_number, text), else_=None)
+        path = literal(_sqlite_path(metric))
+        return MetricRow.values.op("->", return_type=String)(path)
+    return cast(MetricRow.values[metric], Text)  # PostgreSQL json keeps its text as written
 
 
 def _joined(dialect: str, text: ColumnElement[Any]) -> Any:
@@ -110,6 +107,7 @@ def _trial_points(trial_id: int, ids: str, steps: str, values: str) -> TrialPoin
         id_list = [id_list[i] for i in order]
         step_list = [step_list[i] for i in order]
         value_list = [value_list[i] for i in order]
-    # A JSON number may be an int; a point's value is a float.
-    floats = [None if v is None else float(v) for v in value_list]
+    # Points are JSON numbers (an int becomes a float): strings such as "NaN", booleans and
+    # objects are not values a chart or a search can compare.
+    floats = [float(v) if type(v) in _NUMBERS else None for v in value_list]
     return TrialPoints(int(trial_id), step_list, floats, id_list[-1])
