@@ -11,6 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
+from trialkit._discovery import start_background
+
 from ..integration.conftest import write_script
 from .conftest import Master
 
@@ -34,12 +36,16 @@ CONFIG = {
 }
 
 
-def _events(master: Master, exp: int, until: Any, timeout: float = 90) -> list[dict[str, Any]]:
-    """Events of the stream, read until ``until(events)`` holds."""
+def _events(
+    master: Master, exp: int | None, until: Any, timeout: float = 90
+) -> list[dict[str, Any]]:
+    """Events of an experiment's stream (None: the experiments list's), read until
+    ``until(events)`` holds."""
     headers = {"Authorization": f"Bearer {master.client.token}"}
     seen: list[dict[str, Any]] = []
     deadline = time.monotonic() + timeout
-    url = f"{master.client.url}/api/v1/experiments/{exp}/events"
+    route = "events/experiments" if exp is None else f"experiments/{exp}/events"
+    url = f"{master.client.url}/api/v1/{route}"
     with httpx.stream("GET", url, headers=headers, timeout=30, trust_env=False) as resp:
         assert resp.status_code == 200
         assert resp.headers["content-type"].startswith("text/event-stream")
@@ -84,3 +90,44 @@ def test_ui_routes_answer_404_for_unknown_experiments(master: Master) -> None:
             resp = http.get(f"/api/v1/experiments/999/{route}")
             assert resp.status_code == 404, route
             assert "999" in resp.json()["detail"]
+
+
+def test_the_experiments_list_stream_tells_a_new_experiment(master: Master, tmp_path: Path) -> None:
+    first = _events(master, None, lambda ev: True)[-1]
+    assert first == {"states": {}, "progress": {}, "archived": [], "last_metric_id": 0}
+    write_script(tmp_path / "m", "trial.py", TRIAL)
+    seen: list[int] = []
+
+    def created(events: list[dict[str, Any]]) -> bool:
+        if not seen:  # the first event is the list as it is; create one while the stream is open
+            seen.append(master.create(CONFIG, tmp_path / "m"))
+        return str(seen[0]) in events[-1]["states"]
+
+    events = _events(master, None, created)
+    assert events[-1]["states"][str(seen[0])] in {"ACTIVE", "COMPLETED"}
+    done = _events(master, None, lambda ev: ev[-1]["states"][str(seen[0])] == "COMPLETED")
+    assert done[-1]["last_metric_id"] > 0 and done[-1]["progress"][str(seen[0])] == 1.0
+
+
+def test_an_open_event_stream_keeps_an_idle_master_up(master: Master) -> None:
+    master.cli("master", "down")
+    master.client.close()
+    master.client = start_background(master.home, slots=2, idle_timeout=2)
+    pid_file = master.home / "master.json"
+    pid = json.loads(pid_file.read_text())["pid"]
+    headers = {"Authorization": f"Bearer {master.client.token}"}
+    url = f"{master.client.url}/api/v1/events/experiments"
+    with httpx.stream("GET", url, headers=headers, timeout=30, trust_env=False) as resp:
+        assert resp.status_code == 200
+        lines = resp.iter_lines()  # held: a dropped iterator would close the stream
+        while not next(lines).startswith("data: "):
+            pass
+        time.sleep(8)  # four idle timeouts with nothing but the open stream (a UI page)
+        assert json.loads(pid_file.read_text())["pid"] == pid, "the master stopped"
+        assert httpx.get(f"{master.client.url}/health", trust_env=False).status_code == 200
+    # Closed: the master is idle now and stops itself.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and json.loads(pid_file.read_text())["pid"] == pid:
+        time.sleep(0.2)
+    assert json.loads(pid_file.read_text())["pid"] is None, "the idle master is still up"
+    assert "idle for 2 s" in (master.home / "master.log").read_text()

@@ -147,3 +147,30 @@ def test_watch_pause_and_a_failure_in_the_browser(master: Master, tmp_path: Path
 
         master.cli("experiment", "kill", str(exp))
         assert b.errors == []
+
+
+def test_the_experiments_list_shows_a_new_experiment_without_a_reload(
+    master: Master, tmp_path: Path
+) -> None:
+    model = tmp_path / "model"
+    write_script(model, "trial.py", TRIAL)
+    master.create(_config("webui-first", 1, TOTAL=3), model)
+    with browser() as b:
+        page = b.page
+        asked: list[str] = []
+        page.on("request", lambda r: asked.append(r.url))
+        page.goto(_login_url(master))
+        page.wait_for_selector("text=webui-first")
+        page.wait_for_function("document.body.dataset.ready === 'experiments'")
+        page.evaluate("window.__noReload = true")
+        second = master.create(_config("webui-second", 1, TOTAL=3), model)
+        page.wait_for_selector(f"#main a[href='#/experiments/{second}']", timeout=30_000)
+        # Its state follows too: the list is told when the experiment completes.
+        master.wait_state(second, {"COMPLETED"})
+        row = page.locator("tr", has=page.locator(f"a[href='#/experiments/{second}']")).first
+        row.locator(".state-COMPLETED").wait_for(timeout=30_000)
+        assert page.evaluate("window.__noReload") is True
+        # Told by the list's event stream (server-sent events), not by polling.
+        assert any(u.endswith("/api/v1/events/experiments") for u in asked), asked
+        b.shot("07-experiments-live")
+        assert b.errors == []

@@ -31,30 +31,40 @@ _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 class _ActivityTracker:
-    """ASGI wrapper that notes when the last API call (any but /health) arrived."""
+    """ASGI wrapper that notes when the last API call (any but /health) arrived or ended, and
+    how many are open: an open event stream (a web UI page) or long poll is activity too."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
         self.last = time.monotonic()
+        self.open = 0  # changed on the event loop only; the idle thread just reads it
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope.get("path") != "/health":
+        if scope["type"] != "http" or scope.get("path") == "/health":
+            await self.app(scope, receive, send)
+            return
+        self.last = time.monotonic()
+        self.open += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.open -= 1
             self.last = time.monotonic()
-        await self.app(scope, receive, send)
 
 
 def _stop_when_idle(
     timeout: float, tracker: _ActivityTracker, busy: Any, stop: Any, done: threading.Event
 ) -> None:
-    """Call ``stop`` once ``timeout`` s pass while not ``busy()`` and with no API call."""
+    """Call ``stop`` once ``timeout`` s pass while not ``busy()``, with no API call open and
+    none arriving."""
     while not done.wait(min(timeout / 4, 5.0)):
         now = time.monotonic()
-        if busy():
+        if tracker.open or busy():
             tracker.last = now
         elif now - tracker.last >= timeout:
             logger.info(
-                "idle for %.0f s (no running trial, no experiment with work left, no API call): "
-                "stopping",
+                "idle for %.0f s (no running trial, no experiment with work left, no API call "
+                "or open event stream): stopping",
                 timeout,
             )
             stop()

@@ -358,6 +358,18 @@ class ExperimentEvent:
 
 
 @dataclass(frozen=True)
+class ExperimentsEvent:
+    """What ``/events/experiments`` streams (one JSON ``data`` line each time it changes): per
+    experiment (archived ones too), its state, progress and archived flag; and the store's
+    newest metric row, so a list showing best metrics knows when to look again."""
+
+    states: dict[str, str]
+    progress: dict[str, float]
+    archived: list[int]
+    last_metric_id: int
+
+
+@dataclass(frozen=True)
 class TensorboardOut:
     """A TensorBoard that ``trialkit tensorboard`` serves, and what over."""
 

@@ -56,5 +56,7 @@ UI_LOGIN_CODE = "/api/v1/ui/login_code"
 EXPERIMENT_METRICS = "/api/v1/experiments/{experiment_id}/metrics"
 #: Server-sent events: what changed in an experiment (the page refetches that part).
 EXPERIMENT_EVENTS = "/api/v1/experiments/{experiment_id}/events"
+#: Server-sent events: what changed in the experiments list (states, progress, new ones).
+EXPERIMENTS_EVENTS = "/api/v1/events/experiments"
 #: The TensorBoards ``trialkit tensorboard`` serves for an experiment (the UI links to them).
 EXPERIMENT_TENSORBOARDS = "/api/v1/experiments/{experiment_id}/tensorboards"

@@ -1,5 +1,6 @@
 """Persistent state: experiments, trials, metrics, checkpoints, logs (SQLite or PostgreSQL)."""
 
+from ._charts import TrialPoints
 from ._deletes import ValidationRecord
 from ._store import NotFound, Store, StoreError, sqlite_url
 from ._types import (
@@ -20,6 +21,7 @@ from ._types import (
 )
 
 __all__ = [
+    "TrialPoints",
     "TERMINAL_EXPERIMENT_STATES",
     "TERMINAL_TRIAL_STATES",
     "BatchMetrics",

@@ -20,7 +20,12 @@ export const post = (path) => api(path, { method: "POST", headers: { "X-Trialkit
 
 /** An EventSource on an experiment's events; `onEvent` gets each parsed event. */
 export function watchExperiment(id, onEvent, onClosed = () => {}) {
-  const source = new EventSource(`/api/v1/experiments/${id}/events`);
+  return watchEvents(`/api/v1/experiments/${id}/events`, onEvent, onClosed);
+}
+
+/** An EventSource on `url` (server-sent events of JSON); returns the function that stops it. */
+export function watchEvents(url, onEvent, onClosed = () => {}) {
+  const source = new EventSource(url);
   const live = document.getElementById("live");
   source.onopen = () => { if (live) live.textContent = "● live"; };
   source.onerror = () => {

@@ -1,5 +1,5 @@
 // The experiments list: state, progress, best metric, searcher, duration; archive filter.
-import { get } from "./api.js";
+import { get, watchEvents } from "./api.js";
 import { dataTable, fmtDuration, h, progressBar, stateBadge } from "./util.js";
 
 export async function experimentsPage(main) {
@@ -32,8 +32,21 @@ export async function experimentsPage(main) {
       ...e, best: bests[i], duration: (e.ended_at ?? now) - e.created_at,
     })));
   }
-  showArchived.addEventListener("change", load);
-  await load();
-  const timer = setInterval(() => load().catch(() => {}), 5000);
-  return () => clearInterval(timer);
+  // Loads never overlap: an event during a load asks for one more afterwards.
+  let busy = null;
+  let again = false;
+  function reload() {
+    if (busy) { again = true; return busy; }
+    busy = load().finally(() => {
+      busy = null;
+      if (again) { again = false; reload().catch((e) => console.warn(e.message)); }
+    });
+    return busy;
+  }
+  showArchived.addEventListener("change", reload);
+  await reload();
+  // Live: the list's event stream says when an experiment is new, changed state or progress,
+  // or reported metrics; the list reloads then (no polling).
+  return watchEvents("/api/v1/events/experiments",
+    () => { reload().catch((e) => console.warn(e.message)); });
 }
