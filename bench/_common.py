@@ -9,7 +9,8 @@ import random
 import shutil
 import statistics
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -182,3 +183,49 @@ def print_ratio_table(
             f"{weights_verdict(got)}"
         )
     return figures
+
+
+#: The admin token of an in-process master served by ``served_master``.
+BENCH_TOKEN = "bench-admin-token"
+
+
+@contextmanager
+def served_master(home: Path) -> Iterator[tuple[str, Any]]:
+    """The master app over a store in ``home``, served by uvicorn on loopback in a thread (no
+    engine loop, so nothing is scheduled): (url, store). Its token is ``BENCH_TOKEN``."""
+    import threading
+    import time
+
+    import uvicorn
+
+    from trialkit.master._app import create_app
+    from trialkit.master._engine import Engine, EngineSettings
+    from trialkit.rendezvous import free_port
+    from trialkit.store import Store
+
+    store = Store.at(home)
+    engine = Engine(
+        store,
+        EngineSettings(home=home, slots=2),
+        "http://127.0.0.1:9",
+        BENCH_TOKEN,
+        home / "m.json",
+    )
+    port = free_port()
+    config = uvicorn.Config(
+        create_app(store, engine, BENCH_TOKEN), host="127.0.0.1", port=port, log_level="warning"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise BenchmarkBroken("the master did not start in 30 s")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}", store
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        store.close()

@@ -22,19 +22,17 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from _common import BenchmarkBroken
+from _common import BENCH_TOKEN, BenchmarkBroken, served_master
 
 SIZES = (10, 50, 200)
 TRAINING_REPORTS = 25
 VALIDATION_REPORTS = 5
 WARMUP = 3
 REPEATS = 15
-TOKEN = "bench-admin-token"
+TOKEN = BENCH_TOKEN
 
 
 def config(trials: int) -> dict[str, Any]:
@@ -99,38 +97,6 @@ class StatementCounter:
             self.count += 1
 
 
-@contextmanager
-def master(home: Path) -> Iterator[tuple[str, Any]]:
-    """The master app over a store in ``home``, served on loopback: (url, store)."""
-    import uvicorn
-
-    from trialkit.master._app import create_app
-    from trialkit.master._engine import Engine, EngineSettings
-    from trialkit.rendezvous import free_port
-    from trialkit.store import Store
-
-    store = Store.at(home)
-    engine = Engine(
-        store, EngineSettings(home=home, slots=2), "http://127.0.0.1:9", TOKEN, home / "m.json"
-    )
-    app = create_app(store, engine, TOKEN)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise BenchmarkBroken("the master did not start in 30 s")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}", store
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        store.close()
-
-
 def measure(http: Any, counter: StatementCounter, path: str) -> tuple[float, int, int] | None:
     """(median ms, statements per request, response bytes) of GET ``path``; None on a 404."""
     for _ in range(WARMUP):
@@ -158,7 +124,7 @@ def main() -> int:
     print(f"trialkit from {Path(trialkit.__file__).parent}")
     rows: list[tuple[str, int, float, int, int]] = []
     with tempfile.TemporaryDirectory(prefix="describe-scaling-") as tmp:
-        with master(Path(tmp)) as (url, store):
+        with served_master(Path(tmp)) as (url, store):
             counter = StatementCounter(store._engine)
             experiments = {n: populate(store, n) for n in SIZES}
             headers = {"Authorization": f"Bearer {TOKEN}"}

@@ -18,25 +18,21 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import statistics
 import sys
 import tempfile
-import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from _common import BenchmarkBroken
+from _common import BENCH_TOKEN, BenchmarkBroken, served_master
 
 TRIALS = 200
 VALIDATIONS = 1000
 ROUNDS = int(os.environ.get("WEBUI_ROUNDS", "5"))
 GOAL_SECONDS = 1.0
-TOKEN = "bench-admin-token"
+TOKEN = BENCH_TOKEN
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -46,41 +42,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-
-
-@contextmanager
-def master(home: Path) -> Iterator[tuple[str, Any]]:
-    """The master app over a store in ``home`` (engine not started), on loopback: (url, store)."""
-    import uvicorn
-
-    from trialkit.master._app import create_app
-    from trialkit.master._engine import Engine, EngineSettings
-    from trialkit.store import Store
-
-    store = Store.at(home)
-    engine = Engine(
-        store, EngineSettings(home=home, slots=2), "http://127.0.0.1:9", TOKEN, home / "m.json"
-    )
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    config = uvicorn.Config(
-        create_app(store, engine, TOKEN), host="127.0.0.1", port=port, log_level="warning"
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise BenchmarkBroken("the master did not start in 30 s")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}", store
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        store.close()
 
 
 def config(trials: int) -> dict[str, Any]:
@@ -149,7 +110,7 @@ def main() -> int:
     if not chromium:
         raise BenchmarkBroken("no chromium (scripts/install_chromium.sh installs Debian's)")
     with tempfile.TemporaryDirectory(prefix="webui-render-") as tmp:
-        with master(Path(tmp)) as (url, store):
+        with served_master(Path(tmp)) as (url, store):
             t0 = time.perf_counter()
             big = populate(store, TRIALS)
             empty = populate(store, 0)
