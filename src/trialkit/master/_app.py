@@ -148,7 +148,7 @@ def create_app(
     # left waiting for them (their clients simply ask the next master).
     stopping = threading.Event()
 
-    def auth(
+    async def auth(
         request: Request,
         # Declares the bearer scheme in the OpenAPI spec; TokenAuth already checked the token.
         _: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)] = None,
