@@ -97,9 +97,28 @@ def _reason(e: BaseException) -> str:
     return f"{type(orig).__name__}: {' '.join(str(orig).split())}"
 
 
+#: Connections the pool keeps: one per thread the master's FastAPI app runs sync routes on
+#: (anyio's default limiter, 40), so a burst of trial reports does not queue for a connection
+#: behind SQLAlchemy's default of 5 (+10 overflow); the overflow serves the master's own threads.
+POOL_SIZE = 40
+POOL_OVERFLOW = 10
+
+
+def _pool_kwargs(url: str) -> dict[str, Any]:
+    """Pool sizing for a server or file database; in-memory SQLite keeps its own pool."""
+    database = make_url(url).database
+    if url.startswith("sqlite") and (not database or database == ":memory:"):
+        return {}
+    return {"pool_size": POOL_SIZE, "max_overflow": POOL_OVERFLOW}
+
+
 def _create_engine(url: str) -> Engine:
     is_sqlite = url.startswith("sqlite")
     kwargs: dict[str, Any] = {"connect_args": {"check_same_thread": False}} if is_sqlite else {}
+    try:
+        kwargs.update(_pool_kwargs(url))
+    except SQLAlchemyError:
+        pass  # an unparsable URL: create_engine below says so in its one-line error
     try:
         engine = create_engine(url, json_serializer=dumps, **kwargs)
     except ImportError as e:
