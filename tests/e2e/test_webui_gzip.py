@@ -10,14 +10,19 @@ from pathlib import Path
 import httpx
 
 from tests.inprocess_master import TOKEN, inprocess_master, served
+from trialkit.config import parse_config
 from trialkit.store import NewMetric
 
 
 def test_a_large_chart_reply_is_gzipped_and_the_event_stream_is_not(tmp_path: Path) -> None:
     with inprocess_master(tmp_path) as api, served(api.app) as url:
-        exp = api.store.create_experiment(
-            name="big", config={"searcher": {"name": "random", "metric": "loss"}}
-        ).id
+        config = parse_config(
+            {
+                "searcher": {"name": "random", "metric": "loss", "max_trials": 3},
+                "entrypoint": "python3 train.py",
+            }
+        )  # a full config, as create stores it
+        exp = api.store.create_experiment(name="big", config=config.as_dict()).id
         for i in range(3):
             t = api.store.create_trial(
                 experiment_id=exp, request_id=uuid.uuid4().hex, hparams={}, seed=i

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from trialkit.config import ConfigError
 from trialkit.master._experiment_config import searcher_config_of
 from trialkit.master._views import describe_experiment
 from trialkit.store import Store
@@ -56,8 +55,14 @@ def test_local_mode_config_parses_as_is(tmp_path: Path) -> None:
     assert searcher_config_of(exp).metric is None
 
 
-def test_a_managed_config_that_does_not_parse_is_an_error_not_a_fallback(tmp_path: Path) -> None:
+def test_a_managed_config_that_does_not_parse_is_read_by_its_searcher_and_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A read (describe, charts, GC) never fails on a stored config that does not parse."""
     store = _store(tmp_path)
-    exp = store.create_experiment(name="x", config={**_PARTIAL, "searcher": {"name": "single"}})
-    with pytest.raises(ConfigError, match="written_by"):
-        searcher_config_of(exp)
+    searcher = {"name": "single", "metric": "loss", "smaller_is_better": False}
+    exp = store.create_experiment(name="x", config={**_PARTIAL, "searcher": searcher})
+    with caplog.at_level("WARNING"):
+        got = searcher_config_of(exp)
+    assert (got.metric, got.smaller_is_better) == ("loss", False)
+    assert "written_by" in caplog.text
