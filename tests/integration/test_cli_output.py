@@ -79,7 +79,15 @@ def _follow(master: Master, config: dict[str, Any], model_dir: Path) -> subproce
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_ctrl_c_as_in_a_terminal,
     )
+
+
+def _ctrl_c_as_in_a_terminal() -> None:
+    """A command typed in a terminal gets SIGINT's default action; a test run started in the
+    background by a non-interactive shell (``cmd &``) inherits SIGINT ignored, which the CLI
+    would inherit too, and then Ctrl-C could not reach it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _env(master: Master) -> dict[str, str]:
