@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -30,8 +31,9 @@ from tests.faults.fuzz_support import (
     print_figures,
     to_json,
 )
-from tests.inprocess_master import AUTH, InProcessMaster, inprocess_master
+from tests.inprocess_master import AUTH, InProcessMaster, inprocess_master, served
 from trialkit.config import ExperimentConfig
+from trialkit.rest import _routes as rest_routes
 
 QUICK = settings(
     max_examples=25,
@@ -55,6 +57,18 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessMaster]:
             {"reports": [{"group": "validation", "steps_completed": 1, "metrics": {"loss": 1}}]},
         )
         yield m
+
+
+@pytest.fixture(scope="module")
+def stream_url(api: InProcessMaster) -> Iterator[str]:
+    """The same app served over a socket, for the event streams: the in-process test client
+    reads a whole response, and a stream of server-sent events never ends."""
+    with served(api.app) as url:
+        yield url
+
+
+#: Routes whose 200 answer is an endless stream of server-sent events.
+STREAMS = {rest_routes.EXPERIMENT_EVENTS, rest_routes.EXPERIMENTS_EVENTS}
 
 
 @pytest.fixture(scope="module")
@@ -145,9 +159,31 @@ def requests(draw: Any, method: str, path: str, op: dict[str, Any]) -> tuple[str
     return method, url, body
 
 
-def check(api: InProcessMaster, figures: FuzzFigures, request: tuple[str, str, bytes]) -> None:
+def _stream_answer(base: str, method: str, url: str) -> httpx.Response:
+    """A stream's status, headers and (for an error) body; a 200 stream is left after its head."""
+    with httpx.Client(base_url=base, headers=AUTH, trust_env=False, timeout=30) as http:
+        with http.stream(method, url) as resp:
+            if resp.status_code != 200:
+                resp.read()
+            return resp
+
+
+def check(
+    api: InProcessMaster,
+    figures: FuzzFigures,
+    request: tuple[str, str, bytes],
+    stream_base: str | None = None,
+) -> None:
     method, url, body = request
-    resp = api.client.request(method, url, content=body or None, headers=HEADERS)
+    if stream_base is not None:
+        resp = _stream_answer(stream_base, method, url)
+        if resp.status_code == 200:
+            assert resp.headers["content-type"].startswith("text/event-stream")
+            figures.inputs += 1
+            figures.outcomes["200"] += 1
+            return
+    else:
+        resp = api.client.request(method, url, content=body or None, headers=HEADERS)
     figures.inputs += 1
     figures.outcomes[str(resp.status_code)] += 1
     if resp.status_code >= 500:
@@ -166,12 +202,19 @@ def check(api: InProcessMaster, figures: FuzzFigures, request: tuple[str, str, b
 
 @pytest.mark.parametrize(("method", "path", "op"), ROUTES, ids=[f"{m} {p}" for m, p, _ in ROUTES])
 def test_route_survives_fuzzed_input(
-    api: InProcessMaster, figures: FuzzFigures, method: str, path: str, op: dict[str, Any]
+    api: InProcessMaster,
+    figures: FuzzFigures,
+    request: pytest.FixtureRequest,
+    method: str,
+    path: str,
+    op: dict[str, Any],
 ) -> None:
+    stream_base = request.getfixturevalue("stream_url") if path in STREAMS else None
+
     @QUICK
-    @given(request=requests(method, path, op))
-    def run(request: tuple[str, str, bytes]) -> None:
-        check(api, figures, request)
+    @given(fuzzed=requests(method, path, op))
+    def run(fuzzed: tuple[str, str, bytes]) -> None:
+        check(api, figures, fuzzed, stream_base)
 
     run()
 
@@ -179,11 +222,18 @@ def test_route_survives_fuzzed_input(
 @pytest.mark.slow
 @pytest.mark.parametrize(("method", "path", "op"), ROUTES, ids=[f"{m} {p}" for m, p, _ in ROUTES])
 def test_route_survives_fuzzed_input_long(
-    api: InProcessMaster, figures: FuzzFigures, method: str, path: str, op: dict[str, Any]
+    api: InProcessMaster,
+    figures: FuzzFigures,
+    request: pytest.FixtureRequest,
+    method: str,
+    path: str,
+    op: dict[str, Any],
 ) -> None:
+    stream_base = request.getfixturevalue("stream_url") if path in STREAMS else None
+
     @SLOW
-    @given(request=requests(method, path, op))
-    def run(request: tuple[str, str, bytes]) -> None:
-        check(api, figures, request)
+    @given(fuzzed=requests(method, path, op))
+    def run(fuzzed: tuple[str, str, bytes]) -> None:
+        check(api, figures, fuzzed, stream_base)
 
     run()
