@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from trialkit.launch.deepspeed import shm_buffers
+from trialkit.rendezvous import free_port
+
 from .conftest import only_local_run_training
 
 pytest.importorskip("deepspeed")
@@ -59,9 +62,10 @@ def test_two_cpu_ranks_under_the_deepspeed_runner(tmp_path: Path) -> None:
         "DS_ACCELERATOR": "cpu",
         "OMP_NUM_THREADS": "1",
     }
+    port = free_port()
     p = subprocess.run(
-        [sys.executable, "-m", "trialkit.launch.deepspeed", "--nproc-per-node", "2", "--"]
-        + [sys.executable, "train.py"],
+        [sys.executable, "-m", "trialkit.launch.deepspeed", "--nproc-per-node", "2"]
+        + ["--master-port", str(port), "--", sys.executable, "train.py"],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -72,3 +76,6 @@ def test_two_cpu_ranks_under_the_deepspeed_runner(tmp_path: Path) -> None:
     assert p.returncode == 0, out[-3000:]
     assert "[rank=0] RANK 0 2 2 True" in out and "[rank=1] RANK 1 2 2 True" in out, out[-3000:]
     assert len(only_local_run_training(tmp_path / "home")) == 1
+    # DeepSpeed's CPU all-reduce leaves a ~69 MB /dev/shm buffer per rank; the launcher removes them
+    assert "deepspeed_shm_comm" in out, "the run did not use the shared-memory all-reduce"
+    assert list(shm_buffers(port)) == []

@@ -8,6 +8,8 @@ MASTER_ADDR/PORT, plus USE_DEEPSPEED, DET_CHIEF_IP and TRIALKIT_CHIEF_PORT; each
 (or pass ``--hostfile``) and DeepSpeed reaches the other hosts with pdsh/ssh. If any worker
 fails, the others are stopped within ``--kill-grace`` seconds and the launcher exits non-zero.
 On machines without GPUs set ``DS_ACCELERATOR=cpu`` (the default here when no CUDA is visible).
+When the job ends, the launcher removes the shared-memory buffers DeepSpeed's CPU all-reduce
+leaves in /dev/shm (it never unlinks them: ~69 MB per rank per run, until RAM is full).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from .._info import ClusterInfo
@@ -97,6 +100,22 @@ def build_command(
     return cmd
 
 
+#: Where DeepSpeed's CPU comm op (csrc/cpu/comm/shm.cpp) puts its all-reduce workspaces, named
+#: ``deepspeed_allreduce_buffer_{uid}_{MASTER_ADDR}_{MASTER_PORT}_{rank}``.
+SHM_DIR = Path("/dev/shm")
+
+
+def shm_buffers(master_port: int) -> Iterator[Path]:
+    """This machine's DeepSpeed all-reduce buffers of the job on ``master_port``."""
+    return SHM_DIR.glob(f"deepspeed_allreduce_buffer_{os.getuid()}_*_{master_port}_*")
+
+
+def remove_shm_buffers(master_port: int) -> None:
+    """Unlink the job's buffers once all its ranks have exited (DeepSpeed leaves them behind)."""
+    for path in shm_buffers(master_port):
+        path.unlink(missing_ok=True)
+
+
 def main(argv: list[str]) -> int:
     parser = _parser()
     args, ds_args, script = parse_launcher_args(parser, argv)
@@ -109,9 +128,10 @@ def main(argv: list[str]) -> int:
         name = f"hostfile-{info.allocation_id if info else os.getpid()}.txt"
         hostfile = str(write_hostfile(addrs, nproc, Path(tempfile.gettempdir()) / name))
     master_addr = args.master_addr or ("localhost" if len(addrs) == 1 else chief_ip(info))
+    master_port = args.master_port or free_port()
     cmd = build_command(
         master_addr=master_addr,
-        master_port=args.master_port or free_port(),
+        master_port=master_port,
         nproc_per_node=nproc,
         hostfile=hostfile,
         ds_args=ds_args,
@@ -132,7 +152,10 @@ def main(argv: list[str]) -> int:
         env["DET_DEEPSPEED_HOSTFILE_PATH"] = hostfile
     if not os.environ.get("CUDA_VISIBLE_DEVICES") and importlib.util.find_spec("torch"):
         env.setdefault("DS_ACCELERATOR", "cpu")
-    return supervise(cmd, env, watch, grace=args.kill_grace, expected=nproc)
+    try:
+        return supervise(cmd, env, watch, grace=args.kill_grace, expected=nproc)
+    finally:
+        remove_shm_buffers(master_port)
 
 
 if __name__ == "__main__":
