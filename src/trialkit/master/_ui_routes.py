@@ -43,7 +43,7 @@ from ..rest import (
 from ..store import NotFound, Store
 from ._schemas import CheckpointUuid, ExperimentId, QueryCount
 from ._ui_session import CODE_TTL, COOKIE, SESSION_TTL, UiSessions
-from ._views import searcher_of
+from ._views import searcher_of, view_cache
 
 _METRICS_JSON = TypeAdapter(ExperimentMetrics)
 WEBUI_DIR = Path(__file__).resolve().parent.parent / "webui"
@@ -112,16 +112,15 @@ def add_ui_routes(
         """One metric (default: the searcher's) of every trial, as a series per trial."""
         exp = store.get_experiment(experiment_id)
         name = metric or searcher_of(exp)[0] or ""
-        trials = store.metric_points(experiment_id, group, name, after_id) if name else []
-        reply = ExperimentMetrics(
-            group=group,
-            metric=name,
-            series=[MetricSeries(t.trial_id, t.steps, t.values) for t in trials],
-            last_id=max((t.last_id for t in trials), default=after_id),
-        )
-        # Serialized by pydantic in one call: FastAPI's own path copies the dataclass with
-        # dataclasses.asdict first, which for 200,000 points cost more than the query.
-        return Response(_METRICS_JSON.dump_json(reply), media_type="application/json")
+        if after_id:  # a page's update: the few rows since its last look
+            body = _metrics_json(store, experiment_id, group, name, after_id)
+        else:  # a page's first load: every point, the same until a metric row is added
+            body = view_cache(store, "metrics").get(
+                (experiment_id, group, name),
+                store.last_metric_id(experiment_id),
+                lambda: _metrics_json(store, experiment_id, group, name, 0),
+            )
+        return Response(body, media_type="application/json")
 
     @app.get(routes.EXPERIMENT_EVENTS, dependencies=[auth], response_model=ExperimentEvent)
     async def experiment_events(experiment_id: ExperimentId, request: Request) -> Response:
@@ -161,6 +160,21 @@ def add_ui_routes(
 
     # Last: the pages themselves (index.html at /ui/), behind the token or the cookie.
     app.mount("/ui", StaticFiles(directory=WEBUI_DIR, html=True), name="ui")
+
+
+def _metrics_json(store: Store, experiment_id: int, group: str, name: str, after_id: int) -> bytes:
+    """The ExperimentMetrics reply as JSON: ``name`` of the reports in ``group`` after row
+    ``after_id``, a series per trial."""
+    trials = store.metric_points(experiment_id, group, name, after_id) if name else []
+    reply = ExperimentMetrics(
+        group=group,
+        metric=name,
+        series=[MetricSeries(t.trial_id, t.steps, t.values) for t in trials],
+        last_id=max((t.last_id for t in trials), default=after_id),
+    )
+    # Serialized by pydantic in one call: FastAPI's own path copies the dataclass with
+    # dataclasses.asdict first, which for 200,000 points cost more than the query.
+    return _METRICS_JSON.dump_json(reply)
 
 
 def running_tensorboards(home: Path) -> list[TensorboardOut]:

@@ -1,10 +1,15 @@
 """The API's read models: response dataclasses built from the store's domain objects, with
 the read-model queries (``Store.trial_views``) so a describe runs a fixed number of SQL
-statements whatever the number of trials."""
+statements whatever the number of trials, and the cache that rebuilds a view only when what it
+was built from changed."""
 
 from __future__ import annotations
 
 import dataclasses
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
 from ..rest import (
@@ -21,6 +26,54 @@ from ..store import Checkpoint, Experiment, Metric, Store, Trial, TrialView
 from ._experiment_config import searcher_config_of
 
 R = TypeVar("R")
+V = TypeVar("V")
+
+
+class ViewCache:
+    """The last value built per key, reused while its fingerprint (cheap reads of what the
+    value is built from) compares equal; the least recently used keys are dropped past
+    ``size``. The fingerprint is read before the build, so a change during the build makes
+    the next fingerprint differ and the value is rebuilt: never older than its fingerprint."""
+
+    def __init__(self, size: int = 8) -> None:
+        self.size = size
+        self._entries: OrderedDict[Hashable, tuple[Any, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, fingerprint: Any, build: Callable[[], V]) -> V:
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None and hit[0] == fingerprint:
+                self._entries.move_to_end(key)
+                return hit[1]  # type: ignore[no-any-return]
+        value = build()
+        with self._lock:
+            self._entries[key] = (fingerprint, value)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+        return value
+
+
+_CACHES: weakref.WeakKeyDictionary[Store, dict[str, ViewCache]] = weakref.WeakKeyDictionary()
+_CACHES_LOCK = threading.Lock()
+
+
+def view_cache(store: Store, name: str) -> ViewCache:
+    """The store's cache of the views called ``name`` (one per store: a test may run several)."""
+    with _CACHES_LOCK:
+        return _CACHES.setdefault(store, {}).setdefault(name, ViewCache())
+
+
+def experiment_fingerprint(store: Store, exp: Experiment) -> tuple[Any, ...]:
+    """What an experiment's views are built from, read cheaply: its row, its trials' rows,
+    its newest metric row's id (metric rows are only ever added) and its checkpoints."""
+    return (
+        exp,
+        store.list_trials(exp.id),
+        store.last_metric_id(exp.id),
+        store.list_checkpoints(experiment_id=exp.id),
+    )
 
 
 def _model(cls: type[R], record: dict[str, Any], **more: Any) -> R:
@@ -109,8 +162,16 @@ def searcher_summary(exp: Experiment, trials: list[Trial]) -> SearcherSummary:
 
 
 def experiment_summary(store: Store, experiment_id: int) -> ExperimentSummary:
-    """The experiment, its trials, best trial and search (what --follow polls)."""
+    """The experiment, its trials, best trial and search (what --follow polls and the web UI
+    loads): rebuilt only when the experiment, a trial, a metric or a checkpoint changed (for
+    200 trials of 1,000 validations the build reads 200,000 metric rows: 0.15 s)."""
     exp = store.get_experiment(experiment_id)
+    return view_cache(store, "summary").get(
+        experiment_id, experiment_fingerprint(store, exp), lambda: _build_summary(store, exp)
+    )
+
+
+def _build_summary(store: Store, exp: Experiment) -> ExperimentSummary:
     views, trials = trial_outs(store, exp)
     return ExperimentSummary(
         experiment=experiment_out(exp),
