@@ -33,6 +33,7 @@ from .._tensorboards import tensorboard_records
 from ..rest import (
     ExperimentEvent,
     ExperimentMetrics,
+    ExperimentRungs,
     ExperimentsEvent,
     LoginCode,
     MetricSeries,
@@ -43,7 +44,7 @@ from ..rest import (
 from ..store import NotFound, Store
 from ._schemas import CheckpointUuid, ExperimentId, QueryCount
 from ._ui_session import CODE_TTL, COOKIE, SESSION_TTL, UiSessions
-from ._views import searcher_of, view_cache
+from ._views import experiment_rungs, searcher_of, view_cache
 
 _METRICS_JSON = TypeAdapter(ExperimentMetrics)
 WEBUI_DIR = Path(__file__).resolve().parent.parent / "webui"
@@ -121,6 +122,13 @@ def add_ui_routes(
                 lambda: _metrics_json(store, experiment_id, group, name, 0),
             )
         return Response(body, media_type="application/json")
+
+    @app.get(routes.EXPERIMENT_RUNGS, dependencies=[auth])
+    def searcher_rungs(experiment_id: ExperimentId) -> ExperimentRungs:
+        """An ASHA search's rungs as its searcher holds them: per bracket, each rung's length,
+        its trials with their metric and whether they were promoted or stopped, and the trials
+        training towards it. No brackets for other searchers."""
+        return experiment_rungs(store, experiment_id)
 
     @app.get(routes.EXPERIMENT_EVENTS, dependencies=[auth], response_model=ExperimentEvent)
     async def experiment_events(experiment_id: ExperimentId, request: Request) -> Response:

@@ -14,14 +14,19 @@ from typing import Any, TypeVar
 
 from ..rest import (
     BestTrial,
+    BracketOut,
     CheckpointOut,
     ExperimentDescription,
     ExperimentOut,
+    ExperimentRungs,
     ExperimentSummary,
     MetricOut,
+    RungOut,
+    RungTrial,
     SearcherSummary,
     TrialOut,
 )
+from ..searcher import BracketState, asha_rungs
 from ..store import Checkpoint, Experiment, Metric, Store, Trial, TrialView
 from ._experiment_config import searcher_config_of
 
@@ -192,4 +197,39 @@ def describe_experiment(store: Store, experiment_id: int) -> ExperimentDescripti
         ],
         best_trial=summary.best_trial,
         searcher=summary.searcher,
+    )
+
+
+def experiment_rungs(store: Store, experiment_id: int) -> ExperimentRungs:
+    """An ASHA search's brackets and rungs, read from the searcher state the master saved
+    (trials named by id); no brackets for a search that is not ASHA."""
+    exp = store.get_experiment(experiment_id)
+    searcher = searcher_config_of(exp)
+    saved = store.get_searcher_state(experiment_id)
+    brackets = asha_rungs(searcher, saved["method"] if saved else None) or []
+    ids = {t.request_id: t.id for t in store.list_trials(experiment_id)}
+    length = searcher.max_length
+    unit: str | None = length.unit if length is not None else searcher.time_metric
+    return ExperimentRungs(
+        experiment_id=experiment_id,
+        searcher=searcher.name,
+        metric=searcher.metric,
+        unit=unit,
+        brackets=[_bracket_out(b, ids) for b in brackets],
+    )
+
+
+def _bracket_out(bracket: BracketState, ids: dict[str, int]) -> BracketOut:
+    return BracketOut(
+        index=bracket.index,
+        max_trials=bracket.max_trials,
+        rungs=[
+            RungOut(
+                index=r.index,
+                length=r.length,
+                trials=[RungTrial(ids.get(e.request_id), e.value, e.status) for e in r.entries],
+                training=[ids[i] for i in r.training if i in ids],
+            )
+            for r in bracket.rungs
+        ],
     )
