@@ -5,6 +5,7 @@ events that tell an open page what changed."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import os
 import tarfile
@@ -106,6 +107,7 @@ def add_ui_routes(
     @app.get(routes.EXPERIMENT_METRICS, dependencies=[auth], response_model=ExperimentMetrics)
     def experiment_metrics(
         experiment_id: ExperimentId,
+        request: Request,
         group: Annotated[str, Query(max_length=64)] = "validation",
         metric: Annotated[str | None, Query(max_length=200)] = None,
         after_id: QueryCount = 0,
@@ -115,13 +117,21 @@ def add_ui_routes(
         name = metric or searcher_of(exp)[0] or ""
         if after_id:  # a page's update: the few rows since its last look
             body = _metrics_json(store, experiment_id, group, name, after_id)
-        else:  # a page's first load: every point, the same until a metric row is added
-            body = view_cache(store, "metrics").get(
-                (experiment_id, group, name),
-                store.last_metric_id(experiment_id),
-                lambda: _metrics_json(store, experiment_id, group, name, 0),
+            return Response(body, media_type="application/json")
+        # A page's first load: every point, the same until a metric row is added; kept
+        # gzipped too, so a reload does not compress 5 MB again.
+        reply = view_cache(store, "metrics").get(
+            (experiment_id, group, name),
+            store.last_metric_id(experiment_id),
+            lambda: _Body(_metrics_json(store, experiment_id, group, name, 0)),
+        )
+        if "gzip" in request.headers.get("accept-encoding", "") and reply.gzipped:
+            return Response(
+                reply.gzipped,
+                media_type="application/json",
+                headers={"Content-Encoding": "gzip", "Vary": "Accept-Encoding"},
             )
-        return Response(body, media_type="application/json")
+        return Response(reply.raw, media_type="application/json")
 
     @app.get(routes.EXPERIMENT_RUNGS, dependencies=[auth])
     def searcher_rungs(experiment_id: ExperimentId) -> ExperimentRungs:
@@ -168,6 +178,14 @@ def add_ui_routes(
 
     # Last: the pages themselves (index.html at /ui/), behind the token or the cookie.
     app.mount("/ui", StaticFiles(directory=WEBUI_DIR, html=True), name="ui")
+
+
+class _Body:
+    """A reply's JSON and, when it is long enough to be worth it, its gzip (level 1)."""
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+        self.gzipped = gzip.compress(raw, compresslevel=1) if len(raw) >= GZIP_MIN_BYTES else b""
 
 
 def _metrics_json(store: Store, experiment_id: int, group: str, name: str, after_id: int) -> bytes:
