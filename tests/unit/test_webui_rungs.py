@@ -180,3 +180,46 @@ def test_statuses_are_known(config: dict[str, Any]) -> None:
 
     brackets, _, _ = drive(config, results=15)
     assert {e.status for b in brackets for r in b.rungs for e in r.entries} <= set(STATUSES)
+
+
+def test_stopping_asha_of_reports_stops_trials_at_their_rung() -> None:
+    """0.38 (time_metric): each trial reports at every rung target until the search stops it."""
+    config = {
+        "name": "async_halving",
+        "metric": "loss",
+        "num_rungs": 3,
+        "divisor": 3,
+        "max_trials": 9,
+        "time_metric": "batches",
+        "max_time": 90,
+    }
+    method = make_search_method(config, SPACE, 7)
+    order: list[str] = []
+    reached: dict[str, list[int]] = {}
+    stopped: set[str] = set()
+    queue = collections.deque(method.initial_operations())
+    while queue:
+        op = queue.popleft()
+        if isinstance(op, Create):
+            order.append(op.request_id)
+            reached[op.request_id] = []
+            queue.extend(method.on_trial_created(op.request_id))
+            for t in method.report_schedule(op.request_id):
+                if op.request_id in stopped:
+                    break
+                reached[op.request_id].append(t)
+                loss = 0.1 + (len(order) * 7 % 11) / 10 + 1.0 / t
+                ops = method.on_validation_completed(op.request_id, {"loss": loss, "batches": t})
+                stopped |= {o.request_id for o in ops if isinstance(o, Stop)}
+                queue.extend(o for o in ops if not isinstance(o, Stop))
+            queue.extend(method.on_trial_closed(op.request_id))
+    brackets = asha_rungs(config, method.save())
+    assert brackets is not None
+    rungs = brackets[0].rungs
+    assert [r.length for r in rungs] == [10, 30, 90]
+    for rung in rungs:
+        for entry in rung.entries:
+            went_on = reached[entry.request_id][-1] > rung.length
+            expected = "completed" if rung.index == 2 else ("promoted" if went_on else "stopped")
+            assert entry.status == expected
+    assert len(rungs[0].entries) == 9 and rungs[1].entries and rungs[2].entries
