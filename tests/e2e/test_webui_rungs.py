@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 
 from ..integration.conftest import write_script
-from ._browser import browser
+from ._browser import browser, login_url
 from .conftest import Master
-from .test_webui_browser import _login_url
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
@@ -88,7 +87,7 @@ def test_the_page_shows_the_searchers_rungs(master: Master, tmp_path: Path) -> N
 
     with browser() as b:
         page = b.page
-        page.goto(_login_url(master, str(exp)))
+        page.goto(login_url(master, str(exp)))
         page.wait_for_selector("#rungs .bracket[data-bracket='1'] tr[data-rung='0']")
         shown = page.eval_on_selector_all(
             "#rungs .bracket",

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.inprocess_master import inprocess_master
 
+from trialkit.config import parse_config
 from trialkit.searcher import (
     Close,
     Create,
@@ -223,3 +226,28 @@ def test_stopping_asha_of_reports_stops_trials_at_their_rung() -> None:
             expected = "completed" if rung.index == 2 else ("promoted" if went_on else "stopped")
             assert entry.status == expected
     assert len(rungs[0].entries) == 9 and rungs[1].entries and rungs[2].entries
+
+
+def test_the_route_reads_the_saved_state_and_survives_one_it_cannot_read(tmp_path: Path) -> None:
+    with inprocess_master(tmp_path) as api:
+        full = parse_config({"searcher": PROMOTION, "entrypoint": "python3 train.py"}).as_dict()
+        exp = api.store.create_experiment(name="rungs", config=full).id
+        method = make_search_method(PROMOTION, SPACE, 7)
+        for op in method.initial_operations():
+            if isinstance(op, Create):
+                method.on_trial_created(op.request_id)
+                api.store.create_trial(
+                    experiment_id=exp, request_id=op.request_id, hparams=op.hparams, seed=1
+                )
+        first = next(iter(api.store.list_trials(exp)))
+        method.on_validation_completed(first.request_id, {"loss": 0.5}, 10)
+        api.store.update_experiment(exp, searcher_state={"method": method.save()})
+        route = f"/api/v1/experiments/{exp}/searcher/rungs"
+        got = api.call("GET", route).json()
+        assert (got["searcher"], got["unit"], got["metric"]) == ("async_halving", "batches", "loss")
+        rung0 = got["brackets"][0]["rungs"][0]
+        assert rung0["trials"] == [{"trial_id": first.id, "value": 0.5, "status": "waiting"}]
+        assert first.id not in rung0["training"] and len(rung0["training"]) >= 1
+        api.store.update_experiment(exp, searcher_state={"method": {"strategy": {"rungs": 3}}})
+        resp = api.call("GET", route)
+        assert resp.status_code == 200 and resp.json()["brackets"] == []

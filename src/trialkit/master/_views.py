@@ -6,6 +6,7 @@ was built from changed."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import weakref
 from collections import OrderedDict
@@ -30,6 +31,7 @@ from ..searcher import BracketState, asha_rungs
 from ..store import Checkpoint, Experiment, Metric, Store, Trial, TrialView
 from ._experiment_config import searcher_config_of
 
+logger = logging.getLogger(__name__)
 R = TypeVar("R")
 V = TypeVar("V")
 
@@ -206,7 +208,12 @@ def experiment_rungs(store: Store, experiment_id: int) -> ExperimentRungs:
     exp = store.get_experiment(experiment_id)
     searcher = searcher_config_of(exp)
     saved = store.get_searcher_state(experiment_id)
-    brackets = asha_rungs(searcher, saved["method"] if saved else None) or []
+    try:
+        brackets = asha_rungs(searcher, saved["method"] if saved else None) or []
+    except (KeyError, TypeError, ValueError) as e:
+        # A state this version cannot read (written by another one): no rungs, never a 500.
+        logger.warning("experiment %d: searcher state not readable for rungs: %s", exp.id, e)
+        brackets = []
     ids = {t.request_id: t.id for t in store.list_trials(experiment_id)}
     length = searcher.max_length
     unit: str | None = length.unit if length is not None else searcher.time_metric
