@@ -4,6 +4,7 @@ with every console error and page error kept, and screenshots under .artifacts/w
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -70,3 +71,11 @@ def browser() -> Iterator[Browser]:
                 raise
         finally:
             chromium.close()
+
+
+def login_url(master: Any, experiment: str = "") -> str:
+    """The login link ``trialkit ui [EXPERIMENT]`` prints (the experiment's page with one)."""
+    out = master.cli("ui", "--no-open", *([experiment] if experiment else [])).stdout
+    found = re.search(r"http://\S+/ui/login\?code=\S+", out)
+    assert found, out
+    return found[0]

@@ -5,14 +5,13 @@ failed trial's reason shows, and nothing is logged to the console as an error.""
 from __future__ import annotations
 
 import io
-import re
 import tarfile
 from pathlib import Path
 
 import pytest
 
 from ..integration.conftest import write_script
-from ._browser import browser
+from ._browser import browser, login_url
 from .conftest import Master
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
@@ -67,13 +66,6 @@ def _config(name: str, trials: int, **env: object) -> dict:
     }
 
 
-def _login_url(master: Master, page: str = "") -> str:
-    out = master.cli("ui", "--no-open", *([page] if page else [])).stdout
-    found = re.search(r"http://\S+/ui/login\?code=\S+", out)
-    assert found, out
-    return found[0]
-
-
 def _points(page: object) -> int:
     return int(page.get_attribute("#metric-chart", "data-points") or 0)  # type: ignore[attr-defined]
 
@@ -85,7 +77,7 @@ def test_watch_pause_and_a_failure_in_the_browser(master: Master, tmp_path: Path
     failed = master.create(_config("webui-fails", 1, FAIL=1), model)
     with browser() as b:
         page = b.page
-        page.goto(_login_url(master))
+        page.goto(login_url(master))
         page.wait_for_selector("text=webui-search")
         page.wait_for_selector("text=webui-fails")
         b.shot("01-experiments")
@@ -159,7 +151,7 @@ def test_the_experiments_list_shows_a_new_experiment_without_a_reload(
         page = b.page
         asked: list[str] = []
         page.on("request", lambda r: asked.append(r.url))
-        page.goto(_login_url(master))
+        page.goto(login_url(master))
         page.wait_for_selector("text=webui-first")
         page.wait_for_function("document.body.dataset.ready === 'experiments'")
         page.evaluate("window.__noReload = true")

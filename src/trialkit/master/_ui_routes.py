@@ -5,6 +5,7 @@ events that tell an open page what changed."""
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import os
 import tarfile
@@ -33,6 +34,7 @@ from .._tensorboards import tensorboard_records
 from ..rest import (
     ExperimentEvent,
     ExperimentMetrics,
+    ExperimentRungs,
     ExperimentsEvent,
     LoginCode,
     MetricSeries,
@@ -43,7 +45,7 @@ from ..rest import (
 from ..store import NotFound, Store
 from ._schemas import CheckpointUuid, ExperimentId, QueryCount
 from ._ui_session import CODE_TTL, COOKIE, SESSION_TTL, UiSessions
-from ._views import searcher_of
+from ._views import experiment_rungs, searcher_of, view_cache
 
 _METRICS_JSON = TypeAdapter(ExperimentMetrics)
 WEBUI_DIR = Path(__file__).resolve().parent.parent / "webui"
@@ -105,6 +107,7 @@ def add_ui_routes(
     @app.get(routes.EXPERIMENT_METRICS, dependencies=[auth], response_model=ExperimentMetrics)
     def experiment_metrics(
         experiment_id: ExperimentId,
+        request: Request,
         group: Annotated[str, Query(max_length=64)] = "validation",
         metric: Annotated[str | None, Query(max_length=200)] = None,
         after_id: QueryCount = 0,
@@ -112,16 +115,30 @@ def add_ui_routes(
         """One metric (default: the searcher's) of every trial, as a series per trial."""
         exp = store.get_experiment(experiment_id)
         name = metric or searcher_of(exp)[0] or ""
-        trials = store.metric_points(experiment_id, group, name, after_id) if name else []
-        reply = ExperimentMetrics(
-            group=group,
-            metric=name,
-            series=[MetricSeries(t.trial_id, t.steps, t.values) for t in trials],
-            last_id=max((t.last_id for t in trials), default=after_id),
+        if after_id:  # a page's update: the few rows since its last look
+            body = _metrics_json(store, experiment_id, group, name, after_id)
+            return Response(body, media_type="application/json")
+        # A page's first load: every point, the same until a metric row is added; kept
+        # gzipped too, so a reload does not compress 5 MB again.
+        reply = view_cache(store, "metrics").get(
+            (experiment_id, group, name),
+            store.last_metric_id(experiment_id),
+            lambda: _Body(_metrics_json(store, experiment_id, group, name, 0)),
         )
-        # Serialized by pydantic in one call: FastAPI's own path copies the dataclass with
-        # dataclasses.asdict first, which for 200,000 points cost more than the query.
-        return Response(_METRICS_JSON.dump_json(reply), media_type="application/json")
+        if "gzip" in request.headers.get("accept-encoding", "") and reply.gzipped:
+            return Response(
+                reply.gzipped,
+                media_type="application/json",
+                headers={"Content-Encoding": "gzip", "Vary": "Accept-Encoding"},
+            )
+        return Response(reply.raw, media_type="application/json")
+
+    @app.get(routes.EXPERIMENT_RUNGS, dependencies=[auth])
+    def searcher_rungs(experiment_id: ExperimentId) -> ExperimentRungs:
+        """An ASHA search's rungs as its searcher holds them: per bracket, each rung's length,
+        its trials with their metric and whether they were promoted or stopped, and the trials
+        training towards it. No brackets for other searchers."""
+        return experiment_rungs(store, experiment_id)
 
     @app.get(routes.EXPERIMENT_EVENTS, dependencies=[auth], response_model=ExperimentEvent)
     async def experiment_events(experiment_id: ExperimentId, request: Request) -> Response:
@@ -161,6 +178,29 @@ def add_ui_routes(
 
     # Last: the pages themselves (index.html at /ui/), behind the token or the cookie.
     app.mount("/ui", StaticFiles(directory=WEBUI_DIR, html=True), name="ui")
+
+
+class _Body:
+    """A reply's JSON and, when it is long enough to be worth it, its gzip (level 1)."""
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+        self.gzipped = gzip.compress(raw, compresslevel=1) if len(raw) >= GZIP_MIN_BYTES else b""
+
+
+def _metrics_json(store: Store, experiment_id: int, group: str, name: str, after_id: int) -> bytes:
+    """The ExperimentMetrics reply as JSON: ``name`` of the reports in ``group`` after row
+    ``after_id``, a series per trial."""
+    trials = store.metric_points(experiment_id, group, name, after_id) if name else []
+    reply = ExperimentMetrics(
+        group=group,
+        metric=name,
+        series=[MetricSeries(t.trial_id, t.steps, t.values) for t in trials],
+        last_id=max((t.last_id for t in trials), default=after_id),
+    )
+    # Serialized by pydantic in one call: FastAPI's own path copies the dataclass with
+    # dataclasses.asdict first, which for 200,000 points cost more than the query.
+    return _METRICS_JSON.dump_json(reply)
 
 
 def running_tensorboards(home: Path) -> list[TensorboardOut]:

@@ -346,6 +346,47 @@ class ExperimentMetrics:
 
 
 @dataclass(frozen=True)
+class RungTrial:
+    """A trial's result at a rung: its searcher metric (None: it exited early) and what the
+    search did with it: promoted, stopped, waiting (for a promotion), completed or exited."""
+
+    trial_id: int | None
+    value: float | None
+    status: str
+
+
+@dataclass(frozen=True)
+class RungOut:
+    """One rung: the length it trains to, its results best first, trials training to it."""
+
+    index: int
+    length: int
+    trials: list[RungTrial]
+    training: list[int]
+
+
+@dataclass(frozen=True)
+class BracketOut:
+    """One ASHA bracket (adaptive_asha runs several)."""
+
+    index: int
+    max_trials: int
+    rungs: list[RungOut]
+
+
+@dataclass(frozen=True)
+class ExperimentRungs:
+    """An ASHA search's rungs as its searcher holds them; ``brackets`` empty for a search
+    that is not ASHA. ``unit``: what a rung's length counts (batches, a time metric...)."""
+
+    experiment_id: int
+    searcher: str | None
+    metric: str | None
+    unit: str | None
+    brackets: list[BracketOut]
+
+
+@dataclass(frozen=True)
 class ExperimentEvent:
     """What ``/events`` streams (server-sent events, one JSON ``data`` line each): the
     experiment's state and, per trial, its state and newest metric row."""

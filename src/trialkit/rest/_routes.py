@@ -54,6 +54,8 @@ CHECKPOINTS_DELETE = "/api/v1/checkpoints/delete"
 UI_LOGIN_CODE = "/api/v1/ui/login_code"
 #: One metric of all trials, for the experiment page's chart.
 EXPERIMENT_METRICS = "/api/v1/experiments/{experiment_id}/metrics"
+#: An ASHA search's rungs from its searcher's saved state (the experiment page's rungs view).
+EXPERIMENT_RUNGS = "/api/v1/experiments/{experiment_id}/searcher/rungs"
 #: Server-sent events: what changed in an experiment (the page refetches that part).
 EXPERIMENT_EVENTS = "/api/v1/experiments/{experiment_id}/events"
 #: Server-sent events: what changed in the experiments list (states, progress, new ones).

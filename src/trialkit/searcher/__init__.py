@@ -42,10 +42,16 @@ from trialkit.searcher._ops import (
     ValidateAfter,
 )
 from trialkit.searcher._preview import preview
+from trialkit.searcher._rung_state import BracketState, RungEntry, RungState
+from trialkit.searcher._rung_view import asha_rungs
 from trialkit.searcher._runner import LocalSearchRunner
 from trialkit.searcher._sampling import sample_hparams
 
 __all__ = [
+    "BracketState",
+    "RungEntry",
+    "RungState",
+    "asha_rungs",
     "Close",
     "Create",
     "DrivenMethod",

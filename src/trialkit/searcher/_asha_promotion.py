@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trialkit.searcher._ops import Close, ExitedReason, Operation, ValidateAfter
+from trialkit.searcher._rung_state import RungEntry, RungState
 from trialkit.searcher._rungs import (
     WORST,
     AshaParams,
@@ -156,6 +157,32 @@ class PromotionAsha(Strategy):
         self.invalid = int(state["invalid"])
         self.completed = int(state["completed"])
         self.arrivals = int(state["arrivals"])
+
+    def rung_states(self) -> list[RungState]:
+        """Each rung's results (promoted, closed there: stopped, or waiting for a promotion)
+        and the trials training towards it. Read-only."""
+        top = len(self.rungs) - 1
+        out = []
+        for r, rung in enumerate(self.rungs):
+            state = rung.state()
+            entries = [
+                RungEntry(i, self.params.shown(v), self._status(r, r == top, i, v))
+                for v, i in zip(state["values"], state["ids"], strict=True)
+            ]
+            training = [i for i in self.in_flight if self.trial_rung.get(i) == r]
+            out.append(RungState(r, self.targets[r], entries, training))
+        return out
+
+    def _status(self, r: int, top: bool, request_id: str, value: float) -> str:
+        # A rung's ``promoted`` also marks a trial chosen after it was closed (not promoted):
+        # the trial's own rung says whether it went on.
+        if value == WORST:
+            return "exited"
+        if top:
+            return "completed"
+        if self.trial_rung.get(request_id, r) > r:
+            return "promoted"
+        return "stopped" if request_id in self.closed_ids else "waiting"
 
     # -- decisions ----------------------------------------------------------------------------
 

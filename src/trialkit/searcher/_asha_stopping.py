@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trialkit.searcher._ops import Close, ExitedReason, Operation, Stop, ValidateAfter
+from trialkit.searcher._rung_state import RungEntry, RungState
 from trialkit.searcher._rungs import (
     WORST,
     AshaParams,
@@ -115,6 +116,33 @@ class StoppingAsha(Strategy):
         self.created_count = int(state["created"])
         self.invalid = int(state["invalid"])
         self.completed = int(state["completed"])
+
+    def rung_states(self) -> list[RungState]:
+        """Each rung's results (promoted: the trial went on; stopped: it was finished there)
+        and the trials training towards it. Read-only."""
+        top = len(self.rungs) - 1
+        out = []
+        for r, rung in enumerate(self.rungs):
+            state = rung.state()
+            entries = [
+                RungEntry(i, self.params.shown(v), self._status(r, top, i, v))
+                for v, i in zip(state["values"], state["ids"], strict=True)
+            ]
+            ranked = set(state["ids"])
+            training = [
+                i
+                for i, at in self.trial_rung.items()
+                if at == r and i not in self.finished and i not in ranked
+            ]
+            out.append(RungState(r, self.targets[r], entries, training))
+        return out
+
+    def _status(self, r: int, top: int, request_id: str, value: float) -> str:
+        if value == WORST:
+            return "exited"
+        if r == top:
+            return "completed"
+        return "promoted" if self.trial_rung.get(request_id, r) > r else "stopped"
 
     # -- decisions ----------------------------------------------------------------------------
 

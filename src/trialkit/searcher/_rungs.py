@@ -117,3 +117,9 @@ class AshaParams:
     def signed(self, value: float) -> float:
         """Lower is better internally: negate when larger is better."""
         return value if self.smaller_is_better else -value
+
+    def shown(self, signed: float) -> float | None:
+        """The value as reported, from its signed form (None: the worst, an early exit)."""
+        if signed == WORST:
+            return None
+        return signed if self.smaller_is_better else -signed

@@ -30,6 +30,7 @@ export async function experimentPage(main, id) {
   const configEl = h("pre", { id: "config" });
   let summary = null;
   let tensorboards = [];
+  let rungs = null;
   const series = new Map(); // trial id -> {steps, values}
   let lastId = 0;
   let metricName = "";
@@ -97,24 +98,32 @@ export async function experimentPage(main, id) {
   hpSelect.addEventListener("change", renderScatter);
 
   function renderRungs() {
-    // The search's rungs: how far each trial was asked to train, and how many got there.
-    const byLength = new Map();
-    for (const t of summary.trials) {
-      if (t.op_length === null) continue;
-      const r = byLength.get(t.op_length) ?? { trials: 0, best: null };
-      r.trials += 1;
-      if (t.best_validation !== null) {
-        r.best = r.best === null ? t.best_validation
-          : (summary.searcher.smaller_is_better ? Math.min : Math.max)(r.best, t.best_validation);
-      }
-      byLength.set(t.op_length, r);
+    // The search's rungs as the ASHA searcher holds them (its saved state, served by the master).
+    const brackets = rungs?.brackets ?? [];
+    if (!brackets.length) {
+      rungsEl.replaceChildren(h("p", { class: "muted" }, `no rungs: searcher ${summary.searcher.name}`));
+      return;
     }
-    const rows = [...byLength.entries()].sort((a, b) => a[0] - b[0]);
-    rungsEl.replaceChildren(rows.length
-      ? h("table", {}, h("tr", {}, h("th", {}, "rung"), h("th", {}, "trains to"), h("th", {}, "trials"), h("th", {}, "best")),
-        rows.map(([len, r], i) => h("tr", {}, h("td", {}, String(i)), h("td", { class: "num" }, String(len)),
-          h("td", { class: "num" }, String(r.trials)), h("td", { class: "num" }, fmtNum(r.best)))))
-      : h("p", { class: "muted" }, summary.searcher.name?.includes("asha") ? "no rung reached yet" : `no rungs: searcher ${summary.searcher.name}`));
+    const unit = rungs.unit ? ` (${rungs.unit})` : "";
+    const chip = (t) => h("a", {
+      class: `rung-trial status-${t.status}`, href: t.trial_id === null ? null : `#/trials/${t.trial_id}`,
+      title: t.status, "data-trial": t.trial_id, "data-status": t.status,
+    }, `${t.trial_id ?? "?"}: ${t.value === null ? "—" : fmtNum(t.value)}`);
+    const count = (r, status) => r.trials.filter((t) => t.status === status).length;
+    rungsEl.replaceChildren(...brackets.map((b) => h("div", { class: "bracket", "data-bracket": b.index },
+      brackets.length > 1 ? h("h3", {}, `bracket ${b.index}: ${b.rungs.length} rung${b.rungs.length === 1 ? "" : "s"}, ${b.max_trials} trials`) : null,
+      h("table", { class: "rung-table" },
+        h("tr", {}, ["rung", `trains to${unit}`, "results", "promoted", "completed", "stopped", "waiting", "training",
+          `trials (${rungs.metric ?? "metric"}, best first)`].map((c) => h("th", {}, c))),
+        b.rungs.map((r) => h("tr", { "data-rung": r.index, "data-length": r.length },
+          h("td", {}, String(r.index)), h("td", { class: "num" }, String(r.length)),
+          h("td", { class: "num" }, String(r.trials.length)),
+          h("td", { class: "num" }, String(count(r, "promoted"))),
+          h("td", { class: "num" }, String(count(r, "completed"))),
+          h("td", { class: "num" }, String(count(r, "stopped") + count(r, "exited"))),
+          h("td", { class: "num" }, String(count(r, "waiting"))),
+          h("td", { class: "num" }, String(r.training.length)),
+          h("td", { class: "rung-trials" }, r.trials.map(chip))))))));
   }
 
   async function loadMetrics() {
@@ -142,13 +151,15 @@ export async function experimentPage(main, id) {
     if (busy) { again = true; return; }
     busy = true;
     try {
-      const [s, tb] = await Promise.all([
+      const [s, tb, r] = await Promise.all([
         get(`/api/v1/experiments/${id}/summary`),
         get(`/api/v1/experiments/${id}/tensorboards`),
+        get(`/api/v1/experiments/${id}/searcher/rungs`),
         loadMetrics(),
       ]);
       summary = s;
       tensorboards = tb.tensorboards;
+      rungs = r;
       renderHeader();
       renderTrials();
       if (!configEl.textContent) configEl.textContent = JSON.stringify(summary.experiment.config, null, 2);
