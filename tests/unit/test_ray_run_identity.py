@@ -5,6 +5,7 @@ adoption then acted on), and a Ray pool's size is checked at create."""
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -86,3 +87,13 @@ def test_the_capacity_check_leaves_fitting_and_local_trials_alone(pool: str) -> 
     assert capacity_errors(config, _master("gpu"), lambda name: 1) == []
     big = {"resources": {"resource_pool": pool, "slots_per_trial": 5}}
     assert bool(capacity_errors(big, _master("gpu"), lambda name: 1)) == (pool == "ray")
+
+
+def test_the_chiefs_ports_are_distinct_and_free_where_they_are_picked() -> None:
+    from trialkit.rendezvous import free_ports
+
+    ports = free_ports(2)
+    assert len(set(ports)) == 2
+    for port in ports:  # the node that picked them can bind them on every interface
+        with socket.socket() as s:
+            s.bind(("", port))

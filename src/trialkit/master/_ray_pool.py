@@ -190,7 +190,7 @@ class RayRun(TrialProcess):
             return
         if not self._runs:
             if ray.wait([self._ports], timeout=0)[0]:
-                self._start_runs(self._chief_env(ray.get(self._ports, timeout=_CALL_TIMEOUT)))
+                self._start_with_chief_ports()
             return
         self._copy_logs(wait=False)
         for i, ref in enumerate(self._runs):
@@ -271,6 +271,18 @@ class RayRun(TrialProcess):
             self._ports = self._actors[0].rendezvous_ports.remote()
         else:
             self._start_runs({})
+
+    def _start_with_chief_ports(self) -> None:
+        """Start every bundle once the chief's node has picked the ports (lost if it died)."""
+        try:
+            picked = self._ray.get(self._ports, timeout=_CALL_TIMEOUT)
+        except Exception as e:  # RayActorError: the chief's actor or node is gone
+            self.supervisor_lost = True
+            line = f"[trialkit] run {self.run_id}: Ray worker 0 lost ({type(e).__name__})"
+            self._append(line.encode() + b"\n")
+            self._end(-int(signal.SIGKILL))
+            return
+        self._start_runs(self._chief_env(picked))
 
     def _chief_env(self, picked: tuple[str, list[int]]) -> dict[str, str]:
         """The rendezvous environment from the ports the chief's node picked (bundle 0's)."""
