@@ -66,7 +66,7 @@ def test_a_two_slot_torch_trial_spans_two_ray_nodes(ray_master: Master, tmp_path
     logs = ray_master.cli("trial", "logs", str(trial["id"])).stdout
     assert desc["experiment"]["state"] == "COMPLETED", logs
     [placed] = _placements(logs)
-    nodes = re.findall(r"\(node (\w+),", placed)
+    nodes = re.findall(r"\(node (\w+)[,)]", placed)
     assert len(nodes) == 2 and nodes[0] != nodes[1], placed  # one bundle per node
     # The rendezvous ports are picked on the chief's node (bundle 0's), which binds them.
     [rdzv] = [ln for ln in logs.splitlines() if "rendezvous at" in ln]
