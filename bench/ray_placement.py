@@ -11,7 +11,8 @@ A one-node Ray cluster (``ray start --head --block``, its own temp dir and port 
 started here and stopped by process id at the end. Each figure is repeated and reported as
 median and min. Exits 0 whether the Ray pool is fast or slow; 1 only when the benchmark broke.
 
-Usage: ``python bench/ray_placement.py`` (about a minute on 2 cores; needs the ray extra).
+Usage: ``python bench/ray_placement.py`` (about two minutes on 2 cores; needs the ray extra,
+and ``pip install 'ray[tune]'`` for the Tune rows; the ``trialkit`` command on PATH).
 """
 
 from __future__ import annotations
