@@ -12,7 +12,7 @@ CHIEF_PORT_ENV = "TRIALKIT_CHIEF_PORT"
 #: The secret ranks prove to each other that they know before anything is unpickled.
 TOKEN_ENV = "TRIALKIT_DIST_TOKEN"
 
-__all__ = ["CHIEF_PORT_ENV", "TOKEN_ENV", "free_port"]
+__all__ = ["CHIEF_PORT_ENV", "TOKEN_ENV", "free_port", "free_ports"]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -20,3 +20,16 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def free_ports(n: int, host: str = "") -> list[int]:
+    """``n`` distinct TCP ports free right now on ``host`` (all interfaces by default), for the
+    node that will bind them: each is held until all are picked, so none repeats."""
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind((host, 0))
+        return [int(s.getsockname()[1]) for s in socks]
+    finally:
+        for s in socks:
+            s.close()

@@ -104,13 +104,16 @@ class RayCluster:
         deadline = time.monotonic() + timeout
         got = None
         while time.monotonic() < deadline:
-            out = subprocess.run(
-                [sys.executable, "-c", probe, self.address],
-                env={**os.environ, **RAY_ENV},
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
+            try:
+                out = subprocess.run(
+                    [sys.executable, "-c", probe, self.address],
+                    env={**os.environ, **RAY_ENV},
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                )
+            except subprocess.TimeoutExpired:  # joined a head still starting (loaded machine)
+                continue
             got = out.stdout.strip().splitlines()[-1:] if out.returncode == 0 else None
             if got and int(got[0]) >= n:
                 return
@@ -164,5 +167,24 @@ def ray_master(
     monkeypatch.delenv("TRIALKIT_DB", raising=False)
     write_master_config(
         tmp_path / "home", ray_cluster, tmp_path, placement_strategy="STRICT_SPREAD"
+    )
+    yield from _run_master(tmp_path / "home", monkeypatch)
+
+
+@pytest.fixture
+def packed_ray_master(
+    ray_cluster: RayCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Master]:
+    """A master whose ``ray`` pool packs a trial's bundles onto one node (each worker of the
+    test cluster has one CPU, so a 2-slot trial never fits) and gives a placement 5 s."""
+    for k, v in RAY_ENV.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("TRIALKIT_DB", raising=False)
+    write_master_config(
+        tmp_path / "home",
+        ray_cluster,
+        tmp_path,
+        placement_strategy="STRICT_PACK",
+        placement_timeout=5,
     )
     yield from _run_master(tmp_path / "home", monkeypatch)

@@ -66,8 +66,11 @@ def test_a_two_slot_torch_trial_spans_two_ray_nodes(ray_master: Master, tmp_path
     logs = ray_master.cli("trial", "logs", str(trial["id"])).stdout
     assert desc["experiment"]["state"] == "COMPLETED", logs
     [placed] = _placements(logs)
-    nodes = re.findall(r"\(node (\w+)\)", placed)
+    nodes = re.findall(r"\(node (\w+)[,)]", placed)
     assert len(nodes) == 2 and nodes[0] != nodes[1], placed  # one bundle per node
+    # The rendezvous ports are picked on the chief's node (bundle 0's), which binds them.
+    [rdzv] = [ln for ln in logs.splitlines() if "rendezvous at" in ln]
+    assert rdzv.endswith(f"ports chosen on the chief's node {nodes[0]}"), (rdzv, placed)
     assert "[rank=0]" in logs and "[rank=1]" in logs, logs
 
 
@@ -107,7 +110,7 @@ def test_a_lost_node_restarts_the_trial_on_another_from_its_checkpoint(
         assert desc["experiment"]["state"] == "COMPLETED", logs
         assert trial["restarts"] == 1, trial
         first, second = _placements(logs)
-        assert first.split("(node ")[1] != second.split("(node ")[1], (first, second)
+        assert first.split("(node ")[1][:8] != second.split("(node ")[1][:8], (first, second)
         assert "Ray worker 0 lost" in logs, logs
         out = ray_master.cli("trial", "describe", str(trial["id"]), "--metrics", "--json").stdout
         reports = json.loads(out)["training_metrics"]
@@ -143,10 +146,15 @@ def test_pause_activate_and_kill_reach_the_trial_on_its_ray_node(
     ray_master.wait_for(
         lambda: bool(ray_master.describe(exp_id)["checkpoints"]), 300, "a first checkpoint"
     )
+    # The run has no process on the master's machine: no pid (it once stored the master's).
+    [running] = ray_master.describe(exp_id)["trials"]
+    assert running["slots"] and running["pid"] is None, (running, ray_master.pid())
+    shown = ray_master.cli("trial", "describe", str(running["id"]), "--json").stdout
+    assert json.loads(shown)["trial"]["pid"] is None, shown
     ray_master.cli("experiment", "pause", str(exp_id))
     ray_master.wait_state(exp_id, {"PAUSED"}, timeout=120)
     ray_master.wait_for(
-        lambda: ray_master.describe(exp_id)["trials"][0]["pid"] is None, 120, "the run to end"
+        lambda: not ray_master.describe(exp_id)["trials"][0]["slots"], 120, "the run to end"
     )
     assert not _ray_processes_running(ray_cluster, "3_hpsearch.py")
     ray_master.cli("experiment", "activate", str(exp_id))
@@ -196,3 +204,48 @@ def test_a_master_restart_ends_its_ray_runs_and_the_next_master_restarts_them(
         assert len(_placements(logs)) == 2, logs
     finally:
         again.client.close()
+
+
+def test_more_slots_than_the_ray_cluster_has_fails_at_create(
+    ray_master: Master, tmp_path: Path
+) -> None:
+    config, model = _core_api_example(
+        tmp_path, "3_hpsearch.yaml", resources={"resource_pool": "ray", "slots_per_trial": 3}
+    )
+    (model / "_config.json").write_text(json.dumps(config))
+    out = ray_master.cli(
+        "experiment", "create", str(model / "_config.json"), str(model), check=False
+    )
+    assert out.returncode != 0, out
+    assert "resources.slots_per_trial: 3 is more than resource pool 'ray' has (2 CPU" in (
+        out.stderr
+    ), out
+    assert "Traceback" not in out.stderr, out.stderr
+    listed = ray_master.client.request("GET", "/api/v1/experiments")
+    assert not listed["experiments"], listed  # nothing was created to wait for a place
+
+
+def test_a_placement_that_never_comes_times_out_and_frees_its_slots(
+    packed_ray_master: Master, tmp_path: Path
+) -> None:
+    master = packed_ray_master
+    config, model = _core_api_example(
+        tmp_path,
+        "3_hpsearch.yaml",
+        searcher={"name": "single", "metric": "loss", "max_length": 100},
+        resources={"resource_pool": "ray", "slots_per_trial": 2},
+        max_restarts=0,
+    )
+    exp_id = master.create(config, model)
+    desc = master.wait_state(exp_id, {"COMPLETED", "ERROR", "CANCELED"}, timeout=120)
+    [trial] = desc["trials"]
+    assert desc["experiment"]["state"] == "ERROR" and trial["state"] == "ERROR", desc
+    assert "Ray could not place 2 one-CPU bundle(s) (STRICT_PACK) within 5s" in trial["error"]
+    assert "resource_pools.ray.placement_timeout" in trial["error"], trial["error"]
+    assert trial["slots"] == [] and trial["pid"] is None, trial
+    # Its slots are free again: a 1-slot trial after it is placed and runs.
+    config["resources"]["slots_per_trial"] = 1
+    config["searcher"]["max_length"] = 5
+    again = master.create(config, model)
+    done = master.wait_state(again, {"COMPLETED", "ERROR", "CANCELED"}, timeout=300)
+    assert done["experiment"]["state"] == "COMPLETED", done

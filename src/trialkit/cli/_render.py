@@ -63,7 +63,7 @@ def trial_counts(desc: dict[str, Any]) -> str:
         elif state == "PAUSED":
             key = "paused"
         else:
-            key = "running" if t.get("pid") else "waiting"
+            key = "running" if t.get("pid") or t.get("slots") else "waiting"  # Ray: no pid
         counts[key] = counts.get(key, 0) + 1
     order = ["running", "waiting", "paused", "completed", "errored", "canceled"]
     parts = [f"{counts[k]} {k}" for k in order if counts.get(k)]

@@ -43,6 +43,8 @@ class RayPoolConfig(_Strict):
     placement_strategy: Literal["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"] = "PACK"
     #: Directories every node sees at the same path: shared_fs checkpoint storage must be under one.
     shared_paths: list[str] = []
+    #: Seconds a run's placement group may wait for the cluster before the run fails.
+    placement_timeout: float = Field(default=300.0, gt=0)
 
     def covers(self, path: str) -> bool:
         """Whether ``path`` lies under one of the shared paths."""

@@ -210,6 +210,7 @@ def create_app(
                 store=store,
                 warm_start_path=body.warm_start_path,
                 master_config=engine.settings.master_config,
+                pool_capacity=engine.pool_capacity,
             )
         except (ConfigError, CreateError) as e:
             raise HTTPException(400, {"errors": getattr(e, "errors", [str(e)])}) from e

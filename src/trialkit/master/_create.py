@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from ..config import (
 )
 from ..storage import CheckpointStorageError, StorageConfigError, build
 from ..store import Store
-from ._pools import check_resource_pool
+from ._pools import capacity_errors, check_resource_pool
 from ._warm_start import WarmStartError, resolve_warm_start, storage_dict
 
 
@@ -195,6 +196,7 @@ def prepare_experiment(
     store: Store | None = None,
     warm_start_path: str | None = None,
     master_config: MasterConfig | None = None,
+    pool_capacity: Callable[[str], int | None] | None = None,
 ) -> tuple[ExperimentConfig, list[str]]:
     """Validate, fill the seed, checkpoint storage and interpreter; return (config, warnings).
 
@@ -203,7 +205,8 @@ def prepare_experiment(
     the packed model directory the entrypoint's script or Trial class must be found in.
     With a ``store``, the warm-start source (``searcher.source_checkpoint_uuid`` /
     ``source_trial_id``, or ``warm_start_path``) is checked and made reachable for the trials.
-    ``master_config`` holds the resource pools ``resources.resource_pool`` may name.
+    ``master_config`` holds the resource pools ``resources.resource_pool`` may name, and
+    ``pool_capacity`` tells the slots a (Ray) pool has now.
     """
     parsed = parse_config(raw)
     from_config = parsed.environment.python is not None
@@ -217,6 +220,8 @@ def prepare_experiment(
     errors, cfg = _resolve_pool(cfg, master_config or MasterConfig())
     local = cfg.resources.resource_pool == LOCAL_POOL
     errors += _check_runnable(cfg, slots if local else None) + _check_env_sizes(cfg)
+    if not errors and pool_capacity is not None:
+        errors += capacity_errors(cfg.as_dict(), master_config or MasterConfig(), pool_capacity)
     where = "the model directory sent" if model_def else "the model directory (none was sent)"
     errors += entrypoint_check(cfg.entrypoint, model_def, where)
     python_errors, python_warnings = _check_interpreter(cfg, from_config)

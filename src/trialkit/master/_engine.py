@@ -145,7 +145,8 @@ class Engine:
             self._runs.remove_stale_partials(exp)
             for trial in self.store.list_trials(exp.id):
                 self._runs.register_journal(trial)
-                if trial.pid is None or trial.state.terminal:
+                # A run in flight holds slots; a Ray run has no local pid.
+                if (trial.pid is None and not trial.slots) or trial.state.terminal:
                     continue
                 pool = self.settings.master_config.resolve(config_of(exp).resources.resource_pool)
                 self._procs.adopt(trial, pool)
@@ -154,6 +155,15 @@ class Engine:
             self._states.searcher_said(exp, self._searchers.load(exp))
 
     # Queries from the API ----------------------------------------------------------------------
+
+    def pool_capacity(self, pool: str) -> int | None:
+        """The slots ``pool`` has now (a Ray cluster's CPUs or GPUs); None if it cannot say."""
+        found = self._procs.pools.get(pool)
+        try:
+            return found.capacity() if found is not None else None
+        except Exception as e:  # the cluster is unreachable: the run will wait, then time out
+            logger.warning("resource pool %s: capacity unknown: %s", pool, e)
+            return None
 
     def has_process(self, trial_id: int) -> bool:
         return self._procs.has(trial_id)

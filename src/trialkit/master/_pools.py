@@ -4,6 +4,7 @@ pool the scheduler places trials on. The local pool spawns processes on this mac
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -43,6 +44,8 @@ class Pool(Protocol):
     name: str
     gpus: bool
 
+    def capacity(self) -> int: ...
+
     def free_slots(self, taken: set[int]) -> list[int]: ...
 
     def spawn(self, launch: RunLaunch) -> TrialProcess: ...
@@ -55,6 +58,9 @@ class LocalPool:
         self.name = LOCAL_POOL
         self.gpus = gpus
         self.slots = slots
+
+    def capacity(self) -> int:
+        return self.slots
 
     def free_slots(self, taken: set[int]) -> list[int]:
         return [s for s in range(self.slots) if s not in taken]
@@ -102,6 +108,26 @@ def check_resource_pool(config: dict[str, Any], master: MasterConfig) -> list[st
     if isinstance(pool, RayPoolConfig):
         return _storage_errors(config.get("checkpoint_storage") or {}, name, pool)
     return []
+
+
+def capacity_errors(
+    config: dict[str, Any], master: MasterConfig, capacity: Callable[[str], int | None]
+) -> list[str]:
+    """At create: a trial on a Ray pool asking for more slots than its cluster has now would
+    wait for a placement that never comes (``capacity`` None: the cluster did not answer)."""
+    resources = config.get("resources") or {}
+    name = str(resources.get("resource_pool") or "")
+    pool = master.pools().get(name)
+    if not isinstance(pool, RayPoolConfig):
+        return []  # the local pool's size is checked with the rest of the config
+    need, have = int(resources.get("slots_per_trial") or 1), capacity(name)
+    if have is None or need <= have:
+        return []
+    kind = pool.slot_type.upper()
+    return [
+        f"resources.slots_per_trial: {need} is more than resource pool {name!r} has ({have} "
+        f"{kind} slots on its Ray cluster now); lower it or add nodes to the cluster"
+    ]
 
 
 def _storage_errors(storage: dict[str, Any], name: str, pool: RayPoolConfig) -> list[str]:

@@ -40,12 +40,13 @@ def run_tag(home: Path, trial_id: int, run_id: int) -> str:
 
 @dataclass
 class TrialProcess:
-    """One run of a trial: the supervisor's process group, its exit file and log file."""
+    """One run of a trial: the supervisor's process group, its exit file and log file.
+    ``pid`` is None for a run with no process on this machine (one on a Ray node)."""
 
     trial_id: int
     experiment_id: int
     run_id: int
-    pid: int
+    pid: int | None
     started: float
     exit_file: Path
     log_file: Path
@@ -59,6 +60,8 @@ class TrialProcess:
     recent_lines: deque[str] = field(default_factory=lambda: deque(maxlen=200))
     #: Set when the supervisor died without recording an exit code (it was killed).
     supervisor_lost: bool = False
+    #: Why the run failed, when the master itself knows (it wins over the log's last lines).
+    failure: str | None = None
 
     @classmethod
     def spawn(
@@ -106,6 +109,8 @@ class TrialProcess:
         are gone (zombies reaped too), so a relaunch never runs beside them."""
         if self.alive():
             return False
+        if self.pid is None:
+            return True  # nothing of it runs here
         left = self.leftovers(zombies=True)
         for p in left:
             with contextlib.suppress(psutil.Error):
@@ -132,12 +137,16 @@ class TrialProcess:
 
     def _in_group(self, p: psutil.Process) -> bool:
         # A group id outlives its leader; the create time rules out a reused id.
+        if self.pid is None:
+            return False
         return os.getpgid(p.pid) == self.pid and p.create_time() >= self.started - 0.01
 
     def alive(self) -> bool:
         """Whether the supervisor is still running."""
         if self.popen is not None:
             return self.popen.poll() is None
+        if self.pid is None:
+            return False
         try:
             proc = psutil.Process(self.pid)
             return (
@@ -157,6 +166,8 @@ class TrialProcess:
 
     def signal_group(self, sig: signal.Signals) -> None:
         """Signal the run: its process group and the processes that left it (setsid)."""
+        if self.pid is None:
+            return  # no process here to signal
         try:
             os.killpg(self.pid, sig)
         except (ProcessLookupError, PermissionError):

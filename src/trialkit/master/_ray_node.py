@@ -88,6 +88,15 @@ class NodeRunner:
         except (OSError, ValueError):
             return -int(signal.SIGKILL)
 
+    def rendezvous_ports(self) -> tuple[str, list[int]]:
+        """(this node's Ray id, two ports free on it): the chief's rendezvous and DistributedContext
+        ports, chosen on the node that binds them."""
+        import ray
+
+        from ..rendezvous import free_ports
+
+        return ray.get_runtime_context().get_node_id(), free_ports(2)
+
     def read_log(self, offset: int) -> bytes:
         """Up to LOG_READ bytes of the run's output from ``offset``."""
         if self._dir is None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import secrets
 import signal
 import socket
@@ -17,7 +16,7 @@ import time
 from typing import Any
 
 from ..config import MasterConfigError, RayPoolConfig
-from ..rendezvous import CHIEF_PORT_ENV, TOKEN_ENV, free_port
+from ..rendezvous import CHIEF_PORT_ENV, TOKEN_ENV
 from ._pools import RunLaunch
 from ._processes import TrialProcess
 
@@ -101,7 +100,10 @@ class RayPool:
 
 class RayRun(TrialProcess):
     """One run on the cluster. ``finished()`` (called every tick) moves it on: placement group
-    ready -> actors started -> log copied back -> every actor done (or lost)."""
+    ready (or timed out) -> actors created -> (several bundles) the chief's node picks the
+    rendezvous ports -> runs started -> log copied back -> every actor done (or lost).
+    It has no process on the master's machine: its pid is None, and the log's "placed on"
+    line names each bundle's node and actor (``ray list actors`` finds its pid there)."""
 
     def __init__(self, pool: RayPool, launch: RunLaunch) -> None:
         from ray.util.placement_group import placement_group
@@ -112,7 +114,7 @@ class RayRun(TrialProcess):
             launch.trial_id,
             launch.experiment_id,
             launch.run_id,
-            os.getpid(),
+            None,
             time.time(),
             launch.exit_file,
             launch.log_file,
@@ -126,10 +128,13 @@ class RayRun(TrialProcess):
         bundles = [{resource: 1.0} for _ in launch.slots]
         self._pg = placement_group(bundles, strategy=pool.cfg.placement_strategy)
         self._ready = self._pg.ready()
+        self._placing_since = time.monotonic()
         self._actors: list[Any] = []
+        self._ports: Any = None  # the chief's rendezvous_ports() call, while it is pending
         self._runs: list[Any] = []
         self._codes: dict[int, int] = {}
         self._reads: dict[int, Any] = {}
+        self._nodes: list[tuple[str, str]] = []
         self._offsets: list[int] = []
         self._code: int | None = None
         self._failing_since: float | None = None
@@ -166,7 +171,7 @@ class RayRun(TrialProcess):
         return self._code if self._code is not None else -int(signal.SIGKILL)
 
     def signal_group(self, sig: signal.Signals) -> None:
-        if not self._actors:  # still waiting for a place: nothing runs yet
+        if not self._runs:  # still waiting for a place or for ports: nothing runs yet
             if sig in (signal.SIGTERM, signal.SIGKILL, signal.SIGINT):
                 self._end(-int(sig))
             return
@@ -178,9 +183,14 @@ class RayRun(TrialProcess):
     def _advance(self) -> None:
         ray = self._ray
         if not self._actors:
-            done, _ = ray.wait([self._ready], timeout=0)
-            if done:
-                self._start_actors()
+            if ray.wait([self._ready], timeout=0)[0]:
+                self._create_actors()
+            elif time.monotonic() - self._placing_since > self._pool.cfg.placement_timeout:
+                self._fail_placement()
+            return
+        if not self._runs:
+            if ray.wait([self._ports], timeout=0)[0]:
+                self._start_with_chief_ports()
             return
         self._copy_logs(wait=False)
         for i, ref in enumerate(self._runs):
@@ -217,19 +227,30 @@ class RayRun(TrialProcess):
         except Exception as e:  # the cluster may be gone with the node
             logger.warning("trial %d: placement group not removed: %s", self.trial_id, e)
 
-    def _start_actors(self) -> None:
+    def _fail_placement(self) -> None:
+        """The cluster never found room for the placement group: the run fails, saying why."""
+        cfg = self._pool.cfg
+        kind = "GPU" if self._pool.gpus else "CPU"
+        self.failure = (
+            f"Ray could not place {len(self._launch.slots)} one-{kind} bundle(s) "
+            f"({cfg.placement_strategy}) within {cfg.placement_timeout:g}s (resource_pools."
+            f"{self._pool.name}.placement_timeout); the cluster has {self._pool.capacity()} "
+            f"{kind}s: lower resources.slots_per_trial, change placement_strategy or add nodes"
+        )
+        self._append(f"[trialkit] run {self.run_id}: {self.failure}\n".encode())
+        logger.warning("trial %d: %s", self.trial_id, self.failure)
+        self._end(1)
+
+    def _create_actors(self) -> None:
+        """One actor per bundle; a run of several bundles asks its chief's node for ports."""
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         from ._ray_node import NodeRunner
 
-        ray = self._ray
-        launch = self._launch
-        runner = ray.remote(NodeRunner)
-        nodes = self._bundle_nodes()
-        addrs = [addr for addr, _ in nodes]
-        per_node_env = _distributed_env(addrs) if len(addrs) > 1 else {}
-        for i, addr in enumerate(addrs):
-            opts = {"num_gpus": 1} if self._pool.gpus else {"num_cpus": 1}
+        runner = self._ray.remote(NodeRunner)
+        opts = {"num_gpus": 1} if self._pool.gpus else {"num_cpus": 1}
+        self._nodes = self._bundle_nodes()
+        for i in range(len(self._nodes)):
             actor = runner.options(  # type: ignore[attr-defined]
                 scheduling_strategy=PlacementGroupSchedulingStrategy(
                     placement_group=self._pg, placement_group_bundle_index=i
@@ -237,17 +258,57 @@ class RayRun(TrialProcess):
                 max_concurrency=4,
                 **opts,
             ).remote()
+            self._actors.append(actor)
+            self._offsets.append(0)
+        where = ", ".join(
+            f"{addr} (node {node[:8]}, actor {actor._actor_id.hex()[:12]})"
+            for (addr, node), actor in zip(self._nodes, self._actors, strict=True)
+        )
+        line = f"[trialkit] run {self.run_id}: placed on Ray node(s) {where}"
+        self._append(line.encode() + b"\n")
+        logger.info("trial %d: %s", self.trial_id, line)
+        if len(self._actors) > 1:
+            self._ports = self._actors[0].rendezvous_ports.remote()
+        else:
+            self._start_runs({})
+
+    def _start_with_chief_ports(self) -> None:
+        """Start every bundle once the chief's node has picked the ports (lost if it died)."""
+        try:
+            picked = self._ray.get(self._ports, timeout=_CALL_TIMEOUT)
+        except Exception as e:  # RayActorError: the chief's actor or node is gone
+            self.supervisor_lost = True
+            line = f"[trialkit] run {self.run_id}: Ray worker 0 lost ({type(e).__name__})"
+            self._append(line.encode() + b"\n")
+            self._end(-int(signal.SIGKILL))
+            return
+        self._start_runs(self._chief_env(picked))
+
+    def _chief_env(self, picked: tuple[str, list[int]]) -> dict[str, str]:
+        """The rendezvous environment from the ports the chief's node picked (bundle 0's)."""
+        node, (rdzv_port, chief_port) = picked
+        chief = self._nodes[0][0]
+        line = (
+            f"[trialkit] run {self.run_id}: rendezvous at {chief}:{rdzv_port}, ports chosen on "
+            f"the chief's node {node[:8]}"
+        )
+        self._append(line.encode() + b"\n")
+        return {
+            "DET_CHIEF_IP": chief,
+            RDZV_ENV: f"{chief}:{rdzv_port}",
+            CHIEF_PORT_ENV: str(chief_port),
+            TOKEN_ENV: secrets.token_hex(16),
+        }
+
+    def _start_runs(self, per_node_env: dict[str, str]) -> None:
+        launch = self._launch
+        addrs = [addr for addr, _ in self._nodes]
+        for i, (actor, addr) in enumerate(zip(self._actors, addrs, strict=True)):
             env = {**launch.env, **per_node_env, "DET_SLOT_IDS": json.dumps([launch.slots[i]])}
             env["DET_AGENT_ID"] = addr
             files = _run_files(launch, addrs, i)
             ref = actor.run.remote(files, launch.model_def, str(launch.trial_dir), launch.argv, env)
-            self._actors.append(actor)
             self._runs.append(ref)
-            self._offsets.append(0)
-        where = ", ".join(f"{addr} (node {node[:8]})" for addr, node in nodes)
-        line = f"[trialkit] run {self.run_id}: placed on Ray node(s) {where}"
-        self._append(line.encode() + b"\n")
-        logger.info("trial %d: %s", self.trial_id, line)
 
     def _bundle_nodes(self) -> list[tuple[str, str]]:
         """Each bundle's (node address, node id): one container per bundle, for the rendezvous."""
@@ -283,16 +344,6 @@ class RayRun(TrialProcess):
     def _append(self, data: bytes) -> None:
         with open(self.log_file, "ab") as f:
             f.write(data)
-
-
-def _distributed_env(addrs: list[str]) -> dict[str, str]:
-    """Rendezvous for a run spanning bundles: bundle 0's node is the chief."""
-    return {
-        "DET_CHIEF_IP": addrs[0],
-        RDZV_ENV: f"{addrs[0]}:{free_port()}",
-        CHIEF_PORT_ENV: str(free_port()),
-        TOKEN_ENV: secrets.token_hex(16),
-    }
 
 
 def _run_files(launch: RunLaunch, addrs: list[str], rank: int) -> dict[str, tuple[bytes, int]]:

@@ -72,7 +72,8 @@ class TrialSupervision:
         exp = self.store.get_experiment(trial.experiment_id)
         killed = self.states.phase(trial) is TrialPhase.KILLING
         failure = (
-            policy.failure_reason(
+            proc.failure
+            or policy.failure_reason(
                 code, list(proc.recent_lines), proc.supervisor_lost and not killed
             )
             if code != 0
@@ -230,7 +231,7 @@ class TrialSupervision:
         self.procs.add(proc, slots, pool)
         fields = dict(run_id=run_id, pid=proc.pid, pid_started=proc.started, slots=slots)
         self.states.trial(trial, TrialEvent.LAUNCHED, {**fields, "early_exit": None})
-        logger.info("trial %d run %d started (pid %d, slots %s)", trial.id, run_id, proc.pid, slots)
+        logger.info("trial %d run %d started (pid %s, slots %s)", trial.id, run_id, proc.pid, slots)
         return True
 
     def _launch_failed(self, trial: Trial, run_id: int, exc: Exception) -> None:

@@ -61,8 +61,8 @@ class Supervisor:
 
     def adopt(self, trial: Trial, pool: str = LOCAL_POOL) -> TrialProcess:
         """Take over a run a previous master left running (its slots stay taken). A Ray run
-        ended with the master that drove it: it reads as lost, and the trial restarts."""
-        assert trial.pid is not None
+        (no local pid) ended with the master that drove it: it reads as lost, and the trial
+        restarts; nothing on this machine is signalled for it."""
         d = self.trial_dir(trial.id)
         proc = TrialProcess(
             trial.id,
@@ -75,8 +75,11 @@ class Supervisor:
             run_tag(self.home, trial.id, trial.run_id),
             trial.log_offset,
         )
+        if trial.pid is None:
+            proc.supervisor_lost = True
+            proc.failure = "its run on the Ray cluster ended with the master that drove it"
         self._add(proc, list(trial.slots), pool if pool in self.pools else LOCAL_POOL)
-        logger.info("trial %d: adopted running process %d", trial.id, trial.pid)
+        logger.info("trial %d: adopted run %d (pid %s)", trial.id, trial.run_id, trial.pid)
         return proc
 
     def take_slots(self, slots: list[int], pool: str = LOCAL_POOL) -> None:
