@@ -11,6 +11,8 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
+from ._manifest import MANIFEST_NAME
+
 Selector = Callable[[str], bool]
 
 
@@ -105,13 +107,16 @@ def list_directory(root: str | os.PathLike[str]) -> dict[str, int]:
     A symlink that dangles or leads outside ``root``, or a special file, raises
     CheckpointContentError naming it: such a checkpoint is refused when it is saved (reading or
     copying it would crash, hang, or expose files that are not the checkpoint's). A link to a
-    file inside the checkpoint counts as that file.
+    file inside the checkpoint counts as that file. The manifest (MANIFEST_NAME at the top) is
+    not one of the checkpoint's files and is left out.
     """
     root = Path(root)
     out: dict[str, int] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         rel = Path(dirpath).relative_to(root)
         for name, is_dir in [*((d, True) for d in dirnames), *((f, False) for f in filenames)]:
+            if not is_dir and name == MANIFEST_NAME and rel == Path("."):
+                continue
             p = Path(dirpath) / name
             problem = _entry_problem(p, root, is_dir)
             if problem is not None:
