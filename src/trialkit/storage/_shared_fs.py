@@ -174,13 +174,6 @@ class SharedFSStorageManager(StorageManager):
                 verify(path / rel, entry, str(path / rel))
         yield path
 
-    def list_files(self, storage_id: str) -> dict[str, int]:
-        path = self._final(storage_id)
-        manifest = read_manifest(path) if path.is_dir() else None
-        if manifest is None:
-            return super().list_files(storage_id)
-        return manifest.resources()
-
     def download(
         self, storage_id: str, dst: str | os.PathLike[str], selector: Selector | None = None
     ) -> None:
