@@ -38,6 +38,14 @@ def check_storage_id(storage_id: str) -> str:
     return storage_id
 
 
+def check_relative(rel: str, what: str) -> str:
+    """``rel`` if it is a relative path that stays where it is joined; ValueError if not."""
+    parts = rel.split("/")
+    if not rel or rel.startswith("/") or "\\" in rel or ".." in parts or "" in parts[:-1]:
+        raise ValueError(f"{what} {rel!r} must be a relative path without '..' or '//'")
+    return rel
+
+
 def inside(path: Path, root: Path) -> Path | None:
     """Where ``path`` leads (links followed) if that is inside ``root`` and exists, else None."""
     try:
@@ -162,6 +170,11 @@ class StorageManager(abc.ABC):
     def remove_stale_partials(self) -> list[Path]:
         """Delete what writers that died mid-save left behind; return it (nothing by default)."""
         return []
+
+    def upload_files(self, files: list[tuple[Path, str]], prefix: str) -> None:
+        """Copy local files to ``<storage>/<prefix>/<dest>`` for each ``(file, dest)``: files
+        that belong to no checkpoint (TensorBoard's). RuntimeError where storage has no room."""
+        raise RuntimeError(f"{type(self).__name__} cannot store files outside checkpoints")
 
     def list_files(self, storage_id: str) -> dict[str, int]:
         """The checkpoint's files and directories as relpath -> size (dirs end with '/')."""

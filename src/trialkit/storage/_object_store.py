@@ -22,6 +22,7 @@ from ._base import (
     CheckpointStorageError,
     Selector,
     StorageManager,
+    check_relative,
     check_storage_id,
     list_directory,
 )
@@ -165,6 +166,19 @@ class ObjectStoreManager(StorageManager):
                 added.files[rel] = entry
         existing = self._read_manifest(storage_id)
         self._write_manifest(storage_id, existing.merged(added) if existing else added)
+
+    def upload_files(self, files: list[tuple[Path, str]], prefix: str) -> None:
+        """Upload the files in parallel, each to ``<root>/<prefix>/<dest>`` (no manifest: they
+        belong to no checkpoint)."""
+        base = "/".join(p for p in (self.backend.root, check_relative(prefix, "prefix")) if p)
+
+        def put(item: tuple[Path, str]) -> None:
+            path, dest = item
+            key = f"{base}/{check_relative(dest, 'destination')}"
+            self._call("write", key, lambda: self.fs.put_file(str(path), key, **self._put_kw()))
+
+        with ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(files)))) as pool:
+            list(pool.map(put, files))
 
     @contextlib.contextmanager
     def store_path(self, storage_id: str) -> Iterator[Path]:

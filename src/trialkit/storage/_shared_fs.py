@@ -20,6 +20,7 @@ from ._base import (
     CheckpointNotFound,
     Selector,
     StorageManager,
+    check_relative,
     check_storage_id,
     inside,
     list_directory,
@@ -210,6 +211,13 @@ class SharedFSStorageManager(StorageManager):
                 rel = (rel_dir / name).as_posix()
                 if selector is None or selector(rel):
                     _copy_regular_file(Path(dirpath) / name, src, dst / rel)
+
+    def upload_files(self, files: list[tuple[Path, str]], prefix: str) -> None:
+        root = self.base_path / check_relative(prefix, "prefix")
+        for path, dest in files:
+            target = root / check_relative(dest, "destination")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
 
     def delete(self, storage_id: str) -> None:
         shutil.rmtree(self._final(storage_id), ignore_errors=True)
