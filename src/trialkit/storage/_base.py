@@ -15,6 +15,11 @@ from ._manifest import MANIFEST_NAME
 
 Selector = Callable[[str], bool]
 
+#: Where saves in progress are tracked, beside the checkpoints: shared_fs's partial
+#: directories, an object store's partial markers. Finding leftovers of crashed writers lists
+#: this only, never every checkpoint. (A storage id never starts with a dot.)
+PARTIALS = ".trialkit-partials"
+
 
 class CheckpointNotFound(FileNotFoundError):
     """The checkpoint directory is not in storage."""

@@ -10,13 +10,13 @@ import os
 import re
 import shutil
 import stat
-import time
 import zlib
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ._base import (
+    PARTIALS,
     CheckpointNotFound,
     Selector,
     StorageManager,
@@ -30,10 +30,8 @@ from ._manifest import MANIFEST_NAME, FileEntry, Manifest, crc32_hex, entry_of, 
 
 logger = logging.getLogger("trialkit.storage")
 
-#: ``.<storage id>.<writer pid>.partial`` (``.<storage id>.partial`` before the pid was added).
-_PARTIAL = re.compile(r"\.(?P<id>[^./]+)(?:\.(?P<pid>\d+))?\.partial")
-#: A partial directory without a writer pid is taken as abandoned after this many seconds.
-LEGACY_PARTIAL_AGE = 3600.0
+#: A partial directory: ``<base>/<PARTIALS>/<storage id>.<writer pid>``.
+_PARTIAL = re.compile(r"(?P<id>.+)\.(?P<pid>\d+)")
 
 
 def _pid_running(pid: int) -> bool:
@@ -64,30 +62,43 @@ class SharedFSStorageManager(StorageManager):
         return self.base_path / check_storage_id(storage_id)
 
     def _partial(self, storage_id: str) -> Path:
-        """Hidden, and named after the writing process, so a partial directory whose writer
-        died mid-save (killed) can be told from one still being written."""
-        return self.base_path / f".{check_storage_id(storage_id)}.{os.getpid()}.partial"
+        """Named after the writing process, so a partial directory whose writer died
+        mid-save (killed) can be told from one still being written."""
+        return self.base_path / PARTIALS / f"{check_storage_id(storage_id)}.{os.getpid()}"
+
+    def _make_partial(self, storage_id: str, exist_ok: bool) -> Path:
+        partial = self._partial(storage_id)
+        for _ in range(10):
+            partial.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                partial.mkdir(exist_ok=exist_ok)
+                return partial
+            except FileNotFoundError:
+                continue  # another writer just removed the (empty) partials directory
+        partial.mkdir(exist_ok=exist_ok)
+        return partial
+
+    def _drop_partials_dir(self) -> None:
+        """Remove the partials directory once empty (the storage directory then holds only
+        checkpoints); a writer creating its partial directory at that moment retries."""
+        with contextlib.suppress(OSError):
+            os.rmdir(self.base_path / PARTIALS)
 
     def remove_stale_partials(self) -> list[Path]:
-        """Delete partial directories whose writer is gone (see _partial; from an older
-        trialkit, without a pid: untouched for LEGACY_PARTIAL_AGE); return them. Writers are
-        processes of this machine."""
+        """Delete partial directories whose writer is gone (see _partial); return them.
+        Lists the partials directory only. Writers are processes of this machine."""
         try:
-            entries = list(self.base_path.iterdir())
+            entries = list((self.base_path / PARTIALS).iterdir())
         except OSError:
             return []
         removed = []
         for path in entries:
             m = _PARTIAL.fullmatch(path.name)
-            if m is None or not path.is_dir():
-                continue
-            if m["pid"] is not None:
-                if _pid_running(int(m["pid"])):
-                    continue
-            elif time.time() - path.stat().st_mtime < LEGACY_PARTIAL_AGE:
+            if m is None or not path.is_dir() or _pid_running(int(m["pid"])):
                 continue
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
+        self._drop_partials_dir()
         return removed
 
     @contextlib.contextmanager
@@ -98,16 +109,17 @@ class SharedFSStorageManager(StorageManager):
             yield
         except BaseException as e:
             shutil.rmtree(self._partial(storage_id), ignore_errors=True)
+            self._drop_partials_dir()
             clear = storage_error(self.base_path, self._final(storage_id), e)
             if clear is not None:
                 raise clear from None
             raise
+        self._drop_partials_dir()
 
     @contextlib.contextmanager
     def store_path(self, storage_id: str) -> Iterator[Path]:
-        partial = self._partial(storage_id)
         with self._saving(storage_id):
-            partial.mkdir(parents=True, exist_ok=False)
+            partial = self._make_partial(storage_id, exist_ok=False)
             yield partial
             # CheckpointContentError for a bad symlink: nothing published
             listed = list_directory(partial)
@@ -138,9 +150,8 @@ class SharedFSStorageManager(StorageManager):
     def upload(self, src: str | os.PathLike[str], storage_id: str, paths: list[str]) -> None:
         """Copy the files (several at once), checksumming each while it is copied."""
         src = Path(src)
-        partial = self._partial(storage_id)
         with self._saving(storage_id):
-            partial.mkdir(parents=True, exist_ok=True)
+            partial = self._make_partial(storage_id, exist_ok=True)
             manifest = Manifest()
             files = []
             for rel in paths:
@@ -221,8 +232,11 @@ class SharedFSStorageManager(StorageManager):
 
     def delete(self, storage_id: str) -> None:
         shutil.rmtree(self._final(storage_id), ignore_errors=True)
-        for partial in self.base_path.glob(f".{glob.escape(storage_id)}.*partial"):
-            shutil.rmtree(partial, ignore_errors=True)
+        partials = self.base_path / PARTIALS
+        for partial in partials.glob(f"{glob.escape(check_storage_id(storage_id))}.*"):
+            if (m := _PARTIAL.fullmatch(partial.name)) is not None and m["id"] == storage_id:
+                shutil.rmtree(partial, ignore_errors=True)
+        self._drop_partials_dir()
 
     def exists(self, storage_id: str) -> bool:
         return self._final(storage_id).is_dir()
