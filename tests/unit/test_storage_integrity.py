@@ -137,3 +137,27 @@ def test_a_save_killed_midway_is_never_visible_and_is_cleaned_up(tmp_path: Path)
     removed = sm.remove_stale_partials()
     assert len(removed) == 1
     assert list_directory(store) == {}
+
+
+def test_core_download_mode_is_checked_not_ignored(tmp_path: Path) -> None:
+    """Both DownloadModes (or their values) work; anything else is a one-line ValueError."""
+    from trialkit import core
+
+    with core.init(checkpoint_storage=str(tmp_path / "ck")) as ctx:
+        src = tmp_path / "src"
+        src.mkdir()
+        (src / "w").write_text("w")
+        sid = ctx.checkpoint.upload(src, {"steps_completed": 1})
+        for mode in (*core.DownloadMode, "NO_SHARED_DOWNLOAD"):
+            out = tmp_path / f"out-{getattr(mode, 'name', mode)}"
+            ctx.checkpoint.download(sid, out, download_mode=mode)  # type: ignore[arg-type]
+            assert (out / "w").read_text() == "w"
+            with ctx.checkpoint.restore_path(sid, download_mode=mode) as path:  # type: ignore[arg-type]
+                assert (path / "w").read_text() == "w"
+        with pytest.raises(
+            ValueError, match=r"download_mode 'MASTER' is not one of DownloadMode\."
+        ):
+            ctx.checkpoint.download(sid, tmp_path / "x", download_mode="MASTER")  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="download_mode"):
+            with ctx.checkpoint.restore_path(sid, download_mode="fast"):  # type: ignore[arg-type]
+                pass
