@@ -137,7 +137,10 @@ class SharedFSStorageManager(StorageManager):
             existing = read_manifest(final)
             merged = existing.merged(manifest) if existing is not None else None
             shutil.copytree(
-                partial, final, dirs_exist_ok=True, ignore=lambda d, names: [MANIFEST_NAME]
+                partial,
+                final,
+                dirs_exist_ok=True,
+                ignore=lambda d, names: [MANIFEST_NAME] if Path(d) == partial else [],
             )
             if merged is not None:
                 _write_manifest(final, merged)
