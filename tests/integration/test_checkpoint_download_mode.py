@@ -84,3 +84,9 @@ def test_download_modes(
     with pytest.raises(APIError, match=r"sub/opt\.pt: crc32 differs") as err:
         ckpt.download(str(tmp_path / "bad-master"), mode="master")
     assert err.value.status == 409
+    refused = master.cli(
+        "checkpoint", "download", "c1", "-o", str(tmp_path / "bad-cli"), check=False
+    )
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.strip().count("\n") == 0, refused.stderr
+    assert "sub/opt.pt: crc32 differs" in refused.stderr and "Traceback" not in refused.stderr
