@@ -5,7 +5,8 @@
    files submitted at once) on the same files. trialkit also computes each file's sha256 (the
    manifest) on upload and checks it on download; boto3 does not. Goal: >= 0.9x boto3.
 2. shared_fs: SharedFSStorageManager.upload of the same 1 GB into a storage directory beside
-   ``cp -r`` of the directory on the same disk. Goal: >= 0.9x cp.
+   ``cp -r`` of the directory on the same disk. trialkit also computes each file's crc32 (the
+   manifest) in the same pass; cp copies in the kernel and reads nothing. Goal: >= 0.9x cp.
 
 Rounds alternate between the two sides; the page cache is not dropped (same for both).
 Printed: median seconds, MB/s and the ratio (trialkit / baseline throughput).

@@ -438,6 +438,21 @@ class MasterClient:
             rest.CheckpointOut, "GET", routes.CHECKPOINT, retry_for=retry_for, uuid=uuid
         )
 
+    def download_checkpoint_archive(self, uuid: str, dest: Path) -> None:
+        """Write the checkpoint's files, as the master reads them from storage, to ``dest``
+        (a tar.gz whose members are under ``<uuid>/``); APIError if the master cannot."""
+        url = routes.path(routes.CHECKPOINT_ARCHIVE, uuid=uuid)
+        try:
+            with self._http.stream("GET", url, timeout=self._timeout) as resp:
+                if resp.status_code >= 400:
+                    resp.read()
+                    raise APIError(resp.status_code, resp.text.strip())
+                with open(dest, "wb") as out:
+                    for chunk in resp.iter_bytes(1 << 20):
+                        out.write(chunk)
+        except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError) as e:
+            raise MasterUnavailable(f"cannot reach the master at {self.url}: {e}") from e
+
     def delete_checkpoint(self, uuid: str, *, retry_for: float = 0.0) -> rest.Ok:
         return self._call(rest.Ok, "DELETE", routes.CHECKPOINT, retry_for=retry_for, uuid=uuid)
 

@@ -26,6 +26,7 @@ import psutil
 import pytest
 
 from trialkit.master import start_background
+from trialkit.storage import PARTIALS
 
 from .conftest import Master, write_script
 
@@ -227,7 +228,7 @@ class Run:
         FIGURES["checkpoints"] += len(desc["checkpoints"])
         FIGURES["partial"] += len(partial)
         # Not asserted here (issue 12, item 12 covers cleaning them): reported in the summary.
-        FIGURES["leftover_partial_dirs"] += len(list(self.storage.glob(".*.partial")))
+        FIGURES["leftover_partial_dirs"] += len(list(self.storage.glob(f"{PARTIALS}/*")))
         overlaps = self.overlapping_runs()
         FIGURES["overlapping_runs"] += bool(overlaps)
         assert not overlaps, f"a run kept going after the next one started: {overlaps}"

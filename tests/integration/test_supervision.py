@@ -17,6 +17,8 @@ from typing import Any
 import psutil
 import pytest
 
+from trialkit.storage import PARTIALS
+
 from .conftest import Master, keep_all_checkpoints, write_script
 
 pytestmark = pytest.mark.integration
@@ -388,7 +390,7 @@ def test_partial_checkpoint_of_a_run_killed_mid_save_is_removed_at_relaunch(
     cfg["checkpoint_storage"] = keep_all_checkpoints(base)  # every registered one stays
     exp = master.create(cfg, model_dir)
     master.wait_for(lambda: "writing checkpoint" in logs(master, 1), what="a checkpoint save")
-    assert [p for p in base.iterdir() if p.name.endswith(".partial")]
+    assert list((base / PARTIALS).iterdir())  # the save being written
     supervisor = psutil.Process(master.describe(exp)["trials"][0]["pid"])
     trial_procs = [
         p for p in supervisor.children(recursive=True) if "trial.py" in " ".join(p.cmdline())

@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
 from trialkit import pytorch  # noqa: E402
+from trialkit.storage import MANIFEST_NAME  # noqa: E402
 from trialkit.store import Store  # noqa: E402
 
 from .trials import FEATURES, RegressionTrial, dataset  # noqa: E402
@@ -182,7 +183,9 @@ def test_callback_hooks_and_checkpoint_layout(trialkit_home: Path) -> None:
     assert trainer.loop is not None
     path = trialkit_home / "checkpoints" / str(trainer.loop.last_checkpoint)
     names = {p.name for p in path.iterdir()}
-    assert names == {"state_dict.pth", "trial_state.pkl", "load_data.json", "metadata.json", "code"}
+    assert names - {MANIFEST_NAME} == {
+        "state_dict.pth", "trial_state.pkl", "load_data.json", "metadata.json", "code"
+    }  # fmt: skip
     state = torch.load(path / "state_dict.pth", weights_only=False)
     assert sorted(state) == ["callbacks", "lr_schedulers_state_dict", "models_state_dict",
                              "optimizers_state_dict", "rng_state"]  # fmt: skip

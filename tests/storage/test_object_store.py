@@ -3,7 +3,10 @@ manifest integrity, half-written checkpoints, and the store reached through fssp
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -12,10 +15,12 @@ import pytest
 
 from trialkit.storage import (
     MANIFEST_NAME,
+    PARTIALS,
     CheckpointIntegrityError,
     CheckpointNotFound,
     ObjectStoreManager,
     build,
+    list_directory,
 )
 
 
@@ -92,10 +97,40 @@ def test_a_corrupted_object_is_caught_on_download(
     with pytest.raises(CheckpointIntegrityError, match=r"model\.pt: sha256 differs"):
         m.download("ck", tmp_path / "a")
     m.fs.pipe_file(key, b"short")
-    with pytest.raises(CheckpointIntegrityError, match=r"model\.pt: 5 bytes downloaded"):
+    with pytest.raises(
+        CheckpointIntegrityError, match=r"model\.pt: 5 bytes, the manifest says 300000"
+    ):
         m.download("ck", tmp_path / "b")
     # The files the selector leaves out are not read, so not checked either.
     m.download("ck", tmp_path / "c", selector=lambda p: p != "model.pt")
+
+
+CRASHING_UPLOAD = """
+import json, os, sys
+from pathlib import Path
+from trialkit.storage import build
+m = build(json.loads(sys.argv[1]))
+real = m._put
+def put_then_die(src, rel, storage_id):
+    out = real(src, rel, storage_id)
+    if rel == "model.pt":
+        os._exit(9)
+    return out
+m._put = put_then_die
+m.workers = 1
+m.upload(Path(sys.argv[2]), "crashed", ["metadata.json", "model.pt", "opt/state.bin"])
+"""
+
+
+def crash_mid_upload(config: dict[str, Any], tmp_path: Path) -> None:
+    """An upload killed after its second file, in a process of its own."""
+    src = tmp_path / "crashing"
+    src.mkdir()
+    make_checkpoint(src)
+    proc = subprocess.run(
+        [sys.executable, "-c", CRASHING_UPLOAD, json.dumps(config), str(src)], timeout=120
+    )
+    assert proc.returncode == 9
 
 
 def test_a_half_written_checkpoint_is_absent_and_cleaned_up(
@@ -106,7 +141,8 @@ def test_a_half_written_checkpoint_is_absent_and_cleaned_up(
     m = manager(store_config)
     with m.store_path("done") as path:
         make_checkpoint(path)
-    m.fs.pipe_file(m._key("crashed", "model.pt"), b"half")
+    crash_mid_upload(store_config, tmp_path)
+    assert len(m._find(m._key("crashed"))) == 2
     assert not m.exists("crashed")
     with pytest.raises(CheckpointNotFound, match="no manifest"):
         m.download("crashed", tmp_path / "x")
@@ -117,6 +153,45 @@ def test_a_half_written_checkpoint_is_absent_and_cleaned_up(
     assert m._find(m._key("crashed")) == {}
     assert m.exists("done")
     m.download("done", tmp_path / "done")
+    assert m._find(f"{m.backend.root}/{PARTIALS}") == {}  # no marker left behind
+
+
+def test_the_stale_partial_sweep_lists_only_the_partial_markers(
+    store_config: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With many checkpoints (and TensorBoard files) in the store, the sweep that runs at every
+    launch lists the marker prefix, plus the prefix of each stale partial: never the whole
+    store (before, it listed every object of every checkpoint)."""
+    m = manager(store_config)
+    src = tmp_path / "src"
+    src.mkdir()
+    make_checkpoint(src)
+    paths = sorted(list_directory(src))
+    for i in range(6):
+        m.upload(src, f"ck{i}", paths)
+    m.upload_files([(src / "model.pt", "events.out.tfevents.1")], "tensorboard/experiment-1")
+    crash_mid_upload(store_config, tmp_path)
+    time.sleep(1.5)
+    m.stale_age = 1.0
+
+    listed: list[str] = []
+    real_find = m.fs.find
+
+    def recording_find(path: str, *args: Any, **kwargs: Any) -> Any:
+        found = real_find(path, *args, **kwargs)
+        listed.append(path)
+        listed.extend(found)
+        return found
+
+    with monkeypatch.context() as patched:  # (monkeypatch.undo would drop the servers' env)
+        patched.setattr(m.fs, "find", recording_find)
+        assert [p.name for p in m.remove_stale_partials()] == ["crashed"]
+    root = m.backend.root
+    allowed = (f"{root}/{PARTIALS}", f"{root}/crashed")
+    assert listed and all(k.startswith(allowed) for k in listed), listed
+    assert len(listed) == 5  # the two prefixes, the marker and crashed's two objects
+    assert all(m.exists(f"ck{i}") for i in range(6))
+    assert m._find(f"{root}/tensorboard")  # TensorBoard files are no partial checkpoint
 
 
 def test_check_access_writes_reads_and_deletes_a_probe(store_config: dict[str, Any]) -> None:

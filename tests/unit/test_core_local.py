@@ -14,7 +14,7 @@ import pytest
 
 from trialkit import core
 from trialkit.errors import InvalidHP
-from trialkit.storage import StorageConfigError
+from trialkit.storage import MANIFEST_NAME, StorageConfigError
 from trialkit.store import ExperimentState, Store, TrialState
 
 
@@ -219,7 +219,7 @@ def test_upload_download_restore_and_delete(trialkit_home: Path, tmp_path: Path)
             src, {"steps_completed": 3}, selector=lambda p: not p.endswith(".log")
         )
         stored = {p for p in os.listdir(base / storage_id)}
-        assert stored == {"model.pt", "sub", "metadata.json"}
+        assert stored == {"model.pt", "sub", "metadata.json", MANIFEST_NAME}
         with ctx.checkpoint.restore_path(storage_id) as path:
             assert (path / "sub" / "opt.pt").read_text() == "o"
         out = tmp_path / "out"

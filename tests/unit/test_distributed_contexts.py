@@ -21,7 +21,7 @@ from trialkit.core import (
 )
 from trialkit.core._backend import TrialBackend
 from trialkit.rendezvous import free_port
-from trialkit.storage import SharedFSStorageManager
+from trialkit.storage import MANIFEST_NAME, SharedFSStorageManager
 
 
 class Backend(TrialBackend):
@@ -173,11 +173,11 @@ def test_sharded_store_path_and_upload_gather_every_rank(tmp_path: Path) -> None
     sid, sid2 = out[0]
     assert all(o == (sid, sid2) for o in out)
     files = sorted(p.name for p in (tmp_path / "ck" / sid).iterdir())
-    assert files == ["common", "metadata.json", "shard0", "shard1", "shard2"]
+    assert files == [MANIFEST_NAME, "common", "metadata.json", "shard0", "shard1", "shard2"]
     meta = backend.checkpoints[sid]["metadata"]
     assert (meta["r0"], meta["r1"], meta["r2"], meta["steps_completed"]) == (0, 1, 2, 3)
     files2 = sorted(p.name for p in (tmp_path / "ck" / sid2).iterdir())
-    assert files2 == ["metadata.json", "part0", "part2"]
+    assert files2 == [MANIFEST_NAME, "metadata.json", "part0", "part2"]
     assert set(backend.checkpoints[sid2]["resources"]) == {"metadata.json", "part0", "part2"}
 
 

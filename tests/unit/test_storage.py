@@ -49,7 +49,7 @@ def test_store_path_is_invisible_until_the_block_exits(tmp_path: Path) -> None:
         (path / "model.pt").write_bytes(b"w")
         assert not sm.exists("abc")
         assert not (tmp_path / "base" / "abc").exists()
-        assert path.name.startswith(".")  # hidden while partial
+        assert path.parent.name.startswith(".")  # hidden while partial
     assert sm.exists("abc")
     assert (tmp_path / "base" / "abc" / "model.pt").read_bytes() == b"w"
     assert sorted(p.name for p in (tmp_path / "base").iterdir()) == ["abc"]  # no partial left
@@ -98,7 +98,7 @@ def test_upload_copies_only_the_listed_paths(tmp_path: Path) -> None:
         "sub/deeper/": 0,
         "sub/deeper/notes.txt": 2,
     }
-    assert not (tmp_path / "base" / ".id1.partial").exists()
+    assert sorted(p.name for p in (tmp_path / "base").iterdir()) == ["id1"]  # no partial left
 
 
 def test_failed_upload_leaves_nothing_behind(tmp_path: Path) -> None:
@@ -158,7 +158,7 @@ def test_restore_path_warns_that_a_selector_is_ignored(
         (path / "b").write_text("b")
     with caplog.at_level("WARNING", logger="trialkit.storage"):
         with sm.restore_path("id", selector=lambda rel: rel == "a") as restored:
-            assert sorted(p.name for p in restored.iterdir()) == ["a", "b"]
+            assert sorted(list_directory(restored)) == ["a", "b"]
     assert "selector ignored" in caplog.text
 
 
@@ -284,28 +284,53 @@ def test_build_names_a_missing_required_field(config: dict[str, str], field: str
         build(config)
 
 
-def test_stale_partials_are_removed_and_live_ones_kept(tmp_path: Path) -> None:
-    """A partial directory is named after its writer's pid; only dead writers' are removed
-    (and, from before the pid was in the name, those untouched for an hour)."""
+def test_stale_partials_are_removed_and_live_ones_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A partial directory is named after its writer's pid; only dead writers' are removed.
+    The sweep (run at every launch) lists the partials directory only, not the storage
+    directory with every checkpoint in it."""
     import os
     import subprocess
     import sys
 
+    from trialkit.storage import PARTIALS
+
     base = tmp_path / "base"
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True, timeout=60)  # fmt: skip
-    for name in (f".a.{dead.stdout.strip()}.partial", f".b.{os.getpid()}.partial",
-                 ".c.partial", ".d.partial", "e"):  # fmt: skip
-        (base / name).mkdir(parents=True)
-    os.utime(base / ".c.partial", (0, 0))
+    partials = base / PARTIALS
+    for name in (f"a.{dead.stdout.strip()}", f"b.{os.getpid()}", "not-a-partial"):
+        (partials / name).mkdir(parents=True)
     sm = SharedFSStorageManager(base)
-    removed = sm.remove_stale_partials()
-    assert sorted(p.name for p in removed) == sorted(
-        [f".a.{dead.stdout.strip()}.partial", ".c.partial"]
-    )
-    assert sorted(p.name for p in base.iterdir()) == sorted(
-        [f".b.{os.getpid()}.partial", ".d.partial", "e"]
-    )
+    for i in range(20):
+        with sm.store_path(f"ck{i}") as path:
+            (path / "w").write_text("w")
+
+    listed: list[Path] = []
+    real_iterdir = Path.iterdir
+
+    def recording_iterdir(self: Path) -> Any:
+        listed.append(self)
+        return real_iterdir(self)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Path, "iterdir", recording_iterdir)
+        removed = sm.remove_stale_partials()
+    assert listed == [partials]
+    assert [p.name for p in removed] == [f"a.{dead.stdout.strip()}"]
+    assert sorted(p.name for p in partials.iterdir()) == [f"b.{os.getpid()}", "not-a-partial"]
     with sm.store_path("f") as path:
-        assert path.name == f".f.{os.getpid()}.partial"
-        assert sm.remove_stale_partials() == []  # being written by a live process
+        assert path == partials / f"f.{os.getpid()}"
+        assert [p.name for p in sm.remove_stale_partials()] == []  # a live process writes it
+    assert sm.exists("f")
+
+
+def test_the_partials_directory_goes_once_empty(tmp_path: Path) -> None:
+    """The storage directory holds only checkpoints after saves, failed ones included."""
+    sm = SharedFSStorageManager(tmp_path)
+    with sm.store_path("a") as path:
+        (path / "w").write_text("w")
+    with pytest.raises(RuntimeError), sm.store_path("b") as path:
+        raise RuntimeError("the save failed")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a"]

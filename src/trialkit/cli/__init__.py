@@ -42,7 +42,12 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     from .._home import HomeError
     from .._modeldir import ModelDirError
     from ..config import ConfigError
-    from ..storage import CheckpointNotFound, StorageConfigError
+    from ..storage import (
+        CheckpointIntegrityError,
+        CheckpointNotFound,
+        CheckpointStorageError,
+        StorageConfigError,
+    )
 
     return (
         CLIError,
@@ -52,6 +57,8 @@ def _known_errors() -> tuple[type[BaseException], ...]:
         MasterUnavailable,
         StorageConfigError,
         CheckpointNotFound,
+        CheckpointIntegrityError,
+        CheckpointStorageError,
         HomeError,
     )
 

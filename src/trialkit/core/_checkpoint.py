@@ -30,10 +30,25 @@ logger = logging.getLogger("trialkit.core")
 
 
 class DownloadMode(enum.Enum):
-    """Whether the workers on a node share one download (the local chief's) or each download."""
+    """Whether the workers on a node share one download (the local chief's) or each download.
+
+    Decision: trialkit accepts both and checks the value, but every caller downloads (or
+    restores) for itself in both modes: the result is the same files, at the cost of one
+    transfer per local worker with LocalWorkersShareDownload. Sharing would make every local
+    worker call in step with one directory, which trialkit's harnesses do not all do (the
+    Lightning callback downloads into a directory per rank)."""
 
     LocalWorkersShareDownload = "LOCAL_WORKERS_SHARE_DOWNLOAD"
     NoSharedDownload = "NO_SHARED_DOWNLOAD"
+
+
+def check_download_mode(mode: DownloadMode | str) -> DownloadMode:
+    """``mode`` as a DownloadMode (its value is accepted too); ValueError naming the choices."""
+    try:
+        return DownloadMode(mode)
+    except ValueError:
+        choices = ", ".join(f"DownloadMode.{m.name}" for m in DownloadMode)
+        raise ValueError(f"download_mode {mode!r} is not one of {choices}") from None
 
 
 def _self_and_parents(path: str) -> list[str]:
@@ -326,7 +341,8 @@ class CheckpointContext:
         *,
         selector: Callable[[str], bool] | None = None,
     ) -> Iterator[Path]:
-        """Yield a local directory with the checkpoint's files."""
+        """Yield a local directory with the checkpoint's files (see DownloadMode)."""
+        check_download_mode(download_mode)
         with self._storage.restore_path(storage_id, selector) as path:
             yield path
 
@@ -338,7 +354,8 @@ class CheckpointContext:
         *,
         selector: Callable[[str], bool] | None = None,
     ) -> None:
-        """Copy the checkpoint into ``ckpt_dir`` (created if missing)."""
+        """Copy the checkpoint into ``ckpt_dir`` (created if missing; see DownloadMode)."""
+        check_download_mode(download_mode)
         self._storage.download(storage_id, ckpt_dir, selector)
 
     def get_metadata(self, storage_id: str) -> dict[str, Any]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import enum
 import logging
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -152,27 +151,19 @@ class TrainContext:
         selector: Callable[[Path], bool] = lambda _: True,
         mangler: Callable[[Path, int], Path] = lambda p, __: p,
     ) -> None:
-        """Copy TensorBoard files into checkpoint storage (TensorboardMode.MANUAL only)."""
+        """Copy TensorBoard files into checkpoint storage (TensorboardMode.MANUAL only), under
+        ``tensorboard/experiment-<id>/trial-<id>/``: a directory or an object-store prefix."""
         if self._tensorboard_mode != TensorboardMode.MANUAL:
             raise RuntimeError(
                 "upload_tensorboard_files() needs tensorboard_mode=TensorboardMode.MANUAL"
             )
-        base = getattr(self._storage, "base_path", None)
-        if base is None:
-            raise RuntimeError(
-                "upload_tensorboard_files(): this storage type has no tensorboard area"
-            )
         root = self.get_tensorboard_path()
-        dest = (
-            Path(base)
-            / "tensorboard"
-            / f"experiment-{self._backend.experiment_id}"
-            / f"trial-{self._backend.trial_id}"
+        files = [
+            (path, mangler(path.relative_to(root), self._dist.rank).as_posix())
+            for path in sorted(p for p in root.rglob("*") if p.is_file())
+            if selector(path.relative_to(root))
+        ]
+        prefix = (
+            f"tensorboard/experiment-{self._backend.experiment_id}/trial-{self._backend.trial_id}"
         )
-        for path in sorted(p for p in root.rglob("*") if p.is_file()):
-            rel = path.relative_to(root)
-            if not selector(rel):
-                continue
-            target = dest / mangler(rel, self._dist.rank)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, target)
+        self._storage.upload_files(files, prefix)

@@ -15,6 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from .._client import MasterClient
+from ..storage import CheckpointNotFound, CheckpointStorageError, StorageExtraMissing
+
+#: What makes AUTO fall back to the master: this process cannot read the storage itself.
+_NO_DIRECT_ACCESS = (CheckpointNotFound, CheckpointStorageError, StorageExtraMissing)
 
 
 class ExperimentState(enum.Enum):
@@ -48,6 +52,30 @@ def login(master: str | None = None, user: str | None = None, **_: Any) -> None:
     """Accepted for Determined scripts; trialkit's local master needs no login."""
 
 
+class DownloadMode(enum.Enum):
+    """How ``Checkpoint.download`` reaches the files (Determined's names and meanings).
+
+    DIRECT: from the checkpoint storage itself (this process needs access to it). MASTER: from
+    the master, which reads the storage and sends a tar.gz (the web UI's download route); for
+    a machine without the storage's credentials or mount. AUTO: DIRECT, and MASTER when this
+    process cannot reach the storage (not mounted here, credentials or the storage's Python
+    package missing); a damaged checkpoint is an error either way."""
+
+    AUTO = "AUTO"
+    DIRECT = "DIRECT"
+    MASTER = "MASTER"
+
+
+def _download_mode(mode: DownloadMode | str) -> DownloadMode:
+    if isinstance(mode, DownloadMode):
+        return mode
+    try:
+        return DownloadMode(str(mode).upper())
+    except ValueError:
+        choices = ", ".join(m.name for m in DownloadMode)
+        raise ValueError(f"download mode {mode!r} is not one of {choices}") from None
+
+
 class Checkpoint:
     """A checkpoint: ``uuid``, ``metadata``, ``resources``, ``state``; ``download()``."""
 
@@ -61,13 +89,50 @@ class Checkpoint:
         self.experiment_id: int = record["experiment_id"]
         self.steps_completed: int = record.get("steps_completed", 0)
 
-    def download(self, path: str | None = None) -> str:
-        """Copy the files to ``path`` (default ``checkpoints/<uuid>``); returns the path."""
+    def download(
+        self, path: str | None = None, mode: DownloadMode | str = DownloadMode.AUTO
+    ) -> str:
+        """Copy the files to ``path`` (default ``checkpoints/<uuid>``) as ``mode`` says (see
+        DownloadMode); returns the path. Every file is checked against the manifest."""
+        mode = _download_mode(mode)
+        dest = Path(path) if path is not None else Path("checkpoints") / self.uuid
+        if mode is DownloadMode.MASTER:
+            self._download_through_master(dest)
+            return str(dest)
+        try:
+            self._download_direct(dest)
+        except _NO_DIRECT_ACCESS as e:
+            if mode is DownloadMode.DIRECT:
+                raise
+            print(
+                f"checkpoint {self.uuid}: no direct access to its storage ({e}); "
+                "downloading through the master",
+                file=sys.stderr,
+            )
+            self._download_through_master(dest)
+        return str(dest)
+
+    def _download_direct(self, dest: Path) -> None:
         from ..cli._checkpoint import _experiment_storage
 
-        dest = Path(path) if path is not None else Path("checkpoints") / self.uuid
         _experiment_storage(_master(), self._record).download(self.uuid, dest)
-        return str(dest)
+
+    def _download_through_master(self, dest: Path) -> None:
+        import tarfile
+        import tempfile
+
+        dest.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="tk-ckpt-archive-") as tmp:
+            archive = Path(tmp) / "checkpoint.tar.gz"
+            _master().download_checkpoint_archive(self.uuid, archive)
+            with tarfile.open(archive, "r:gz") as tar:
+                members = []
+                for member in tar.getmembers():
+                    head, _, rest = member.name.partition("/")
+                    if head == self.uuid and rest:
+                        member.name = rest
+                        members.append(member)
+                tar.extractall(dest, members=members, filter="data")
 
     def __repr__(self) -> str:
         return f"Checkpoint(uuid={self.uuid!r}, trial_id={self.trial_id})"
@@ -221,6 +286,7 @@ def get_checkpoint(uuid: str) -> Checkpoint:
 
 __all__ = [
     "Checkpoint",
+    "DownloadMode",
     "Experiment",
     "ExperimentState",
     "Trial",

@@ -161,14 +161,20 @@ def add_ui_routes(
         found = [tb for tb in running_tensorboards(home) if experiment_id in tb.experiment_ids]
         return TensorboardList(tensorboards=found)
 
-    @app.get("/ui/checkpoints/{uuid}.tar.gz", include_in_schema=False)
+    @app.get(routes.CHECKPOINT_ARCHIVE, include_in_schema=False)
     def download_checkpoint(uuid: CheckpointUuid) -> Response:
-        """A checkpoint's files as a tar.gz, read from its experiment's configured storage."""
+        """A checkpoint's files as a tar.gz, read from its experiment's configured storage
+        (checked against its manifest: a damaged checkpoint is a 409 naming the file)."""
         ckpt = store.get_checkpoint(uuid)
         config = store.get_experiment(ckpt.experiment_id).config.get("checkpoint_storage")
         if not config:
             return Response("the experiment has no checkpoint_storage", status_code=404)
-        archive = _tar_checkpoint(storage_lib.build(config), ckpt.uuid)
+        try:
+            archive = _tar_checkpoint(storage_lib.build(config), ckpt.uuid)
+        except storage_lib.CheckpointNotFound as e:
+            return Response(str(e), status_code=404)
+        except storage_lib.CheckpointIntegrityError as e:
+            return Response(str(e), status_code=409)
         return FileResponse(
             archive,
             media_type="application/gzip",
@@ -226,9 +232,18 @@ def _tar_checkpoint(manager: storage_lib.StorageManager, uuid: str) -> str:
     """A temporary tar.gz of the checkpoint's files (the caller deletes it)."""
     fd, archive = tempfile.mkstemp(suffix=".tar.gz", prefix="trialkit-ckpt-")
     os.close(fd)
-    with manager.restore_path(uuid) as path, tarfile.open(archive, "w:gz") as tar:
-        tar.add(path, arcname=uuid)
+    try:
+        _write_tar(manager, uuid, archive)
+    except BaseException:
+        os.unlink(archive)
+        raise
     return archive
+
+
+def _write_tar(manager: storage_lib.StorageManager, uuid: str, archive: str) -> None:
+    with manager.restore_path(uuid) as path, tarfile.open(archive, "w:gz") as tar:
+        manifest = f"{uuid}/{storage_lib.MANIFEST_NAME}"  # shared_fs keeps it in the directory
+        tar.add(path, arcname=uuid, filter=lambda info: None if info.name == manifest else info)
 
 
 def _snapshot(store: Store, experiment_id: int) -> ExperimentEvent:

@@ -23,6 +23,7 @@ from typing import Any
 from ..config import ExperimentConfig
 from ..storage import (
     CheckpointContentError,
+    CheckpointIntegrityError,
     CheckpointNotFound,
     CheckpointStorageError,
     StorageConfigError,
@@ -114,7 +115,7 @@ def _reachable(store: Store, storage_id: str, cfg: ExperimentConfig, field: str)
         source = build(ckpt.storage)
         with source.restore_path(storage_id) as path:
             _copy_in(path, storage_id, build(target), f"{field}: checkpoint {storage_id}")
-    except (CheckpointNotFound, StorageConfigError) as e:
+    except (CheckpointNotFound, CheckpointIntegrityError, StorageConfigError) as e:
         raise WarmStartError(f"{field}: checkpoint {storage_id} cannot be read ({e})") from None
 
 

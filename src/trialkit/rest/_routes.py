@@ -49,6 +49,9 @@ EXPERIMENT_GC = "/api/v1/experiments/{experiment_id}/gc"
 EXPERIMENT_DELETE = "/api/v1/experiments/{experiment_id}/delete"
 BEST_CHECKPOINTS = "/api/v1/experiments/{experiment_id}/checkpoints/best"
 CHECKPOINTS_DELETE = "/api/v1/checkpoints/delete"
+#: A checkpoint's files as a tar.gz read by the master (the web UI's download link, and the
+#: SDK's ``Checkpoint.download(mode=DownloadMode.MASTER)``).
+CHECKPOINT_ARCHIVE = "/ui/checkpoints/{uuid}.tar.gz"
 
 # The web UI (the pages themselves, /ui/..., are not API routes)
 UI_LOGIN_CODE = "/api/v1/ui/login_code"

@@ -1,6 +1,7 @@
 """Checkpoint storage managers: shared_fs and directory, and s3, gcs and azure through fsspec."""
 
 from ._base import (
+    PARTIALS,
     CheckpointContentError,
     CheckpointNotFound,
     CheckpointStorageError,
@@ -17,6 +18,7 @@ from ._shared_fs import SharedFSStorageManager
 
 __all__ = [
     "MANIFEST_NAME",
+    "PARTIALS",
     "CheckpointContentError",
     "CheckpointIntegrityError",
     "CheckpointNotFound",

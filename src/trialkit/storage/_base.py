@@ -11,7 +11,14 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
+from ._manifest import MANIFEST_NAME
+
 Selector = Callable[[str], bool]
+
+#: Where saves in progress are tracked, beside the checkpoints: shared_fs's partial
+#: directories, an object store's partial markers. Finding leftovers of crashed writers lists
+#: this only, never every checkpoint. (A storage id never starts with a dot.)
+PARTIALS = ".trialkit-partials"
 
 
 class CheckpointNotFound(FileNotFoundError):
@@ -34,6 +41,14 @@ def check_storage_id(storage_id: str) -> str:
             "without '/' or '..')"
         )
     return storage_id
+
+
+def check_relative(rel: str, what: str) -> str:
+    """``rel`` if it is a relative path that stays where it is joined; ValueError if not."""
+    parts = rel.split("/")
+    if not rel or rel.startswith("/") or "\\" in rel or ".." in parts or "" in parts[:-1]:
+        raise ValueError(f"{what} {rel!r} must be a relative path without '..' or '//'")
+    return rel
 
 
 def inside(path: Path, root: Path) -> Path | None:
@@ -105,13 +120,16 @@ def list_directory(root: str | os.PathLike[str]) -> dict[str, int]:
     A symlink that dangles or leads outside ``root``, or a special file, raises
     CheckpointContentError naming it: such a checkpoint is refused when it is saved (reading or
     copying it would crash, hang, or expose files that are not the checkpoint's). A link to a
-    file inside the checkpoint counts as that file.
+    file inside the checkpoint counts as that file. The manifest (MANIFEST_NAME at the top) is
+    not one of the checkpoint's files and is left out.
     """
     root = Path(root)
     out: dict[str, int] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         rel = Path(dirpath).relative_to(root)
         for name, is_dir in [*((d, True) for d in dirnames), *((f, False) for f in filenames)]:
+            if not is_dir and name == MANIFEST_NAME and rel == Path("."):
+                continue
             p = Path(dirpath) / name
             problem = _entry_problem(p, root, is_dir)
             if problem is not None:
@@ -157,6 +175,11 @@ class StorageManager(abc.ABC):
     def remove_stale_partials(self) -> list[Path]:
         """Delete what writers that died mid-save left behind; return it (nothing by default)."""
         return []
+
+    def upload_files(self, files: list[tuple[Path, str]], prefix: str) -> None:
+        """Copy local files to ``<storage>/<prefix>/<dest>`` for each ``(file, dest)``: files
+        that belong to no checkpoint (TensorBoard's). RuntimeError where storage has no room."""
+        raise RuntimeError(f"{type(self).__name__} cannot store files outside checkpoints")
 
     def list_files(self, storage_id: str) -> dict[str, int]:
         """The checkpoint's files and directories as relpath -> size (dirs end with '/')."""

@@ -1,14 +1,18 @@
-"""A checkpoint's manifest: every file's relative path, size and sha256, written last.
+"""A checkpoint's manifest: every file's relative path, size and checksum, written last.
 
 An object store has no atomic rename, so a checkpoint counts as present only once its
 manifest is: a writer that dies mid-upload leaves objects without one, which readers treat
 as absent and ``remove_stale_partials`` deletes. Downloads check each file against it.
+shared_fs writes the same manifest into the checkpoint directory before renaming it into
+place; its entries carry a crc32 computed while copying (sha256 would halve the copy speed),
+object stores' a sha256. Each entry names its algorithm, so one reader checks both.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,12 +29,17 @@ class CheckpointIntegrityError(ValueError):
     __module__ = "trialkit.storage"
 
 
+#: Checksum algorithms an entry may carry: its key in the manifest's JSON.
+ALGORITHMS = ("sha256", "crc32")
+
+
 @dataclass(frozen=True)
 class FileEntry:
-    """One file of a checkpoint as it was uploaded."""
+    """One file of a checkpoint as it was stored: size and hex digest by ``algorithm``."""
 
     size: int
-    sha256: str
+    digest: str
+    algorithm: str = "sha256"
 
 
 @dataclass
@@ -55,7 +64,9 @@ class Manifest:
         return Manifest({**self.files, **other.files}, self.dirs | other.dirs)
 
     def to_bytes(self) -> bytes:
-        files = {rel: {"size": e.size, "sha256": e.sha256} for rel, e in sorted(self.files.items())}
+        files = {
+            rel: {"size": e.size, e.algorithm: e.digest} for rel, e in sorted(self.files.items())
+        }
         body = {"version": _VERSION, "files": files, "dirs": sorted(self.dirs)}
         return json.dumps(body, indent=1).encode()
 
@@ -64,13 +75,18 @@ class Manifest:
         """Parse a stored manifest; a damaged one is a CheckpointIntegrityError naming it."""
         try:
             body: dict[str, Any] = json.loads(data)
-            files = {
-                str(rel): FileEntry(int(e["size"]), str(e["sha256"]))
-                for rel, e in body["files"].items()
-            }
+            files = {str(rel): _entry(e) for rel, e in body["files"].items()}
             return cls(files, {str(d) for d in body.get("dirs", [])})
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise CheckpointIntegrityError(f"{where}: damaged checkpoint manifest ({e})") from None
+
+
+def _entry(body: dict[str, Any]) -> FileEntry:
+    known = [a for a in ALGORITHMS if a in body]
+    if not known:
+        raise KeyError(f"no checksum ({' or '.join(ALGORITHMS)})")
+    algorithm = known[0]
+    return FileEntry(int(body["size"]), str(body[algorithm]), algorithm)
 
 
 def sha256_of(path: Path) -> str:
@@ -82,20 +98,50 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
-def entry_of(path: Path) -> FileEntry:
-    return FileEntry(path.stat().st_size, sha256_of(path))
+def crc32_hex(crc: int) -> str:
+    """A crc32 value as the manifest writes it."""
+    return f"{crc & 0xFFFFFFFF:08x}"
+
+
+def crc32_of(path: Path) -> str:
+    """The file's crc32, read in blocks."""
+    crc = 0
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(_BLOCK), b""):
+            crc = zlib.crc32(block, crc)
+    return crc32_hex(crc)
+
+
+def checksum_of(path: Path, algorithm: str) -> str:
+    return sha256_of(path) if algorithm == "sha256" else crc32_of(path)
+
+
+def entry_of(path: Path, algorithm: str = "sha256") -> FileEntry:
+    return FileEntry(path.stat().st_size, checksum_of(path, algorithm), algorithm)
+
+
+#: What a reader can do about a damaged checkpoint (appended to integrity errors).
+WHAT_TO_DO = (
+    "load another checkpoint (trialkit checkpoint list) or delete this one "
+    "(trialkit checkpoint delete UUID)"
+)
 
 
 def verify(path: Path, expected: FileEntry, where: str) -> None:
     """Raise CheckpointIntegrityError naming ``where`` if ``path`` is not the recorded file."""
-    size = path.stat().st_size
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise CheckpointIntegrityError(
+            f"{where}: missing, but the checkpoint's manifest lists it; {WHAT_TO_DO}"
+        ) from None
     if size != expected.size:
         raise CheckpointIntegrityError(
-            f"{where}: {size} bytes downloaded, the manifest says {expected.size}; the stored "
-            "object is damaged or was replaced"
+            f"{where}: {size} bytes, the manifest says {expected.size}; the stored file is "
+            f"damaged or was replaced: {WHAT_TO_DO}"
         )
-    if sha256_of(path) != expected.sha256:
+    if checksum_of(path, expected.algorithm) != expected.digest:
         raise CheckpointIntegrityError(
-            f"{where}: sha256 differs from the checkpoint's manifest; the stored object is "
-            "damaged or was replaced"
+            f"{where}: {expected.algorithm} differs from the checkpoint's manifest; the stored "
+            f"file is damaged or was replaced: {WHAT_TO_DO}"
         )

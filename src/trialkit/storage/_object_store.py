@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import random
@@ -18,10 +19,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ._base import (
+    PARTIALS,
     CheckpointNotFound,
     CheckpointStorageError,
     Selector,
     StorageManager,
+    check_relative,
     check_storage_id,
     list_directory,
 )
@@ -33,6 +36,8 @@ T = TypeVar("T")
 
 #: Objects of a storage id without a manifest are a crashed writer's once this old (seconds).
 STALE_PARTIAL_AGE = 3600.0
+#: ``<root>/<PARTIALS>/<storage id>``: a marker object that an upload writes before its first
+#: file and deletes after the manifest, so the stale-partial sweep lists the markers only.
 
 
 class ObjectStoreManager(StorageManager):
@@ -73,6 +78,10 @@ class ObjectStoreManager(StorageManager):
 
     def _key(self, storage_id: str, rel: str = "") -> str:
         return "/".join(p for p in (self.backend.root, check_storage_id(storage_id), rel) if p)
+
+    def _marker(self, storage_id: str) -> str:
+        parts = (self.backend.root, PARTIALS, check_storage_id(storage_id))
+        return "/".join(p for p in parts if p)
 
     def _url(self, key: str) -> str:
         return f"{self.backend.scheme}://{key}"
@@ -160,11 +169,32 @@ class ObjectStoreManager(StorageManager):
         src = Path(src)
         files = [p for p in paths if not p.endswith("/") and p != MANIFEST_NAME]
         added = Manifest(dirs={p for p in paths if p.endswith("/")})
+        marker = self._marker(storage_id)
+        self._call("write", marker, lambda: self.fs.pipe_file(marker, str(os.getpid()).encode()))
         with ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(files)))) as pool:
             for rel, entry in pool.map(lambda rel: self._put(src, rel, storage_id), files):
                 added.files[rel] = entry
         existing = self._read_manifest(storage_id)
         self._write_manifest(storage_id, existing.merged(added) if existing else added)
+        self._remove_marker(storage_id)
+
+    def _remove_marker(self, storage_id: str) -> None:
+        marker = self._marker(storage_id)
+        with contextlib.suppress(CheckpointNotFound):
+            self._call("delete", marker, lambda: self.fs.rm_file(marker))
+
+    def upload_files(self, files: list[tuple[Path, str]], prefix: str) -> None:
+        """Upload the files in parallel, each to ``<root>/<prefix>/<dest>`` (no manifest: they
+        belong to no checkpoint)."""
+        base = "/".join(p for p in (self.backend.root, check_relative(prefix, "prefix")) if p)
+
+        def put(item: tuple[Path, str]) -> None:
+            path, dest = item
+            key = f"{base}/{check_relative(dest, 'destination')}"
+            self._call("write", key, lambda: self.fs.put_file(str(path), key, **self._put_kw()))
+
+        with ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(files)))) as pool:
+            list(pool.map(put, files))
 
     @contextlib.contextmanager
     def store_path(self, storage_id: str) -> Iterator[Path]:
@@ -232,6 +262,7 @@ class ObjectStoreManager(StorageManager):
         with contextlib.suppress(CheckpointNotFound):
             self._call("delete", manifest, lambda: self.fs.rm_file(manifest))
         self._remove_objects(self._key(storage_id))
+        self._remove_marker(storage_id)
 
     def _remove_objects(self, prefix: str) -> None:
         keys = self._find(prefix)
@@ -246,25 +277,28 @@ class ObjectStoreManager(StorageManager):
         return {k: v for k, v in found.items() if v.get("type") != "directory"}
 
     def remove_stale_partials(self) -> list[Path]:
-        """Delete the objects of storage ids that have no manifest and are older than
-        ``stale_age`` (a writer that died mid-upload); return their storage ids."""
-        root = self.backend.root
-        newest: dict[str, float] = {}
-        complete: set[str] = set()
-        for key, info in self._find(root).items():
-            storage_id, _, rel = key[len(root) :].lstrip("/").partition("/")
-            if not rel:
-                continue
-            if rel == MANIFEST_NAME:
-                complete.add(storage_id)
-            newest[storage_id] = max(newest.get(storage_id, 0.0), _mtime(info))
+        """Delete what uploads that died left behind; return their storage ids. Lists the
+        markers (PARTIALS) and, for a marker older than ``stale_age``, that storage
+        id's objects: a checkpoint without a manifest whose newest object is that old too is
+        deleted (one being written is kept); with a manifest, only the marker goes."""
+        prefix = "/".join(p for p in (self.backend.root, PARTIALS) if p)
         now = time.time()
         removed = []
-        for storage_id, mtime in sorted(newest.items()):
-            if storage_id in complete or mtime == 0.0 or now - mtime < self.stale_age:
-                continue  # complete, of unknown age, or maybe still being written
-            with contextlib.suppress(CheckpointNotFound):
-                self._remove_objects(self._key(storage_id))
+        for key, info in sorted(self._find(prefix).items()):
+            storage_id = key[len(prefix) :].lstrip("/")
+            if "/" in storage_id or now - _mtime(info) < self.stale_age:
+                continue  # not a marker, or maybe still being written (unknown age: 0)
+            objects = self._find(self._key(storage_id))
+            if any(k.endswith(f"/{MANIFEST_NAME}") for k in objects):
+                self._remove_marker(storage_id)  # the writer died just after the manifest
+                continue
+            if any(now - _mtime(i) < self.stale_age for i in objects.values()):
+                continue  # a long upload still adding files
+            keys = sorted(objects)
+            if keys:
+                with contextlib.suppress(CheckpointNotFound):
+                    self._call("delete", key, functools.partial(self.fs.rm, keys))
+            self._remove_marker(storage_id)
             removed.append(Path(storage_id))
         return removed
 

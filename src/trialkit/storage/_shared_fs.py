@@ -3,33 +3,34 @@
 from __future__ import annotations
 
 import contextlib
-import errno
 import glob
 import logging
 import os
 import re
 import shutil
 import stat
-import time
+import zlib
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ._base import (
+    PARTIALS,
     CheckpointNotFound,
     Selector,
     StorageManager,
+    check_relative,
     check_storage_id,
     inside,
     list_directory,
     storage_error,
 )
+from ._manifest import MANIFEST_NAME, FileEntry, Manifest, crc32_hex, entry_of, verify
 
 logger = logging.getLogger("trialkit.storage")
 
-#: ``.<storage id>.<writer pid>.partial`` (``.<storage id>.partial`` before the pid was added).
-_PARTIAL = re.compile(r"\.(?P<id>[^./]+)(?:\.(?P<pid>\d+))?\.partial")
-#: A partial directory without a writer pid is taken as abandoned after this many seconds.
-LEGACY_PARTIAL_AGE = 3600.0
+#: A partial directory: ``<base>/<PARTIALS>/<storage id>.<writer pid>``.
+_PARTIAL = re.compile(r"(?P<id>.+)\.(?P<pid>\d+)")
 
 
 def _pid_running(pid: int) -> bool:
@@ -44,7 +45,14 @@ def _pid_running(pid: int) -> bool:
 
 class SharedFSStorageManager(StorageManager):
     """Writes into a hidden partial directory and renames it into place, so a checkpoint is
-    either complete or absent: a crash mid-save never leaves a half-written checkpoint."""
+    either complete or absent: a crash mid-save never leaves a half-written checkpoint.
+
+    Each checkpoint directory holds the manifest (``_manifest.py``: sizes and crc32s),
+    written before the rename; restore_path and download check the files against it. A
+    checkpoint without one (saved by an older trialkit) is read as it is."""
+
+    #: Files copied at once by ``upload`` (copying and checksumming overlap across them).
+    workers = 8
 
     def __init__(self, base_path: str | os.PathLike[str]) -> None:
         self.base_path = Path(base_path).expanduser().absolute()
@@ -53,30 +61,43 @@ class SharedFSStorageManager(StorageManager):
         return self.base_path / check_storage_id(storage_id)
 
     def _partial(self, storage_id: str) -> Path:
-        """Hidden, and named after the writing process, so a partial directory whose writer
-        died mid-save (killed) can be told from one still being written."""
-        return self.base_path / f".{check_storage_id(storage_id)}.{os.getpid()}.partial"
+        """Named after the writing process, so a partial directory whose writer died
+        mid-save (killed) can be told from one still being written."""
+        return self.base_path / PARTIALS / f"{check_storage_id(storage_id)}.{os.getpid()}"
+
+    def _make_partial(self, storage_id: str, exist_ok: bool) -> Path:
+        partial = self._partial(storage_id)
+        for _ in range(10):
+            partial.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                partial.mkdir(exist_ok=exist_ok)
+                return partial
+            except FileNotFoundError:
+                continue  # another writer just removed the (empty) partials directory
+        partial.mkdir(exist_ok=exist_ok)
+        return partial
+
+    def _drop_partials_dir(self) -> None:
+        """Remove the partials directory once empty (the storage directory then holds only
+        checkpoints); a writer creating its partial directory at that moment retries."""
+        with contextlib.suppress(OSError):
+            os.rmdir(self.base_path / PARTIALS)
 
     def remove_stale_partials(self) -> list[Path]:
-        """Delete partial directories whose writer is gone (see _partial; from an older
-        trialkit, without a pid: untouched for LEGACY_PARTIAL_AGE); return them. Writers are
-        processes of this machine."""
+        """Delete partial directories whose writer is gone (see _partial); return them.
+        Lists the partials directory only. Writers are processes of this machine."""
         try:
-            entries = list(self.base_path.iterdir())
+            entries = list((self.base_path / PARTIALS).iterdir())
         except OSError:
             return []
         removed = []
         for path in entries:
             m = _PARTIAL.fullmatch(path.name)
-            if m is None or not path.is_dir():
-                continue
-            if m["pid"] is not None:
-                if _pid_running(int(m["pid"])):
-                    continue
-            elif time.time() - path.stat().st_mtime < LEGACY_PARTIAL_AGE:
+            if m is None or not path.is_dir() or _pid_running(int(m["pid"])):
                 continue
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
+        self._drop_partials_dir()
         return removed
 
     @contextlib.contextmanager
@@ -87,56 +108,91 @@ class SharedFSStorageManager(StorageManager):
             yield
         except BaseException as e:
             shutil.rmtree(self._partial(storage_id), ignore_errors=True)
+            self._drop_partials_dir()
             clear = storage_error(self.base_path, self._final(storage_id), e)
             if clear is not None:
                 raise clear from None
             raise
+        self._drop_partials_dir()
 
     @contextlib.contextmanager
     def store_path(self, storage_id: str) -> Iterator[Path]:
-        partial = self._partial(storage_id)
         with self._saving(storage_id):
-            partial.mkdir(parents=True, exist_ok=False)
+            partial = self._make_partial(storage_id, exist_ok=False)
             yield partial
-            list_directory(partial)  # CheckpointContentError for a bad symlink: nothing published
-            self._publish(partial, self._final(storage_id))
+            # CheckpointContentError for a bad symlink: nothing published
+            listed = list_directory(partial)
+            manifest = Manifest(dirs={p for p in listed if p.endswith("/")})
+            for rel in listed:
+                if not rel.endswith("/"):
+                    manifest.files[rel] = entry_of(partial / rel, "crc32")
+            self._publish(partial, self._final(storage_id), manifest)
 
     @staticmethod
-    def _publish(partial: Path, final: Path) -> None:
+    def _publish(partial: Path, final: Path, manifest: Manifest) -> None:
+        """Make ``partial`` the checkpoint ``final``, its manifest in place before it shows."""
         if final.exists():
-            # A sharded store_path where another rank already published: merge into it.
-            shutil.copytree(partial, final, dirs_exist_ok=True)
+            # A sharded checkpoint whose earlier rank already published: merge into it, the
+            # files first, then the merged manifest (replaced atomically).
+            existing = read_manifest(final)
+            merged = existing.merged(manifest) if existing is not None else None
+            shutil.copytree(
+                partial,
+                final,
+                dirs_exist_ok=True,
+                ignore=lambda d, names: [MANIFEST_NAME] if Path(d) == partial else [],
+            )
+            if merged is not None:
+                _write_manifest(final, merged)
             shutil.rmtree(partial, ignore_errors=True)
         else:
+            _write_manifest(partial, manifest)
             os.replace(partial, final)
 
     def upload(self, src: str | os.PathLike[str], storage_id: str, paths: list[str]) -> None:
+        """Copy the files (several at once), checksumming each while it is copied."""
         src = Path(src)
-        partial = self._partial(storage_id)
         with self._saving(storage_id):
-            partial.mkdir(parents=True, exist_ok=True)
+            partial = self._make_partial(storage_id, exist_ok=True)
+            manifest = Manifest()
+            files = []
             for rel in paths:
+                if rel == MANIFEST_NAME:
+                    continue
                 target = partial / rel
                 if rel.endswith("/"):
                     target.mkdir(parents=True, exist_ok=True)
+                    manifest.dirs.add(rel)
                     continue
                 target.parent.mkdir(parents=True, exist_ok=True)
-                _copy_file(src / rel, target)
-            self._publish(partial, self._final(storage_id))
+                files.append(rel)
+
+            def copy(rel: str) -> tuple[str, FileEntry]:
+                return rel, _copy_file(src / rel, partial / rel)
+
+            with ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(files)))) as pool:
+                manifest.files.update(pool.map(copy, files))
+            self._publish(partial, self._final(storage_id), manifest)
 
     @contextlib.contextmanager
     def restore_path(self, storage_id: str, selector: Selector | None = None) -> Iterator[Path]:
+        """The stored directory itself, after checking its files against the manifest."""
         if selector is not None:
             logger.warning("restore_path: selector ignored for shared_fs (files are used in place)")
         path = self._final(storage_id)
         if not path.is_dir():
             raise CheckpointNotFound(f"checkpoint {storage_id} not found in {self.base_path}")
+        manifest = read_manifest(path)
+        if manifest is not None:
+            for rel, entry in manifest.files.items():
+                verify(path / rel, entry, str(path / rel))
         yield path
 
     def download(
         self, storage_id: str, dst: str | os.PathLike[str], selector: Selector | None = None
     ) -> None:
-        """Copy the checkpoint's regular files into ``dst``. Links are never recreated: one to
+        """Copy the checkpoint's regular files into ``dst``, each checked against the manifest
+        (a checkpoint without one: its files as they are). Links are never recreated: one to
         a file inside the checkpoint is copied as that file; one that dangles or leads outside
         it, and any special file, is skipped with a warning naming it."""
         src = self._final(storage_id)
@@ -144,6 +200,19 @@ class SharedFSStorageManager(StorageManager):
             raise CheckpointNotFound(f"checkpoint {storage_id} not found in {self.base_path}")
         dst = Path(dst)
         dst.mkdir(parents=True, exist_ok=True)
+        manifest = read_manifest(src)
+        if manifest is not None:
+            for rel in manifest.resources():
+                if selector is not None and not selector(rel):
+                    continue
+                if rel.endswith("/"):
+                    (dst / rel).mkdir(parents=True, exist_ok=True)
+                    continue
+                if not (src / rel).exists():
+                    verify(src / rel, manifest.files[rel], str(src / rel))  # "missing"
+                _copy_regular_file(src / rel, src, dst / rel)
+                verify(dst / rel, manifest.files[rel], str(src / rel))
+            return
         for dirpath, dirnames, filenames in os.walk(src):
             rel_dir = Path(dirpath).relative_to(src)
             for name in dirnames:
@@ -156,10 +225,20 @@ class SharedFSStorageManager(StorageManager):
                 if selector is None or selector(rel):
                     _copy_regular_file(Path(dirpath) / name, src, dst / rel)
 
+    def upload_files(self, files: list[tuple[Path, str]], prefix: str) -> None:
+        root = self.base_path / check_relative(prefix, "prefix")
+        for path, dest in files:
+            target = root / check_relative(dest, "destination")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+
     def delete(self, storage_id: str) -> None:
         shutil.rmtree(self._final(storage_id), ignore_errors=True)
-        for partial in self.base_path.glob(f".{glob.escape(storage_id)}.*partial"):
-            shutil.rmtree(partial, ignore_errors=True)
+        partials = self.base_path / PARTIALS
+        for partial in partials.glob(f"{glob.escape(check_storage_id(storage_id))}.*"):
+            if (m := _PARTIAL.fullmatch(partial.name)) is not None and m["id"] == storage_id:
+                shutil.rmtree(partial, ignore_errors=True)
+        self._drop_partials_dir()
 
     def exists(self, storage_id: str) -> bool:
         return self._final(storage_id).is_dir()
@@ -169,22 +248,45 @@ class SharedFSStorageManager(StorageManager):
         return str(self.base_path)
 
 
-def _copy_file(src: Path, dst: Path) -> None:
-    """``shutil.copy2``, but with copy_file_range (as ``cp`` does): on one filesystem the
-    kernel copies, or shares, the blocks without a trip through user space."""
+def read_manifest(checkpoint: Path) -> Manifest | None:
+    """The manifest in a checkpoint directory; None for one saved without (older trialkit)."""
     try:
-        with open(src, "rb") as reader, open(dst, "wb") as writer:
-            left = os.fstat(reader.fileno()).st_size
-            while left > 0:
-                copied = os.copy_file_range(reader.fileno(), writer.fileno(), left)
-                if copied == 0:
-                    break
-                left -= copied
-        shutil.copystat(src, dst)
-    except OSError as e:
-        if e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL):
-            raise
-        shutil.copy2(src, dst)  # another filesystem or an old kernel: a plain copy
+        data = (checkpoint / MANIFEST_NAME).read_bytes()
+    except FileNotFoundError:
+        return None
+    return Manifest.from_bytes(data, str(checkpoint / MANIFEST_NAME))
+
+
+def _write_manifest(checkpoint: Path, manifest: Manifest) -> None:
+    """Write the manifest whole or not at all (a temporary file renamed over it)."""
+    tmp = checkpoint / f"{MANIFEST_NAME}.{os.getpid()}.tmp"
+    tmp.write_bytes(manifest.to_bytes())
+    os.replace(tmp, checkpoint / MANIFEST_NAME)
+
+
+#: Small enough for a block to stay in the CPU cache between its read, its crc and its write.
+_CHUNK = 256 << 10
+
+
+def _copy_file(src: Path, dst: Path) -> FileEntry:
+    """Copy ``src`` to ``dst`` (metadata as ``shutil.copy2``) and return its manifest entry,
+    the crc32 computed in the same pass: each block is read once, checksummed and written
+    while still in the CPU cache. (copy_file_range, as ``cp`` uses, would copy in the kernel
+    but the checksum would then read every byte again: measured twice as slow.)"""
+    crc = 0
+    size = 0
+    buf = bytearray(_CHUNK)
+    view = memoryview(buf)
+    with open(src, "rb", buffering=0) as reader, open(dst, "wb", buffering=0) as writer:
+        fin, fout = reader.fileno(), writer.fileno()
+        while n := os.readv(fin, [buf]):
+            crc = zlib.crc32(view[:n], crc)
+            written = 0
+            while written < n:
+                written += os.write(fout, view[written:n])
+            size += n
+    shutil.copystat(src, dst)
+    return FileEntry(size, crc32_hex(crc), "crc32")
 
 
 def _copy_regular_file(path: Path, root: Path, target: Path) -> None:

@@ -1,0 +1,163 @@
+"""shared_fs checkpoints carry the object stores' manifest (sizes + checksums): written before
+the checkpoint becomes visible, checked by restore_path and download (issue 19 item 2)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+from trialkit.storage import (
+    MANIFEST_NAME,
+    CheckpointIntegrityError,
+    SharedFSStorageManager,
+    list_directory,
+)
+
+
+def saved(tmp_path: Path, *, via_upload: bool) -> tuple[SharedFSStorageManager, Path]:
+    sm = SharedFSStorageManager(tmp_path / "store")
+    src = tmp_path / "src"
+    (src / "sub").mkdir(parents=True)
+    (src / "model.pt").write_bytes(os.urandom(3 * 2**20 + 17))
+    (src / "sub" / "opt.pt").write_bytes(b"optimizer")
+    (src / "empty").mkdir()
+    if via_upload:
+        sm.upload(src, "ck", sorted(list_directory(src)))
+    else:
+        with sm.store_path("ck") as path:
+            shutil.copytree(src, path, dirs_exist_ok=True)
+    return sm, sm.base_path / "ck"
+
+
+@pytest.mark.parametrize("via_upload", [True, False], ids=["upload", "store_path"])
+def test_a_saved_checkpoint_has_a_manifest_of_sizes_and_checksums(
+    tmp_path: Path, via_upload: bool
+) -> None:
+    sm, ck = saved(tmp_path, via_upload=via_upload)
+    body = json.loads((ck / MANIFEST_NAME).read_text())
+    assert sorted(body["files"]) == ["model.pt", "sub/opt.pt"]
+    assert body["files"]["sub/opt.pt"] == {"size": 9, "crc32": f"{zlib.crc32(b'optimizer'):08x}"}
+    assert body["dirs"] == ["empty/", "sub/"]
+    # the manifest is not one of the checkpoint's files
+    assert sm.list_files("ck") == {"empty/": 0, "model.pt": 3 * 2**20 + 17, "sub/": 0,
+                                   "sub/opt.pt": 9}  # fmt: skip
+    out = tmp_path / "out"
+    sm.download("ck", out)
+    assert sorted(list_directory(out)) == ["empty/", "model.pt", "sub/", "sub/opt.pt"]
+    assert not (out / MANIFEST_NAME).exists()
+    assert (out / "model.pt").read_bytes() == (tmp_path / "src" / "model.pt").read_bytes()
+
+
+def damage(ck: Path, how: str) -> None:
+    target = ck / "sub" / "opt.pt"
+    if how == "flipped":
+        target.write_bytes(b"optimizeR")  # same size
+    elif how == "truncated":
+        target.write_bytes(b"opt")
+    else:
+        target.unlink()
+
+
+@pytest.mark.parametrize("how", ["flipped", "truncated", "missing"])
+def test_restore_and_download_refuse_a_damaged_file_in_one_line(tmp_path: Path, how: str) -> None:
+    sm, ck = saved(tmp_path, via_upload=True)
+    damage(ck, how)
+    for attempt in ("restore", "download"):
+        with pytest.raises(CheckpointIntegrityError) as err:
+            if attempt == "restore":
+                with sm.restore_path("ck"):
+                    pass
+            else:
+                sm.download("ck", tmp_path / f"out-{how}")
+        message = str(err.value)
+        assert "\n" not in message
+        assert str(ck / "sub" / "opt.pt") in message
+        assert "trialkit checkpoint delete" in message  # what to do
+
+
+def test_a_checkpoint_without_manifest_from_an_older_trialkit_still_loads(tmp_path: Path) -> None:
+    sm, ck = saved(tmp_path, via_upload=True)
+    (ck / MANIFEST_NAME).unlink()  # what trialkit wrote before shared_fs had manifests
+    (ck / "sub" / "opt.pt").write_bytes(b"edited by hand")
+    with sm.restore_path("ck") as path:
+        assert (path / "sub" / "opt.pt").read_bytes() == b"edited by hand"
+    sm.download("ck", tmp_path / "out")
+    assert (tmp_path / "out" / "sub" / "opt.pt").read_bytes() == b"edited by hand"
+    assert sm.list_files("ck")["sub/opt.pt"] == 14
+
+
+def test_a_sharded_checkpoint_merges_the_manifests(tmp_path: Path) -> None:
+    sm = SharedFSStorageManager(tmp_path / "store")
+    for rank in range(2):
+        src = tmp_path / f"r{rank}"
+        src.mkdir()
+        (src / f"rank{rank}.pt").write_text(str(rank))
+        sm.upload(src, "ck", [f"rank{rank}.pt"])
+    body = json.loads((sm.base_path / "ck" / MANIFEST_NAME).read_text())
+    assert sorted(body["files"]) == ["rank0.pt", "rank1.pt"]
+    (sm.base_path / "ck" / "rank0.pt").write_text("X")
+    with pytest.raises(CheckpointIntegrityError, match="rank0.pt"):
+        with sm.restore_path("ck"):
+            pass
+
+
+def test_a_save_killed_midway_is_never_visible_and_is_cleaned_up(tmp_path: Path) -> None:
+    """A writer killed while copying leaves only its partial directory: the checkpoint does
+    not exist (so it is never offered as latest), and the next sweep removes the leftovers."""
+    store = tmp_path / "store"
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(4):
+        (src / f"f{i}").write_bytes(b"x" * 2**20)
+    script = (
+        "import os, sys\n"
+        "from trialkit.storage import _shared_fs as m\n"
+        "real = m._copy_file\n"
+        "def copy_then_die(s, d):\n"
+        "    e = real(s, d)\n"
+        "    if s.name == 'f2': os._exit(9)\n"
+        "    return e\n"
+        "m._copy_file = copy_then_die\n"
+        "m.SharedFSStorageManager.workers = 1\n"
+        f"m.SharedFSStorageManager({str(store)!r}).upload({str(src)!r}, 'ck', "
+        "['f0', 'f1', 'f2', 'f3'])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], timeout=120)
+    assert proc.returncode == 9
+    sm = SharedFSStorageManager(store)
+    assert not sm.exists("ck")
+    assert [p.name for p in store.iterdir() if not p.name.startswith(".")] == []
+    removed = sm.remove_stale_partials()
+    assert len(removed) == 1
+    assert list_directory(store) == {}
+
+
+def test_core_download_mode_is_checked_not_ignored(tmp_path: Path) -> None:
+    """Both DownloadModes (or their values) work; anything else is a one-line ValueError."""
+    from trialkit import core
+
+    with core.init(checkpoint_storage=str(tmp_path / "ck")) as ctx:
+        src = tmp_path / "src"
+        src.mkdir()
+        (src / "w").write_text("w")
+        sid = ctx.checkpoint.upload(src, {"steps_completed": 1})
+        for mode in (*core.DownloadMode, "NO_SHARED_DOWNLOAD"):
+            out = tmp_path / f"out-{getattr(mode, 'name', mode)}"
+            ctx.checkpoint.download(sid, out, download_mode=mode)  # type: ignore[arg-type]
+            assert (out / "w").read_text() == "w"
+            with ctx.checkpoint.restore_path(sid, download_mode=mode) as path:  # type: ignore[arg-type]
+                assert (path / "w").read_text() == "w"
+        with pytest.raises(
+            ValueError, match=r"download_mode 'MASTER' is not one of DownloadMode\."
+        ):
+            ctx.checkpoint.download(sid, tmp_path / "x", download_mode="MASTER")  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="download_mode"):
+            with ctx.checkpoint.restore_path(sid, download_mode="fast"):  # type: ignore[arg-type]
+                pass
