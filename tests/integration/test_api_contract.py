@@ -17,8 +17,13 @@ pytestmark = pytest.mark.integration
 
 
 def _route_templates() -> set[str]:
-    """Every URL template of ``trialkit.rest.routes``, the action route expanded."""
-    found = {v for k, v in vars(routes).items() if k.isupper() and isinstance(v, str)}
+    """Every JSON route template of ``trialkit.rest.routes``, the action route expanded (the
+    ``/ui/`` routes serve pages and files, outside the JSON API's schema)."""
+    found = {
+        v
+        for k, v in vars(routes).items()
+        if k.isupper() and isinstance(v, str) and not v.startswith("/ui/")
+    }
     found.discard(routes.EXPERIMENT_ACTION)
     found |= {
         routes.path(routes.EXPERIMENT_ACTION, experiment_id="{experiment_id}", action=a)
