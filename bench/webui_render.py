@@ -8,7 +8,9 @@ an hour of real training), then a real master app (engine not started) serves it
 port in this process. Chromium logs in through a one-time login code, as a user does; each
 timing runs from navigation to the page drawing its last element (the chart holding every
 point, the trials table filled), as the median of several loads of each page, alternated. The
-first load (the warm-up, before the master's view cache holds the page's data) is printed too.
+big page is loaded two ways: as it is (a finished experiment: after the first load the master's
+view cache holds its data) and live (one new report lands before each load, as in a running
+search, so the master rebuilds its views: the cold path).
 
 Usage: ``python bench/webui_render.py`` (about a minute; needs playwright and a chromium,
 see scripts/install_chromium.sh). Exits 0 whether or not the goal is met; 1 only when the
@@ -100,6 +102,13 @@ def load_seconds(page: Any, base: str, exp_id: int, points: int) -> float:
     return time.perf_counter() - t0
 
 
+def add_report(store: Any, trial_id: int, step: int) -> None:
+    """One new training report: what a running trial sends, and what invalidates cached views."""
+    from trialkit.store import NewMetric
+
+    store.add_metrics([NewMetric(trial_id, "training", step, {"loss": 0.5})])
+
+
 def main() -> int:
     import httpx
     from playwright.sync_api import sync_playwright
@@ -129,26 +138,34 @@ def main() -> int:
                     errors: list[str] = []
                     page.on("pageerror", lambda e: errors.append(str(e)))
                     page.goto(login)
-                    timings: dict[str, list[float]] = {"empty": [], "big": []}
-                    first = load_seconds(page, url, big, TRIALS * VALIDATIONS)  # warm-up
-                    for _ in range(ROUNDS):
+                    timings: dict[str, list[float]] = {"empty": [], "big": [], "live": []}
+                    points = TRIALS * VALIDATIONS
+                    load_seconds(page, url, big, points)  # warm-up
+                    reporter = store.list_trials(big)[0].id
+                    for n in range(ROUNDS):
                         timings["empty"].append(load_seconds(page, url, empty, 0))
-                        timings["big"].append(load_seconds(page, url, big, TRIALS * VALIDATIONS))
+                        timings["big"].append(load_seconds(page, url, big, points))
+                        add_report(store, reporter, VALIDATIONS * 10 + n + 1)
+                        timings["live"].append(load_seconds(page, url, big, points))
                     if errors:
                         raise BenchmarkBroken(f"page errors: {errors}")
                 finally:
                     browser.close()
-    empty_s, big_s = (statistics.median(timings[k]) for k in ("empty", "big"))
-    print(f"{'page':<40} {'median s':>9} {'min s':>7} {'max s':>7}")
+    empty_s, big_s, live_s = (statistics.median(timings[k]) for k in ("empty", "big", "live"))
+    big_name = f"{TRIALS} trials x {VALIDATIONS} validations"
+    print(f"{'experiment page':<62} {'median s':>9} {'min s':>7} {'max s':>7}")
     for name, key in (
-        ("experiment, no trials", "empty"),
-        (f"experiment, {TRIALS} trials x {VALIDATIONS} validations", "big"),
+        ("no trials", "empty"),
+        (f"{big_name}, finished", "big"),
+        (f"{big_name}, live (a new report each load)", "live"),
     ):
         t = timings[key]
-        print(f"{name:<40} {statistics.median(t):>9.3f} {min(t):>7.3f} {max(t):>7.3f}")
-    print(f"first load of the {TRIALS}-trial page (server caches cold): {first:.3f} s")
-    print(f"ratio big/empty: {big_s / empty_s:.1f}x")
-    print(f"goal: the {TRIALS}-trial page in < {GOAL_SECONDS:.0f} s: {big_s < GOAL_SECONDS}")
+        print(f"{name:<62} {statistics.median(t):>9.3f} {min(t):>7.3f} {max(t):>7.3f}")
+    print(f"ratio big/empty: finished {big_s / empty_s:.1f}x, live {live_s / empty_s:.1f}x")
+    print(
+        f"goal: the {TRIALS}-trial page in < {GOAL_SECONDS:.0f} s: finished {big_s < GOAL_SECONDS},"
+        f" live {live_s < GOAL_SECONDS}"
+    )
     return 0
 
 
