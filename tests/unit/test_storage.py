@@ -334,3 +334,29 @@ def test_the_partials_directory_goes_once_empty(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError), sm.store_path("b") as path:
         raise RuntimeError("the save failed")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a"]
+
+
+def test_concurrent_saves_never_trip_over_the_partials_directory(tmp_path: Path) -> None:
+    """Two writers: one's save ends and removes the (empty) partials directory while the other
+    creates it; the other must retry, not fail (two trials on one storage failed with
+    FileExistsError: '<storage>/.trialkit-partials')."""
+    import threading
+
+    errors: list[BaseException] = []
+
+    def saves(name: str) -> None:
+        sm = SharedFSStorageManager(tmp_path)
+        try:
+            for i in range(1500):
+                with sm.store_path(f"{name}-{i}"):
+                    pass
+                sm.delete(f"{name}-{i}")
+        except BaseException as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    writers = [threading.Thread(target=saves, args=(n,)) for n in ("a", "b", "c")]
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join(timeout=120)
+    assert errors == []

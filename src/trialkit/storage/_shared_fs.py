@@ -67,13 +67,20 @@ class SharedFSStorageManager(StorageManager):
 
     def _make_partial(self, storage_id: str, exist_ok: bool) -> Path:
         partial = self._partial(storage_id)
-        for _ in range(10):
-            partial.parent.mkdir(parents=True, exist_ok=True)
+        # Another writer may remove the (empty) partials directory at any moment: between
+        # pathlib's EEXIST and its is_dir() check (FileExistsError), or before our mkdir
+        # inside it (FileNotFoundError). Either way, create it again.
+        for _ in range(100):
+            try:
+                partial.parent.mkdir(parents=True, exist_ok=True)
+            except FileExistsError:
+                continue
             try:
                 partial.mkdir(exist_ok=exist_ok)
                 return partial
             except FileNotFoundError:
-                continue  # another writer just removed the (empty) partials directory
+                continue
+        partial.parent.mkdir(parents=True, exist_ok=True)
         partial.mkdir(exist_ok=exist_ok)
         return partial
 
@@ -234,8 +241,12 @@ class SharedFSStorageManager(StorageManager):
 
     def delete(self, storage_id: str) -> None:
         shutil.rmtree(self._final(storage_id), ignore_errors=True)
-        partials = self.base_path / PARTIALS
-        for partial in partials.glob(f"{glob.escape(check_storage_id(storage_id))}.*"):
+        pattern = f"{glob.escape(check_storage_id(storage_id))}.*"
+        try:
+            partials = list((self.base_path / PARTIALS).glob(pattern))
+        except FileNotFoundError:  # another writer removed the empty partials directory
+            partials = []
+        for partial in partials:
             if (m := _PARTIAL.fullmatch(partial.name)) is not None and m["id"] == storage_id:
                 shutil.rmtree(partial, ignore_errors=True)
         self._drop_partials_dir()
