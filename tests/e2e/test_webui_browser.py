@@ -39,7 +39,8 @@ with core.init() as ctx:
         time.sleep(0.15)
         step += 1
         loss = lr / step
-        ctx.train.report_training_metrics(steps_completed=step, metrics={"loss": loss, "acc": 1 - loss})
+        if not os.environ.get("VALIDATION_ONLY"):
+            ctx.train.report_training_metrics(steps_completed=step, metrics={"loss": loss, "acc": 1 - loss})
         ctx.train.report_validation_metrics(steps_completed=step, metrics={"loss": loss})
         if step % 5 == 0:
             with ctx.checkpoint.store_path({"steps_completed": step}) as (path, _):
@@ -165,4 +166,26 @@ def test_the_experiments_list_shows_a_new_experiment_without_a_reload(
         # Told by the list's event stream (server-sent events), not by polling.
         assert any(u.endswith("/api/v1/events/experiments") for u in asked), asked
         b.shot("07-experiments-live")
+        assert b.errors == []
+
+
+def test_the_steps_column_counts_a_trial_that_reports_only_validations(
+    master: Master, tmp_path: Path
+) -> None:
+    model = tmp_path / "model"
+    write_script(model, "trial.py", TRIAL)
+    exp = master.create(_config("webui-validation-only", 1, TOTAL=3, VALIDATION_ONLY=1), model)
+    master.wait_state(exp, {"COMPLETED"})
+    with browser() as b:
+        page = b.page
+        page.goto(login_url(master, str(exp)))
+        page.wait_for_selector("#trials tbody tr")
+        steps = page.evaluate(
+            """() => {
+                const heads = [...document.querySelectorAll('#trials thead th')];
+                const col = heads.findIndex((th) => th.textContent.startsWith('Steps'));
+                return document.querySelector('#trials tbody tr').children[col].textContent;
+            }"""
+        )
+        assert steps == "3"
         assert b.errors == []

@@ -63,6 +63,13 @@ export async function experimentPage(main, id) {
       actionButtons(e, refresh));
   }
 
+  // A trial's progress: the later of its latest training and validation reports (a trial may
+  // report only validations).
+  const stepsOf = (t) => {
+    const steps = [t.latest_training, t.latest_validation].map((m) => m?.steps_completed ?? -1);
+    return Math.max(...steps) < 0 ? null : Math.max(...steps);
+  };
+
   function renderTrials() {
     const trials = summary.trials;
     const hps = [...new Set(trials.flatMap((t) => Object.keys(t.hparams)))].sort();
@@ -72,7 +79,7 @@ export async function experimentPage(main, id) {
       { key: "id", label: "Trial", value: (t) => t.id, num: true,
         render: (t) => h("a", { href: `#/trials/${t.id}` }, String(t.id)) },
       { key: "state", label: "State", value: (t) => t.state, render: (t) => stateBadge(t.state) },
-      { key: "steps", label: "Steps", value: (t) => t.latest_training?.steps_completed ?? null, num: true },
+      { key: "steps", label: "Steps", value: stepsOf, num: true },
       { key: "best", label: `best ${summary.searcher.metric ?? ""}`, value: (t) => t.best_validation, num: true },
       ...vkeys.map((k) => ({ key: `v:${k}`, label: `val ${k}`, value: (t) => scalar(t.latest_validation?.values?.[k] ?? null), num: true })),
       ...hps.map((k) => ({ key: `hp:${k}`, label: k, value: (t) => scalar(t.hparams[k] ?? null), num: true })),
