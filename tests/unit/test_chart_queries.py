@@ -66,6 +66,23 @@ def test_points_per_trial_in_report_order_exact_and_numbers_only(store: Store) -
     assert store.metric_points(exp, "validation", key, after_id=newer[0].last_id) == []
 
 
+def test_points_of_a_metric_whose_name_holds_a_double_quote(store: Store) -> None:
+    # SQLite's JSON paths cannot name such a key (they read no escapes): it is looked up among
+    # the report's members instead, so the chart is not empty.
+    exp = store.create_experiment(name="e", config={}).id
+    a = _trial(store, exp)
+    key = 'val "acc"'
+    store.add_metrics(
+        [
+            NewMetric(a, "validation", 1, {key: 0.5}),
+            NewMetric(a, "validation", 2, {key: "NaN"}),
+            NewMetric(a, "validation", 3, {key: 2}),
+        ]
+    )
+    (points,) = store.metric_points(exp, "validation", key)
+    assert (points.steps, points.values) == ([1, 2, 3], [0.5, None, 2.0])
+
+
 def test_many_points_come_back_in_order(store: Store) -> None:
     exp = store.create_experiment(name="e", config={}).id
     trials = [_trial(store, exp) for _ in range(3)]

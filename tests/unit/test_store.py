@@ -230,6 +230,15 @@ def test_best_validation_honours_direction_and_skips_non_numbers(store: Store) -
     )
 
 
+@pytest.mark.parametrize("name", ['val "acc"', "top.1", "acc[0]", "it's", "$", 'a\\"b'])
+def test_best_validation_of_a_metric_whose_name_needs_quoting(store: Store, name: str) -> None:
+    trial = new_trial(store)
+    store.add_metrics([validation(trial, 1, **{name: 0.5}), validation(trial, 2, **{name: 0.25})])
+    assert store.best_validation(metric=name, smaller_is_better=True, trial_id=trial.id) == 0.25
+    (view,) = store.trial_views(metric=name, smaller_is_better=False, trial_id=trial.id)
+    assert view.best_validation == 0.5
+
+
 def test_best_validation_is_scoped_to_an_experiment(store: Store) -> None:
     t1 = new_trial(store, "one")
     t2 = new_trial(store, "two")

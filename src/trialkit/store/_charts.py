@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
 from ._models import MetricRow
-from ._queries import _sqlite_path, experiment_trial_ids
+from ._queries import experiment_trial_ids, sqlite_member_number, sqlite_path
 
 _NUMBERS = (int, float)
 
@@ -82,9 +82,12 @@ class ChartQueries:
 def _value_text(dialect: str, metric: str) -> ColumnElement[Any]:
     """``values[metric]``'s JSON text as stored (NULL where missing); what is not a number is
     dropped in Python, cheaper than asking the database for each value's JSON type."""
+    if dialect == "sqlite" and '"' in metric:
+        # No path can name such a key: its number as SQLite prints a REAL (15 digits).
+        return cast(sqlite_member_number(metric), String)
     if dialect == "sqlite":
         # ->: the JSON text as stored; json_extract would round a REAL to 15 digits.
-        path = literal(_sqlite_path(metric))
+        path = literal(sqlite_path(metric))
         return MetricRow.values.op("->", return_type=String)(path)
     return cast(MetricRow.values[metric], Text)  # PostgreSQL json keeps its text as written
 

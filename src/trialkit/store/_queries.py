@@ -18,19 +18,35 @@ LATEST_GROUPS = ("training", "validation")
 def metric_number(dialect: str, metric: str) -> ColumnElement[Any]:
     """``values[metric]`` as a float where it is a JSON number, else NULL (strings such as
     "NaN", booleans, objects and missing keys are not values a search can compare)."""
+    if dialect == "sqlite" and '"' in metric:
+        return sqlite_member_number(metric)
     value = MetricRow.values[metric]
     is_number: ColumnElement[bool]
     if dialect == "sqlite":
-        kind = func.json_type(MetricRow.values, literal(_sqlite_path(metric)))
+        kind = func.json_type(MetricRow.values, literal(sqlite_path(metric)))
         is_number = kind.in_(("integer", "real"))
     else:  # PostgreSQL: the column is json
         is_number = func.json_typeof(value) == "number"
     return case((is_number, value.as_float()), else_=None).cast(Float)
 
 
-def _sqlite_path(key: str) -> str:
-    """A JSON path naming one object key, quoted as SQLite's JSON1 reads it."""
-    return '$."' + key.replace('"', '\\"') + '"'
+def sqlite_path(key: str) -> str:
+    """A JSON path naming one object key, quoted as SQLite's JSON1 reads it. A key holding
+    ``"`` has no such path (SQLite reads no escapes in a quoted key): see sqlite_member_number."""
+    return '$."' + key + '"'
+
+
+def sqlite_member_number(metric: str) -> ColumnElement[Any]:
+    """``values[metric]`` as a REAL where it is a JSON number, else NULL, for any key: looked up
+    among the object's members (json_each), slower than a path but the only way for a name that
+    holds ``"``."""
+    members = func.json_each(MetricRow.values).table_valued("key", "value", "type")
+    number = (
+        select(members.c.value)
+        .where(members.c.key == metric, members.c.type.in_(("integer", "real")))
+        .scalar_subquery()
+    )
+    return number.cast(Float)
 
 
 def latest_and_best(
