@@ -40,6 +40,14 @@ def read_master_file(path: str | os.PathLike[str]) -> tuple[str, str] | None:
         return None
 
 
+def api_error(status: int, detail: Any) -> APIError:
+    """The error for a refusal: one line per field error of a 422, else the detail."""
+    if isinstance(detail, dict) and isinstance(detail.get("errors"), list):
+        errors = [str(e) for e in detail["errors"]]
+        return APIError(status, "\n".join(errors), errors)
+    return APIError(status, str(detail))
+
+
 class MasterClient:
     """Calls the master; reconnects through the master file when the master moved."""
 
@@ -74,7 +82,8 @@ class MasterClient:
     def close(self) -> None:
         self._http.close()
 
-    def _rediscover(self) -> None:
+    def rediscover(self) -> None:
+        """Follow the master file to where the master is now (a restarted master)."""
         if not self.master_file:
             return
         found = read_master_file(self.master_file)
@@ -88,7 +97,7 @@ class MasterClient:
     def _rediscover_token(self) -> bool:
         """Re-read the master file; True when it holds credentials other than ours."""
         before = (self.url, self.token)
-        self._rediscover()
+        self.rediscover()
         return (self.url, self.token) != before
 
     def request(
@@ -115,7 +124,7 @@ class MasterClient:
                     timeout=timeout if timeout is not None else self._timeout,
                 )
             except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError) as e:
-                self._rediscover()
+                self.rediscover()
                 if time.monotonic() >= deadline:
                     raise MasterUnavailable(f"cannot reach the master at {self.url}: {e}") from e
                 time.sleep(delay)
@@ -132,10 +141,7 @@ class MasterClient:
                 detail = resp.json().get("detail", resp.text)
             except ValueError:
                 detail = resp.text
-            if isinstance(detail, dict) and isinstance(detail.get("errors"), list):
-                errors = [str(e) for e in detail["errors"]]
-                raise APIError(resp.status_code, "\n".join(errors), errors)
-            raise APIError(resp.status_code, str(detail))
+            raise api_error(resp.status_code, detail)
         if not resp.content:
             return None
         return resp.json()

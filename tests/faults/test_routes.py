@@ -1,6 +1,7 @@
 """Route census: every route of the master's app, enumerated from ``create_app``, is called on a
-real master without a token, with a wrong one, and with another trial's token; only OPEN_ROUTES
-answer without the admin token, and a trial token reaches nothing but its own trial."""
+real master without a token, with a wrong one, and with another trial's token (a WebSocket route
+through its handshake); only OPEN_ROUTES answer without the admin token, and a trial token
+reaches nothing but its own trial."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.routing import WebSocketRoute
 
 from tests.integration._scripts import run_two_trials
 from tests.integration.conftest import Master
@@ -20,6 +22,8 @@ pytestmark = pytest.mark.integration
 
 #: What answers without a token (docs/security.md): a liveness probe and nothing else.
 OPEN_ROUTES = {("GET", "/health")}
+#: A WebSocket route's "method": it is called with a WebSocket handshake.
+WEBSOCKET = "WEBSOCKET"
 #: The web UI's login takes a one-time code instead of a token: 401 without a valid code,
 #: whatever token comes with it (tests/e2e/test_webui_auth.py tests the code itself).
 CODE_ROUTES = {("GET", "/ui/login")}
@@ -39,8 +43,12 @@ def app_routes(tmp_path: Path) -> list[tuple[str, str]]:
         app = create_app(store, engine, "census-token")
         found = set()
         for route in app.routes:
+            path = str(getattr(route, "path", ""))
+            if isinstance(route, WebSocketRoute):
+                found.add((WEBSOCKET, path))
+                continue
             for method in getattr(route, "methods", None) or {"GET"}:
-                found.add((method, str(getattr(route, "path", ""))))
+                found.add((method, path))
         return sorted(found)
     finally:
         store.close()
@@ -67,11 +75,25 @@ def _fill(template: str, trial_id: int, experiment_id: int, uuid: str) -> str:
 
 def _status(master: Master, method: str, path: str, token: str | None) -> int:
     headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+    if method == WEBSOCKET:
+        return _handshake_status(master.client.url + path, headers)
     body = {} if method in ("POST", "PUT", "PATCH") else None
     resp = httpx.request(
         method, master.client.url + path, headers=headers, json=body, trust_env=False, timeout=30
     )
     return resp.status_code
+
+
+def _handshake_status(url: str, headers: dict[str, str]) -> int:
+    """The HTTP status a WebSocket handshake gets: 200 for an accepted one (101 Switching)."""
+    from websockets.exceptions import InvalidStatus
+    from websockets.sync.client import connect
+
+    try:
+        with connect("ws" + url.removeprefix("http"), additional_headers=headers, open_timeout=30):
+            return 200
+    except InvalidStatus as e:
+        return e.response.status_code
 
 
 def _trial_may_use(template: str) -> bool:
@@ -110,7 +132,7 @@ def test_every_route_needs_the_token_and_a_trial_token_stays_in_its_trial(
         status = _status(master, method, other, token1)
         if status != 403:
             wrong.append(f"{method} {other} with trial 1's token: {status}")
-        if method == "GET" and _trial_may_use(template):
+        if method in ("GET", WEBSOCKET) and _trial_may_use(template):
             status = _status(master, method, own, token1)
             if status != 200:
                 wrong.append(f"{method} {own} with trial 1's own token: {status}")

@@ -18,6 +18,11 @@ class TrialBackend(abc.ABC):
     experiment_id: int
     run_id: int
 
+    @property
+    def metrics_interval(self) -> float:
+        """Seconds the metrics shipper lets reports gather into one batch."""
+        return 0.25
+
     @abc.abstractmethod
     def ship_metrics(self, reports: list[dict[str, Any]]) -> None:
         """Store a batch of reports {group, steps_completed, metrics, batch_metrics}."""

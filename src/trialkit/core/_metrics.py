@@ -38,10 +38,18 @@ class MetricsShipper:
     BATCH = 5000
 
     def __init__(
-        self, backend: TrialBackend, *, interval: float = 0.25, drain_timeout: float = 300.0
+        self,
+        backend: TrialBackend,
+        *,
+        interval: float | None = None,
+        drain_timeout: float = 300.0,
     ) -> None:
+        """``interval``: the least time between batches; by default the backend's
+        ``metrics_interval`` (shorter where a batch is cheap to send)."""
         self._backend = backend
         self._sinks: list[Callable[[list[dict[str, Any]]], None]] = []
+        self._for_sinks: list[dict[str, Any]] = []  # delivered, not yet handed to the sinks
+        self._sinks_due = 0.0  # monotonic time the sinks are next handed what was delivered
         self._queue: collections.deque[dict[str, Any]] = collections.deque()
         self._interval = interval
         self._drain_timeout = drain_timeout
@@ -60,12 +68,31 @@ class MetricsShipper:
         self.sender = secrets.token_hex(8)
         self._seq = 0  # the number of the newest batch taken from the queue
         self._resend: tuple[int, int] | None = None  # (seq, size) of a batch put back unsent
+        self._last_batch = -float("inf")  # monotonic time the newest batch went out
         self._thread = threading.Thread(target=self._run, name="trialkit-metrics", daemon=True)
         self._thread.start()
 
+    #: Seconds delivered reports may wait to be handed to the sinks together while more keep
+    #: coming: a sink's cost is mostly per call (the TensorBoard writer's checksums), and
+    #: batches go out every 50 ms.
+    SINK_INTERVAL = 1.0
+
     def add_sink(self, sink: Callable[[list[dict[str, Any]]], None]) -> None:
-        """Also hand every delivered batch to ``sink`` (on the shipping thread)."""
+        """Also hand delivered reports to ``sink`` (on the shipping thread): every
+        ``SINK_INTERVAL`` while reports keep coming, and at once when none is waiting."""
         self._sinks.append(sink)
+
+    def _hand_to_sinks(self, batch: list[dict[str, Any]]) -> None:
+        if not self._sinks:
+            return
+        self._for_sinks.extend(batch)
+        now = time.monotonic()
+        if self._queue and now < self._sinks_due:
+            return
+        delivered, self._for_sinks = self._for_sinks, []
+        self._sinks_due = now + self.SINK_INTERVAL
+        for sink in self._sinks:
+            sink(delivered)
 
     def put(self, report: dict[str, Any]) -> None:
         """Queue one report; never blocks on the network."""
@@ -75,8 +102,10 @@ class MetricsShipper:
             self._raise_error()
         undelivered = self._count(1)
         self._queue.append(report)
-        if self.shipped == 0 and undelivered == 1:
-            self._wake.set()  # the first report goes out at once: "is it running?" matters
+        if undelivered == 1:
+            # Nothing queued or in flight: the thread is idle; it sends this one as soon as the
+            # interval since the last batch allows (the very first at once: "is it running?").
+            self._wake.set()
 
     def _count(self, change: int) -> int:
         """Add ``change`` to the undelivered count; the new count."""
@@ -133,8 +162,7 @@ class MetricsShipper:
         while True:
             try:
                 self._backend.ship_metric_batch(payload, self.sender, seq)
-                for sink in self._sinks:
-                    sink(batch)
+                self._hand_to_sinks(batch)
                 self.shipped += len(batch)
                 self._count(-len(batch))
                 return
@@ -156,16 +184,24 @@ class MetricsShipper:
             if self._closing and not self._queue:
                 self._send_progress()
                 return
-            # Wait out the interval so reports accumulate into large batches: one request per
-            # report would cost the master (and the GIL) far more than the reporting itself.
-            if len(self._queue) < self.BATCH and not self._closing:
-                self._wake.wait(self._interval)
+            if not self._queue and not self._closing:
+                self._wake.wait(self._interval_now())  # idle until a report (or progress)
+                self._wake.clear()
+            # Let reports gather for what is left of the interval since the last batch: one
+            # request per report would cost the master (and the GIL) far more than reporting.
+            wait = self._last_batch + self._interval_now() - time.monotonic()
+            if wait > 0 and len(self._queue) < self.BATCH and not self._closing:
+                self._wake.wait(wait)
                 self._wake.clear()
             if self._queue:
+                self._last_batch = time.monotonic()
                 self._ship_batch()
                 if self._closing and self._error is not None:
                     return  # undeliverable: close() raises with what is left
             self._send_progress()
+
+    def _interval_now(self) -> float:
+        return self._interval if self._interval is not None else self._backend.metrics_interval
 
     def _ship_batch(self) -> None:
         seq, batch = self._take_batch()

@@ -38,7 +38,6 @@ from ..rest import (
     LogLineOut,
     MasterInfo,
     MetricList,
-    MetricsStored,
     Ok,
     OperationsApplied,
     Preemption,
@@ -53,8 +52,6 @@ from ..rest import (
 from ..store import (
     TERMINAL_TRIAL_STATES,
     ExperimentState,
-    MetricBatch,
-    NewMetric,
     NotFound,
     Store,
     Trial,
@@ -65,6 +62,7 @@ from ._engine import Engine
 from ._errors import UnexpectedErrors
 from ._experiment_config import searcher_config_of
 from ._gc_routes import add_gc_routes
+from ._metric_routes import add_metric_routes
 from ._schemas import (
     CheckpointBody,
     CheckpointUuid,
@@ -72,7 +70,6 @@ from ._schemas import (
     CreateExperiment,
     EarlyExitBody,
     ExperimentId,
-    MetricsBody,
     PollSeconds,
     ProgressBody,
     QueryCount,
@@ -80,7 +77,6 @@ from ._schemas import (
     SearcherOperations,
     StatusBody,
     TrialId,
-    encoded_text,
     field_errors,
 )
 from ._ui_routes import add_ui_routes
@@ -428,41 +424,7 @@ def create_app(
             )
         return t
 
-    def metric_batch(trial_id: int, body: MetricsBody) -> MetricBatch | None:
-        if (body.sender is None) != (body.seq is None):
-            raise HTTPException(
-                422, {"errors": ["body.seq: give sender and seq together, or neither"]}
-            )
-        if body.sender is None or body.seq is None:
-            return None
-        return MetricBatch(trial_id, body.run_id, body.sender, body.seq)
-
-    @app.post(routes.TRIAL_METRICS, dependencies=[Auth])
-    def report_metrics(trial_id: TrialId, body: MetricsBody) -> MetricsStored:
-        t = reporting_trial(trial_id, body.run_id)
-        stored = store.add_metrics(
-            [
-                NewMetric(
-                    trial_id=trial_id,
-                    run_id=body.run_id,
-                    group=r.group,
-                    steps_completed=r.steps_completed,
-                    values=r.metrics,
-                    batch_metrics=r.batch_metrics,
-                    values_json=encoded_text(r.metrics),
-                    batch_metrics_json=encoded_text(r.batch_metrics),
-                )
-                for r in body.reports
-            ],
-            metric_batch(trial_id, body),
-        )
-        if not stored:
-            return MetricsStored(stored=0, duplicate=True)
-        validations = [r for r in body.reports if r.group == "validation"]
-        if validations:
-            for r in validations:
-                engine.validation_reported(t, r.metrics)
-        return MetricsStored(stored=len(body.reports))
+    add_metric_routes(app, store, engine, Auth, reporting_trial)
 
     @app.post(routes.TRIAL_CHECKPOINTS, dependencies=[Auth])
     def report_checkpoint(trial_id: TrialId, body: CheckpointBody) -> CheckpointReply:

@@ -133,7 +133,9 @@ class TokenAuth:
         self.checkpoint_trial = checkpoint_trial
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        # A WebSocket is authenticated at its handshake, refused with an HTTP answer like any
+        # request (the ASGI websocket.http.response extension).
+        if scope["type"] not in ("http", "websocket") or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
         header = Headers(scope=scope).get("authorization")

@@ -136,6 +136,7 @@ def serve(
     from ._app import create_app
     from ._auth import load_trial_key
     from ._engine import Engine, EngineSettings
+    from ._metric_routes import STREAM_MAX_BYTES
 
     # Everything this process and the trials it starts create is private to the user.
     os.umask(PRIVATE_UMASK)
@@ -182,6 +183,8 @@ def serve(
         log_level="warning",
         access_log=False,
         timeout_graceful_shutdown=3,
+        ws="websockets-sansio",  # the metric stream (the Core API's reports)
+        ws_max_size=STREAM_MAX_BYTES,
     )
     server = uvicorn.Server(config)
     engine.start()

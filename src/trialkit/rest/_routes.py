@@ -24,6 +24,8 @@ SEARCHER_OPERATIONS = "/api/v1/experiments/{experiment_id}/searcher/operations"
 TRIAL = "/api/v1/trials/{trial_id}"
 TRIAL_LOGS = "/api/v1/trials/{trial_id}/logs"
 TRIAL_METRICS = "/api/v1/trials/{trial_id}/metrics"
+#: A WebSocket: metric batches in, one answer per batch out (what the Core API uses).
+TRIAL_METRICS_STREAM = "/api/v1/trials/{trial_id}/metrics/stream"
 TRIAL_BATCH_METRICS = "/api/v1/trials/{trial_id}/batch_metrics"
 TRIAL_CHECKPOINTS = "/api/v1/trials/{trial_id}/checkpoints"
 PREEMPTION = "/api/v1/trials/{trial_id}/preemption"

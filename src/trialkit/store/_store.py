@@ -10,19 +10,15 @@ batches of runs still going: when a run ends the engine deletes its rows and any
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import operator
 import os
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import (
     Engine,
-    Table,
     create_engine,
-    delete,
     event,
     func,
     insert,
@@ -30,18 +26,19 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from .._json import dumps
 from . import _convert as convert
 from ._charts import ChartQueries
 from ._deletes import DeleteQueries
+from ._errors import NotFound, StoreError
+from ._metric_writes import MetricWrites
 from ._models import (
     CheckpointRow,
     ExperimentRow,
     LogRow,
-    MetricBatchRow,
     MetricRow,
     TrialRow,
 )
@@ -55,20 +52,10 @@ from ._types import (
     ExperimentState,
     LogLine,
     Metric,
-    MetricBatch,
-    NewMetric,
     Trial,
     TrialState,
     TrialView,
 )
-
-
-class StoreError(RuntimeError):
-    """The database could not do what was asked (locked, unreachable, corrupt)."""
-
-
-class NotFound(LookupError):
-    """No such experiment, trial or checkpoint."""
 
 
 def sqlite_url(path: str | os.PathLike[str]) -> str:
@@ -142,27 +129,7 @@ def _configure_sqlite(engine: Engine) -> None:
         cur.close()
 
 
-def _insert_sql(engine: Engine, table: Table) -> tuple[str, list[str]]:
-    """A plain INSERT of every column but the key, quoted and in the driver's parameter style
-    (``?`` for sqlite3, ``%s`` for psycopg): portable SQL, no dialect-specific features."""
-    prep = engine.dialect.identifier_preparer
-    columns = [c.name for c in table.columns if not c.primary_key]
-    mark = "?" if engine.dialect.paramstyle == "qmark" else "%s"
-    sql = (
-        f"INSERT INTO {prep.quote(table.name)} ({', '.join(prep.quote(c) for c in columns)}) "
-        f"VALUES ({', '.join([mark] * len(columns))})"
-    )
-    return sql, columns
-
-
-def _batch_json(report: NewMetric) -> str | None:
-    """The report's batch metrics as JSON text (None: it sent none)."""
-    if report.batch_metrics_json is not None or report.batch_metrics is None:
-        return report.batch_metrics_json
-    return dumps(report.batch_metrics)
-
-
-class Store(DeleteQueries, ChartQueries):
+class Store(MetricWrites, DeleteQueries, ChartQueries):
     """Thread-safe access to experiments, trials, metrics, checkpoints and logs."""
 
     def __init__(self, url: str) -> None:
@@ -177,10 +144,7 @@ class Store(DeleteQueries, ChartQueries):
             self._engine.dispose()
             raise StoreError(f"cannot open the store at {_shown(url)}: {_reason(e)}") from e
         self._sessions = sessionmaker(self._engine, expire_on_commit=False)
-        self._insert_metrics_sql, columns = _insert_sql(
-            self._engine, cast(Table, MetricRow.__table__)
-        )
-        self._metric_row = operator.itemgetter(*columns)  # a row dict -> values in column order
+        self._prepare_metric_writes()
 
     @classmethod
     def at(cls, home: str | os.PathLike[str]) -> Store:
@@ -343,63 +307,6 @@ class Store(DeleteQueries, ChartQueries):
             return convert.trial(row)
 
     # Metrics -----------------------------------------------------------------------------------
-
-    def add_metrics(self, reports: Sequence[NewMetric], batch: MetricBatch | None = None) -> bool:
-        """Store ``reports``; with ``batch``, at most once: False when that batch was already
-        stored (a resend after a lost reply), True when its rows were written now."""
-        if not reports and batch is None:
-            return True
-        now = time.time()
-        row = self._metric_row
-        rows = [
-            row(
-                {
-                    "trial_id": r.trial_id,
-                    "run_id": r.run_id,
-                    "group": r.group,
-                    "steps_completed": r.steps_completed,
-                    "values": r.values_json if r.values_json is not None else dumps(r.values),
-                    "batch_metrics": _batch_json(r),
-                    "reported_at": r.reported_at or now,
-                }
-            )
-            for r in reports
-        ]
-        # The hot path of metric reporting: one driver-level executemany with the JSON encoded
-        # here, several times cheaper per row than SQLAlchemy's per-row bind processing.
-        try:
-            with self._engine.begin() as conn:
-                if batch is not None:
-                    # First, so a concurrent resend waits on (or fails at) the same key.
-                    conn.execute(
-                        insert(MetricBatchRow), [{**dataclasses.asdict(batch), "stored_at": now}]
-                    )
-                if rows:
-                    conn.exec_driver_sql(self._insert_metrics_sql, rows)
-        except IntegrityError as e:
-            if batch is not None and self.metric_batch_stored(batch):
-                return False
-            raise StoreError(f"store error: {e.__class__.__name__}: {e}") from e
-        except SQLAlchemyError as e:
-            raise StoreError(f"store error: {e.__class__.__name__}: {e}") from e
-        return True
-
-    def metric_batch_stored(self, batch: MetricBatch) -> bool:
-        """Whether ``batch`` was stored already."""
-        key = (batch.trial_id, batch.run_id, batch.sender, batch.seq)
-        with self._session() as s:
-            return s.get(MetricBatchRow, key) is not None
-
-    def forget_metric_batches(self, trial_id: int, through_run: int) -> int:
-        """Delete the batch keys of the trial's runs up to ``through_run`` (they ended, so no
-        resend of theirs can come); the number deleted. Their metric rows stay."""
-        with self._session() as s:
-            result = s.execute(
-                delete(MetricBatchRow).where(
-                    MetricBatchRow.trial_id == trial_id, MetricBatchRow.run_id <= through_run
-                )
-            )
-            return int(result.rowcount)  # type: ignore[attr-defined]
 
     def list_metrics(self, trial_id: int, group: str | None = None) -> list[Metric]:
         with self._session() as s:

@@ -174,6 +174,25 @@ class NewMetric:
     batch_metrics_json: str | None = None
 
 
+class Delivered(str, enum.Enum):
+    """What became of a ``MetricDelivery``."""
+
+    STORED = "STORED"
+    DUPLICATE = "DUPLICATE"  # its batch was stored before: a resend after a lost reply
+    STALE = "STALE"  # not the trial's current run, or the trial ended: nothing stored
+
+
+@dataclass(frozen=True)
+class MetricDelivery:
+    """One trial's batch of reports to store: with ``batch``, at most once; with ``run_id``, only
+    while that is the trial's current run and the trial has not ended."""
+
+    reports: list[NewMetric]
+    batch: MetricBatch | None = None
+    trial_id: int = 0
+    run_id: int | None = None
+
+
 @dataclass(frozen=True)
 class TrialView:
     """A trial with what describe shows of it, read in a fixed number of statements

@@ -1,0 +1,171 @@
+"""The trial side of the master's metric stream (``routes.TRIAL_METRICS_STREAM``): one
+WebSocket, one batch and its answer at a time. A message costs a fraction of an HTTP request on
+both ends (measured here: ~0.1 ms of the trial's CPU against ~1.2 ms for an httpx POST), which
+is what lets hundreds of trials report every 50 ms."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+from typing import Any
+
+from websockets.client import ClientProtocol
+from websockets.exceptions import WebSocketException
+from websockets.frames import Frame, Opcode
+from websockets.http11 import Response
+from websockets.protocol import State
+from websockets.uri import parse_uri
+
+from .. import rest
+from .._client import MasterClient, api_error
+from .._json import dumps
+from ..errors import MasterUnavailable
+from ..rest import routes
+
+logger = logging.getLogger("trialkit.core")
+
+#: The largest message the master reads (its ``STREAM_MAX_BYTES``); a larger batch is POSTed.
+MAX_MESSAGE_BYTES = 16 * 2**20
+
+#: Handshake answers meaning "no stream here" (an older master, or a proxy that speaks only
+#: plain HTTP): the backend POSTs instead.
+_NO_STREAM = frozenset({400, 404, 405, 426})
+_DATA = (Opcode.TEXT, Opcode.CONT)
+_READ = 65536
+
+
+class StreamUnsupported(Exception):
+    """The master does not offer the stream: POST instead."""
+
+
+class BatchTooLarge(Exception):
+    """The batch is larger than a stream message may be: POST this one."""
+
+
+class MetricStream:
+    """Sends metric batches over one WebSocket, reconnecting after a failure (to wherever the
+    master file says the master now is).
+
+    The socket is driven from the calling (shipping) thread through websockets' sans-I/O
+    protocol: a batch costs one send and one blocking read, where websockets' threaded client
+    would hand every answer across threads (two wake-ups instead of one)."""
+
+    def __init__(self, client: MasterClient, trial_id: int, *, timeout: float = 60.0) -> None:
+        self._client = client
+        self._path = routes.path(routes.TRIAL_METRICS_STREAM, trial_id=trial_id)
+        self._timeout = timeout
+        self._conn: tuple[socket.socket, ClientProtocol] | None = None
+        self._broken = False  # the last connection failed: look for the master again first
+
+    def send(self, body: dict[str, Any]) -> rest.MetricsStored:
+        """Send one batch and wait for its answer: an APIError for a refusal (as the POST
+        would raise), MasterUnavailable when the stream broke (the batch may have been stored:
+        resend it with the same seq)."""
+        text = dumps(body)
+        # (A character takes at most 4 bytes: most batches need no encoding to be measured.)
+        if len(text) > MAX_MESSAGE_BYTES // 4 and len(text.encode()) > MAX_MESSAGE_BYTES:
+            raise BatchTooLarge(f"a batch over {MAX_MESSAGE_BYTES} bytes")
+        sock, protocol = self._conn or self._connect()
+        try:
+            protocol.send_text(text.encode())
+            _flush(sock, protocol)
+            reply = json.loads(self._next_message(sock, protocol))
+        except (OSError, WebSocketException, ValueError) as e:
+            self.close()
+            self._broken = True
+            raise MasterUnavailable(f"the metric stream to the master broke: {e}") from e
+        if "status" in reply:
+            raise api_error(int(reply["status"]), reply.get("detail"))
+        return rest.decode(rest.MetricsStored, reply, "metric stream answer")
+
+    def _next_message(self, sock: socket.socket, protocol: ClientProtocol) -> bytes:
+        """The next text message from the master (pings are answered on the way)."""
+        parts: list[bytes] = []
+        while True:
+            for event in protocol.events_received():
+                if not isinstance(event, Frame) or event.opcode not in _DATA:
+                    continue
+                parts.append(bytes(event.data))
+                if event.fin:
+                    return b"".join(parts)
+            _flush(sock, protocol)  # pongs, or the answer to a close
+            data = sock.recv(_READ)
+            if not data:
+                raise ConnectionResetError("the master closed the stream")
+            protocol.receive_data(data)
+            if protocol.state is State.CLOSED or protocol.close_exc is not None:
+                raise ConnectionResetError(f"the master closed the stream: {protocol.close_exc}")
+
+    def _connect(self) -> tuple[socket.socket, ClientProtocol]:
+        if self._broken:
+            self._client.rediscover()
+        url = "ws" + self._client.url.removeprefix("http") + self._path
+        uri = parse_uri(url)
+        protocol = ClientProtocol(uri, max_size=2**20)
+        request = protocol.connect()
+        request.headers["Authorization"] = f"Bearer {self._client.token}"
+        protocol.send_request(request)
+        try:
+            sock = socket.create_connection((uri.host, uri.port), timeout=self._timeout)
+        except OSError as e:
+            self._broken = True
+            raise MasterUnavailable(f"cannot open the metric stream at {url}: {e}") from e
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            response = self._handshake(sock, protocol)
+        except BaseException:
+            sock.close()
+            raise
+        if response.status_code != 101:
+            sock.close()
+            if response.status_code in _NO_STREAM:
+                raise StreamUnsupported(f"the master answered {response.status_code} to the stream")
+            raise api_error(response.status_code, _detail(response.body))
+        self._broken = False
+        self._conn = (sock, protocol)
+        return self._conn
+
+    def _handshake(self, sock: socket.socket, protocol: ClientProtocol) -> Response:
+        try:
+            _flush(sock, protocol)
+            while True:
+                data = sock.recv(_READ)
+                if data:
+                    protocol.receive_data(data)
+                else:
+                    protocol.receive_eof()
+                for event in protocol.events_received():
+                    if isinstance(event, Response):
+                        return event
+                if not data:
+                    raise ConnectionResetError("the master closed the connection")
+        except (OSError, WebSocketException) as e:
+            self._broken = True
+            raise MasterUnavailable(f"cannot open the metric stream: {e}") from e
+
+    def close(self) -> None:
+        if self._conn is not None:
+            sock, protocol = self._conn
+            self._conn = None
+            try:
+                protocol.send_close()
+                _flush(sock, protocol)
+            except (OSError, WebSocketException):
+                pass  # going anyway
+            sock.close()
+
+
+def _flush(sock: socket.socket, protocol: ClientProtocol) -> None:
+    data = protocol.data_to_send()
+    if data:
+        sock.sendall(b"".join(data))
+
+
+def _detail(body: bytes | bytearray | None) -> Any:
+    """The ``detail`` of a JSON error body, else its text."""
+    text = bytes(body or b"").decode(errors="replace")
+    try:
+        return json.loads(text).get("detail", text)
+    except (ValueError, AttributeError):
+        return text
