@@ -77,8 +77,16 @@ def describe(uuid: str, as_json: bool) -> None:
     click.echo(f"metadata: {c['metadata']}")
     files = {p: n for p, n in c["resources"].items() if not p.endswith("/")}
     print_table("files", ["path", "bytes"], sorted(files.items()))
-    gone = " (deleted from storage)" if c["state"] == "DELETED" else ""
+    gone = _GONE.get(c["state"], "")
     click.echo(f"{len(files)} files, {fmt_bytes(sum(files.values()))} in total{gone}")
+
+
+#: What ``checkpoint describe`` adds after the files of a deleted checkpoint, by its state.
+_GONE = {
+    "DELETED": " (deleted from storage)",
+    "DELETING": " (being deleted from storage; a master that stopped midway finishes it when it "
+    "starts)",
+}
 
 
 @checkpoint.command("download")
