@@ -5,7 +5,9 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -334,3 +336,80 @@ def test_a_master_stopped_while_gc_runs_stops_and_keeps_what_it_must(
     [kept] = [c for c in master.describe(exp)["checkpoints"] if c["state"] == "COMPLETED"]
     assert kept["steps_completed"] == 40  # the latest, and the only one with a metric
     assert [p.name for p in root.iterdir()] == [kept["uuid"]]
+
+
+# Deletes checkpoints as ``checkpoint delete`` does on the master (the same function) and is
+# killed with SIGKILL when the first file is about to go: after the rows were marked, before any
+# file was deleted, the point issue 19 names. (No fault hook exists in the master itself.)
+KILLED_MIDWAY = """
+import os, signal, sys
+from trialkit.master._gc import delete_checkpoints_by_uuid
+from trialkit.storage import SharedFSStorageManager
+from trialkit.store import Store
+
+SharedFSStorageManager.delete = lambda self, uuid: os.kill(os.getpid(), signal.SIGKILL)
+delete_checkpoints_by_uuid(Store.for_home(sys.argv[1]), sys.argv[2:])
+"""
+
+
+def _kill_a_delete_midway(master: Master, uuids: list[str]) -> None:
+    """Stop the master, then run a delete of ``uuids`` that is killed midway (KILLED_MIDWAY)."""
+    stop_master(master.home)
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_MIDWAY, str(master.home), *uuids],
+        env=master.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+
+
+def _make_stuck(root: Path, moved: Path, uuid: str) -> None:
+    """The checkpoint's directory becomes a symlink (as if moved by hand): deleting it leaves
+    it in place."""
+    moved.mkdir(exist_ok=True)
+    (root / uuid).rename(moved / uuid)
+    (root / uuid).symlink_to(moved / uuid)
+
+
+def test_a_delete_killed_midway_is_finished_when_the_master_starts(
+    master: Master, tmp_path: Path
+) -> None:
+    """Issue 19: the files of checkpoints a killed delete had marked are deleted by the next
+    master, in the background, and their rows end DELETED; one whose files cannot go stays
+    DELETING (not listed, described as being deleted) until ``experiment gc`` finishes it."""
+    exp, root = _run(master, tmp_path, save_trial_best=0, save_trial_latest=3)
+    before = _checkpoints(master, exp)
+    doomed = {k: c["uuid"] for k, c in before.items() if k[1] < 3}
+    kept = {k: c["uuid"] for k, c in before.items() if k[1] == 3}
+    _kill_a_delete_midway(master, list(doomed.values()))
+    assert all((root / u).is_dir() for u in doomed.values())  # killed before any file went
+    stuck, moved = doomed[(3, 1)], tmp_path / "moved"
+    _make_stuck(root, moved, stuck)
+
+    master.client = start_background(master.home, slots=2)
+    done = _master_log(master, "checkpoints a stopped master left (")
+    assert f"experiment {exp}: finished deleting 5 checkpoints" in done, done
+    failed = _master_log(master, f"experiment {exp}: finishing the checkpoint deletes")
+    assert f"checkpoint {stuck}: its files could not all be deleted" in failed, failed
+    after = _checkpoints(master, exp)
+    assert {k: c["state"] for k, c in after.items()} == {
+        **{k: "DELETED" for k in doomed},
+        (3, 1): "DELETING",
+        **{k: "COMPLETED" for k in kept},
+    }
+    assert sorted(p.name for p in root.iterdir()) == sorted([*kept.values(), stuck])
+    listed = json.loads(master.cli("checkpoint", "list", str(exp), "--json").stdout)
+    assert sorted(c["uuid"] for c in listed) == sorted(kept.values())
+    described = master.cli("checkpoint", "describe", stuck).stdout
+    assert "DELETING" in described and "(being deleted from storage;" in described
+
+    (root / stuck).unlink()  # put the directory back: experiment gc finishes it
+    (moved / stuck).rename(root / stuck)
+    out = master.cli("experiment", "gc", str(exp)).stdout
+    assert f"deleted checkpoint {stuck}" in out
+    assert master.describe(exp)["checkpoints"] and _checkpoints(master, exp)[(3, 1)]["state"] == (
+        "DELETED"
+    )
+    assert sorted(p.name for p in root.iterdir()) == sorted(kept.values())

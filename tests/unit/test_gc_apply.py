@@ -1,5 +1,6 @@
 """collect_garbage and the deletes on a real store (SQLite, PostgreSQL) with real checkpoint files: files go,
-rows become DELETED, latest_checkpoint never names a deleted one, warm-start sources stay."""
+rows become DELETED, latest_checkpoint never names a deleted one, warm-start sources stay; the
+deletes a stopped master left (rows DELETING) are finished by finish_pending_deletes."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from trialkit.master._gc import (
     delete_checkpoints,
     delete_checkpoints_by_uuid,
     delete_experiment,
+    finish_pending_deletes,
 )
 from trialkit.master._warm_start import resolve_warm_start
 from trialkit.storage import CheckpointStorageError, SharedFSStorageManager, StorageConfigError
@@ -294,7 +296,7 @@ class _WatchedStorage(SharedFSStorageManager):
         if self.at_first_delete is None:
             commits = len(self.commits)
             states = [c.state for c in self.store.list_checkpoints() if c.uuid in self.uuids]
-            self.at_first_delete = (states.count("DELETED"), commits)
+            self.at_first_delete = (states.count("DELETING"), commits)
         super().delete(storage_id)
 
 
@@ -347,3 +349,90 @@ def test_gc_removes_the_files_a_run_killed_midway_left(store: Store, tmp_path: P
     store.set_checkpoints_state(["a1", "b2"], "DELETED")
     assert collect_garbage(store, exp).deleted == []  # already counted by that run
     assert sorted(p.name for p in root.iterdir()) == ["a2", "a3", "b1", "b3"]
+
+
+def _interrupted(store: Store, uuids: list[str]) -> None:
+    """What a master killed between marking a run's rows and deleting their files leaves."""
+    store.set_checkpoints_state(uuids, "DELETING")
+
+
+def test_finish_pending_deletes_removes_the_files_and_marks_the_rows(
+    store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root, other = tmp_path / "ckpts", tmp_path / "other"
+    first = _two_trials(store, root)
+    second = _experiment(store, other)
+    _save(store, other, _trial(store, second), "o1", 1, 7)
+    _interrupted(store, ["a1", "b2", "o1"])
+    with caplog.at_level("INFO", logger="trialkit.master._gc"):
+        result = finish_pending_deletes(store)
+    assert sorted(result.deleted) == ["a1", "b2", "o1"] and result.bytes_freed == 100 + 2000 + 7
+    assert sorted(p.name for p in root.iterdir()) == ["a2", "a3", "b1", "b3"]
+    assert list(other.iterdir()) == []
+    assert {c.uuid: c.state for c in store.list_checkpoints() if c.state != "COMPLETED"} == {
+        "a1": "DELETED", "b2": "DELETED", "o1": "DELETED"
+    }  # fmt: skip
+    assert f"experiment {first.id}: finished deleting 2 checkpoints a stopped master left" in (
+        caplog.text
+    )
+    assert finish_pending_deletes(store).deleted == []  # nothing pending any more
+
+
+def test_a_pending_delete_that_fails_is_logged_and_stays_pending(
+    store: Store, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = tmp_path / "ckpts"
+    exp = _two_trials(store, root)
+    broken = store.create_experiment(name="old", config={"searcher": {"metric": "loss"}})
+    store.add_checkpoint(
+        uuid="u1", trial_id=_trial(store, broken).id, experiment_id=broken.id, run_id=1,
+        steps_completed=1, metadata={}, resources={}, storage={},
+    )  # fmt: skip
+    _interrupted(store, ["u1", "a1"])
+    with caplog.at_level("INFO", logger="trialkit.master._gc"):
+        assert finish_pending_deletes(store).deleted == ["a1"]  # the other experiment still goes
+    assert store.get_checkpoint("u1").state == "DELETING"
+    assert (
+        f"experiment {broken.id}: finishing the checkpoint deletes a stopped master left failed: "
+        f"experiment {broken.id} has no checkpoint_storage"
+    ) in caplog.text
+    assert f"'trialkit experiment gc {broken.id}' retries" in caplog.text
+    assert not (root / "a1").exists() and exp.id != broken.id
+
+
+def test_stuck_files_of_a_pending_delete_keep_it_pending(store: Store, tmp_path: Path) -> None:
+    root = tmp_path / "ckpts"
+    exp = _experiment(store, root)
+    _save(store, root, _trial(store, exp), "u1", 1, 10)
+    _interrupted(store, ["u1"])
+    with pytest.raises(CheckpointStorageError, match="u1: its files could not all be deleted"):
+        delete_checkpoints(store, _StuckStorage(root), [store.get_checkpoint("u1")])
+    assert store.get_checkpoint("u1").state == "DELETING"  # what it was: still to be finished
+
+
+def test_experiment_gc_and_checkpoint_delete_finish_pending_deletes(
+    store: Store, tmp_path: Path
+) -> None:
+    root = tmp_path / "ckpts"
+    exp = _two_trials(store, root)
+    _interrupted(store, ["a1", "b2"])
+    assert collect_garbage(store, exp).deleted == ["a1", "b2"]  # the policy chose the same
+    assert {store.get_checkpoint(u).state for u in ("a1", "b2")} == {"DELETED"}
+    _interrupted(store, ["a2"])
+    assert delete_checkpoints_by_uuid(store, ["a2"]).deleted == ["a2"]
+    assert sorted(p.name for p in root.iterdir()) == ["a3", "b1", "b3"]
+
+
+def test_a_pending_checkpoint_is_shown_as_deleted(tmp_path: Path) -> None:
+    """Listings, latest checkpoints and best checkpoints treat DELETING as deleted; describe
+    says DELETING."""
+    with inprocess_master(tmp_path / "home") as m:
+        exp = _two_trials(m.store, tmp_path / "ckpts")
+        _interrupted(m.store, ["a3", "b1"])
+        listed = m.call("GET", f"/api/v1/experiments/{exp.id}/checkpoints").json()
+        assert sorted(c["uuid"] for c in listed["checkpoints"]) == ["a1", "a2", "b2", "b3"]
+        trials = m.call("GET", f"/api/v1/experiments/{exp.id}").json()["trials"]
+        assert [t["latest_checkpoint"] for t in trials] == ["a2", "b3"]
+        best = m.call("GET", f"/api/v1/experiments/{exp.id}/checkpoints/best?limit=9").json()
+        assert [r["checkpoint"]["uuid"] for r in best["checkpoints"]] == ["a2", "a1", "b2", "b3"]
+        assert m.call("GET", "/api/v1/checkpoints/a3").json()["state"] == "DELETING"

@@ -77,8 +77,16 @@ def describe(uuid: str, as_json: bool) -> None:
     click.echo(f"metadata: {c['metadata']}")
     files = {p: n for p, n in c["resources"].items() if not p.endswith("/")}
     print_table("files", ["path", "bytes"], sorted(files.items()))
-    gone = " (deleted from storage)" if c["state"] == "DELETED" else ""
+    gone = _GONE.get(c["state"], "")
     click.echo(f"{len(files)} files, {fmt_bytes(sum(files.values()))} in total{gone}")
+
+
+#: What ``checkpoint describe`` adds after the files of a deleted checkpoint, by its state.
+_GONE = {
+    "DELETED": " (deleted from storage)",
+    "DELETING": " (being deleted from storage; a master that stopped midway finishes it when it "
+    "starts)",
+}
 
 
 @checkpoint.command("download")
@@ -97,22 +105,32 @@ def describe(uuid: str, as_json: bool) -> None:
     help="Read from this checkpoint storage directory instead of the experiment's own "
     "(for a checkpoint a trial saved elsewhere).",
 )
-def download(uuid: str, output_dir: Path | None, storage_path: Path | None) -> None:
+@click.option(
+    "--mode",
+    type=click.Choice(["auto", "direct", "master"], case_sensitive=False),
+    default="auto",
+    show_default=True,
+    help="direct: read the checkpoint storage from here (its mount or credentials needed); "
+    "master: the master reads it and sends the files; auto: direct, else through the master "
+    "when this machine cannot reach the storage.",
+)
+def download(uuid: str, output_dir: Path | None, storage_path: Path | None, mode: str) -> None:
     """Copy a checkpoint's regular files (UUID or a unique prefix of it) to a local directory
-    (links are not followed out)."""
-    from ..storage import SharedFSStorageManager, StorageManager, check_storage_id
+    (links are not followed out), as the SDK's ``Checkpoint.download(path, mode=...)``."""
+    from ..experimental.client import Checkpoint
+    from ..storage import SharedFSStorageManager, check_storage_id
 
     check_storage_id(uuid)
+    if storage_path is not None and mode.lower() == "master":
+        raise CLIError("--storage-path is read from this machine: use --mode direct or auto")
     client = get_client()
     uuid = resolve_checkpoint(client, uuid)
-    c = dataclasses.asdict(client.get_checkpoint(uuid))
-    manager: StorageManager = (
-        SharedFSStorageManager(storage_path)
-        if storage_path is not None
-        else _experiment_storage(client, c)
-    )
     dest = output_dir or Path("checkpoints") / uuid
-    manager.download(uuid, dest)
+    if storage_path is not None:
+        SharedFSStorageManager(storage_path).download(uuid, dest)
+    else:
+        record = dataclasses.asdict(client.get_checkpoint(uuid))
+        Checkpoint(record, client).download(str(dest), mode=mode)
     click.echo(f"checkpoint {uuid} downloaded to {dest}")
 
 

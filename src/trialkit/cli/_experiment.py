@@ -220,7 +220,7 @@ def show_experiment(desc: dict[str, Any]) -> None:
     for t in desc["trials"]:
         if t["state"] == "ERROR" and t.get("error"):
             click.echo(f"trial {t['id']} error: {first_line(t['error'])}")
-    live = [c for c in desc["checkpoints"] if c["state"] != "DELETED"]
+    live = [c for c in desc["checkpoints"] if c["state"] not in ("DELETING", "DELETED")]
     if live:
         click.echo(
             f"{len(live)} checkpoints (trialkit checkpoint list {e['id']});"

@@ -79,8 +79,11 @@ def _download_mode(mode: DownloadMode | str) -> DownloadMode:
 class Checkpoint:
     """A checkpoint: ``uuid``, ``metadata``, ``resources``, ``state``; ``download()``."""
 
-    def __init__(self, record: dict[str, Any]) -> None:
+    def __init__(self, record: dict[str, Any], master: MasterClient | None = None) -> None:
+        """``record``: the master's checkpoint record; ``master``: the client to use (the CLI
+        passes its own; default: the running master of ``$TRIALKIT_HOME``, found per call)."""
         self._record = record
+        self._given_master = master
         self.uuid: str = record["uuid"]
         self.metadata: dict[str, Any] = record.get("metadata") or {}
         self.resources: dict[str, int] = record.get("resources") or {}
@@ -112,10 +115,13 @@ class Checkpoint:
             self._download_through_master(dest)
         return str(dest)
 
+    def _master(self) -> MasterClient:
+        return self._given_master or _master()
+
     def _download_direct(self, dest: Path) -> None:
         from ..cli._checkpoint import _experiment_storage
 
-        _experiment_storage(_master(), self._record).download(self.uuid, dest)
+        _experiment_storage(self._master(), self._record).download(self.uuid, dest)
 
     def _download_through_master(self, dest: Path) -> None:
         import tarfile
@@ -124,7 +130,7 @@ class Checkpoint:
         dest.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="tk-ckpt-archive-") as tmp:
             archive = Path(tmp) / "checkpoint.tar.gz"
-            _master().download_checkpoint_archive(self.uuid, archive)
+            self._master().download_checkpoint_archive(self.uuid, archive)
             with tarfile.open(archive, "r:gz") as tar:
                 members = []
                 for member in tar.getmembers():

@@ -61,6 +61,7 @@ from ._create import CreateError, prepare_experiment
 from ._engine import Engine
 from ._errors import UnexpectedErrors
 from ._experiment_config import searcher_config_of
+from ._gc import GONE_STATES
 from ._gc_routes import add_gc_routes
 from ._metric_routes import add_metric_routes
 from ._schemas import (
@@ -284,7 +285,7 @@ def create_app(
             checkpoints=[
                 checkpoint_out(c)
                 for c in store.list_checkpoints(experiment_id=experiment_id)
-                if c.state != "DELETED"
+                if c.state not in GONE_STATES
             ]
         )
 

@@ -17,6 +17,7 @@ from ..config import MasterConfig
 from ..searcher import Operation
 from ..store import Experiment, ExperimentState, Store, Trial
 from ._experiment_config import config_of
+from ._gc import finish_pending_deletes_after
 from ._lifecycle import ExperimentEvent, adopted_phase
 from ._pools import Pool
 from ._runs import RunStarter, RunTarget
@@ -101,6 +102,7 @@ class Engine:
         with self._lock:
             self._recover()
         self._thread.start()
+        finish_pending_deletes_after(self.store)  # the checkpoint deletes a stopped master left
 
     def stop(self) -> None:
         """Stop supervising; trial processes keep running and the next master adopts them."""

@@ -7,9 +7,10 @@ of the validation at the checkpoint's ``steps_completed`` (best first, nulls las
 validation id); ``trial_order_rank`` orders a trial's checkpoints by ``steps_completed``
 descending. Checkpoints another experiment warm-starts from are never deleted.
 
-``collect_garbage`` applies it: files go through the storage manager, the row becomes DELETED
-(kept, so ``checkpoint describe`` still says what it was; ``latest_checkpoint`` and
-``checkpoint list`` skip it).
+``collect_garbage`` applies it: the rows become DELETING in one transaction, files go through the
+storage manager, then the rows become DELETED (kept, so ``checkpoint describe`` still says what
+it was; ``latest_checkpoint`` and ``checkpoint list`` skip both states). Rows a stopped master
+left DELETING are finished by the next master (``finish_pending_deletes_after``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ from ..store import Checkpoint, Experiment, Store
 from ._warm_start import warm_start_copy
 
 DELETED = "DELETED"
+#: Chosen for deletion, files perhaps still in storage: a master that starts finishes these.
+DELETING = "DELETING"
+#: The states of a checkpoint that is deleted or being deleted: never listed or resumed from.
+GONE_STATES = frozenset({DELETING, DELETED})
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +78,9 @@ class GCResult:
 
     deleted: list[str] = field(default_factory=list)
     bytes_freed: int = 0
+
+    def __add__(self, other: GCResult) -> GCResult:
+        return GCResult(self.deleted + other.deleted, self.bytes_freed + other.bytes_freed)
 
 
 def _metric_key(c: GCCandidate, smaller_is_better: bool) -> tuple[Any, ...]:
@@ -180,35 +188,43 @@ def experiment_storage(experiment: Experiment) -> StorageManager:
 def delete_checkpoints(
     store: Store, storage: StorageManager, checkpoints: Iterable[Checkpoint]
 ) -> GCResult:
-    """Mark the checkpoints' rows DELETED (one transaction), then delete their files. Files
-    that stay stop the run: their rows and those not tried yet become what they were."""
+    """Mark the checkpoints' rows DELETING (one transaction), delete their files, then mark
+    them DELETED. Files that stay stop the run: the rows of the checkpoints deleted so far
+    become DELETED, the others what they were."""
     doomed = list(checkpoints)
-    # Marked first: a master that dies mid-delete leaves files nothing names, never a
-    # COMPLETED record (a trial's latest) whose files are gone.
+    if not doomed:
+        return GCResult()
+    # Marked first: a master that dies mid-delete leaves DELETING rows, which the next master
+    # finishes, never a COMPLETED record (a trial's latest) whose files are gone.
+    store.set_checkpoints_state([c.uuid for c in doomed], DELETING)
+    done = 0
+    try:
+        for c in doomed:
+            _delete_files(storage, c, done)
+            done += 1
+    except BaseException:
+        store.set_checkpoints_state([c.uuid for c in doomed[:done]], DELETED)
+        _restore(store, doomed[done:])
+        raise
     store.set_checkpoints_state([c.uuid for c in doomed], DELETED)
-    deleted: list[str] = []
-    freed = 0
-    for i, c in enumerate(doomed):
-        try:
-            storage.delete(c.uuid)
-            stuck = storage.exists(c.uuid)  # e.g. no permission: it is still there
-        except BaseException:
-            _restore(store, doomed[i:])
-            raise
-        if stuck:
-            _restore(store, doomed[i:])
-            done = f" ({len(deleted)} others were deleted before it)" if deleted else ""
-            raise CheckpointStorageError(
-                f"checkpoint {c.uuid}: its files could not all be deleted from storage; "
-                f"check the permissions of its directory and try again{done}"
-            )
-        deleted.append(c.uuid)
-        freed += checkpoint_bytes(c)
-    return GCResult(deleted, freed)
+    return GCResult([c.uuid for c in doomed], sum(checkpoint_bytes(c) for c in doomed))
+
+
+def _delete_files(storage: StorageManager, checkpoint: Checkpoint, done_before: int) -> None:
+    """Delete one checkpoint's files; CheckpointStorageError when some stay (e.g. no
+    permission), saying how many of its run were deleted before it."""
+    storage.delete(checkpoint.uuid)
+    if storage.exists(checkpoint.uuid):
+        done = f" ({done_before} others were deleted before it)" if done_before else ""
+        raise CheckpointStorageError(
+            f"checkpoint {checkpoint.uuid}: its files could not all be deleted from storage; "
+            f"check the permissions of its directory and try again{done}"
+        )
 
 
 def _restore(store: Store, checkpoints: Sequence[Checkpoint]) -> None:
-    """Give checkpoints whose files were not deleted their states back."""
+    """Give checkpoints whose files were not deleted their states back (a row a stopped master
+    left DELETING stays so)."""
     by_state: dict[str, list[str]] = defaultdict(list)
     for c in checkpoints:
         by_state[c.state].append(c.uuid)
@@ -222,14 +238,16 @@ def checkpoint_bytes(checkpoint: Checkpoint) -> int:
 
 
 def collect_garbage(store: Store, experiment: Experiment) -> GCResult:
-    """Apply the experiment's GC policy now: delete what the rule selects; return it. One run
-    per experiment at a time (the end-of-experiment run and ``experiment gc`` may meet)."""
+    """Finish the experiment's pending deletes, then apply its GC policy: delete what the rule
+    selects; return both. One run per experiment at a time (the end-of-experiment run and
+    ``experiment gc`` may meet)."""
     with _experiment_lock(experiment.id):
         experiment = store.get_experiment(experiment.id)
         earlier = _deleted(store, experiment)
+        resumed = _finish_pending(store, experiment)
         result = _collect(store, experiment)
         _remove_leftovers(experiment, earlier)
-        return result
+        return resumed + result
 
 
 def _collect(store: Store, experiment: Experiment) -> GCResult:
@@ -251,12 +269,23 @@ def _collect(store: Store, experiment: Experiment) -> GCResult:
 
 
 def _deleted(store: Store, experiment: Experiment) -> list[Checkpoint]:
-    return [c for c in store.list_checkpoints(experiment_id=experiment.id) if c.state == DELETED]
+    return store.list_checkpoints(experiment_id=experiment.id, state=DELETED)
+
+
+def _finish_pending(store: Store, experiment: Experiment) -> GCResult:
+    """Delete the files of the experiment's DELETING checkpoints (a run a stopped master
+    left), then mark them DELETED. Callers hold the experiment's lock, so no run of this
+    process is marking or deleting them at the same time."""
+    pending = store.list_checkpoints(experiment_id=experiment.id, state=DELETING)
+    if not pending:
+        return GCResult()
+    return delete_checkpoints(store, experiment_storage(experiment), pending)
 
 
 def _remove_leftovers(experiment: Experiment, deleted: Sequence[Checkpoint]) -> None:
-    """Delete the files a stopped master left behind: of rows already DELETED whose files
-    are still in storage (a run marks all its rows before it deletes any file)."""
+    """Delete the files left behind by rows already DELETED whose files are still in storage:
+    a trial that died in ``ctx.checkpoint.delete`` (the master marks, the trial deletes), or
+    a master of a trialkit before DELETING (which marked its rows DELETED first)."""
     if not deleted:
         return
     storage = experiment_storage(experiment)
@@ -269,6 +298,66 @@ def _remove_leftovers(experiment: Experiment, deleted: Sequence[Checkpoint]) -> 
             experiment.id,
             len(left),
         )
+
+
+def finish_pending_deletes(store: Store) -> GCResult:
+    """Finish every delete a stopped master left (rows still DELETING), experiment by
+    experiment; each outcome goes to the master log. A failure is logged, never raised: its
+    rows stay DELETING for the next start or ``trialkit experiment gc``."""
+    pending = store.list_checkpoints(state=DELETING)
+    total = GCResult()
+    for experiment_id in sorted({c.experiment_id for c in pending}):
+        total += _finish_pending_logged(store, experiment_id)
+    return total
+
+
+def _finish_pending_logged(store: Store, experiment_id: int) -> GCResult:
+    """``_finish_each_pending`` of one experiment under its lock, its outcome logged."""
+    try:
+        with _experiment_lock(experiment_id):
+            result, failed = _finish_each_pending(store, store.get_experiment(experiment_id))
+    except Exception as e:  # storage or store trouble: say so where an operator looks
+        result, failed = GCResult(), [str(e)]
+    if result.deleted:
+        logger.info(
+            "experiment %d: finished deleting %d checkpoints a stopped master left (%d bytes): %s",
+            experiment_id,
+            len(result.deleted),
+            result.bytes_freed,
+            ", ".join(result.deleted),
+        )
+    for reason in failed:
+        logger.error(
+            "experiment %d: finishing the checkpoint deletes a stopped master left failed: %s; "
+            "'trialkit experiment gc %d' retries (so does the next master start)",
+            experiment_id,
+            reason,
+            experiment_id,
+        )
+    return result
+
+
+def _finish_each_pending(store: Store, experiment: Experiment) -> tuple[GCResult, list[str]]:
+    """Finish the experiment's DELETING checkpoints one by one, so files that cannot be
+    deleted hold up their own checkpoint only; returns what went and why others did not."""
+    storage = experiment_storage(experiment)
+    result, failed = GCResult(), []
+    for c in store.list_checkpoints(experiment_id=experiment.id, state=DELETING):
+        try:
+            result += delete_checkpoints(store, storage, [c])
+        except CheckpointStorageError as e:
+            failed.append(str(e))
+    return result, failed
+
+
+def finish_pending_deletes_after(store: Store) -> threading.Thread:
+    """Start ``finish_pending_deletes`` beside a master that starts (a daemon thread, as the
+    end-of-experiment GC: deleting files must not hold up the engine or the API)."""
+    thread = threading.Thread(
+        target=finish_pending_deletes, args=(store,), name="trialkit-gc-resume", daemon=True
+    )
+    thread.start()
+    return thread
 
 
 _locks_guard = threading.Lock()
@@ -323,19 +412,19 @@ def delete_checkpoints_by_uuid(store: Store, uuids: Sequence[str]) -> GCResult:
     """Delete the named checkpoints (already deleted ones are skipped), all or none: each is
     checked first (``check_checkpoint_deletable``)."""
     chosen = [store.get_checkpoint(u) for u in dict.fromkeys(uuids)]
-    live = [c for c in chosen if c.state != DELETED]
+    live = [c for c in chosen if c.state != DELETED]  # a DELETING one is finished
     for c in live:
         check_checkpoint_deletable(store, c)
-    by_experiment: dict[int, list[Checkpoint]] = defaultdict(list)
+    by_experiment: dict[int, list[str]] = defaultdict(list)
     for c in live:
-        by_experiment[c.experiment_id].append(c)
-    freed, deleted = 0, []
+        by_experiment[c.experiment_id].append(c.uuid)
+    result = GCResult()
     for experiment_id, mine in by_experiment.items():  # one transaction of marks for each
-        storage = experiment_storage(store.get_experiment(experiment_id))
-        part = delete_checkpoints(store, storage, mine)
-        freed += part.bytes_freed
-        deleted += part.deleted
-    return GCResult(deleted, freed)
+        with _experiment_lock(experiment_id):  # apart from GC and the start's resume
+            storage = experiment_storage(store.get_experiment(experiment_id))
+            again = [store.get_checkpoint(u) for u in mine]  # a GC may have deleted some
+            result += delete_checkpoints(store, storage, [c for c in again if c.state != DELETED])
+    return result
 
 
 def check_experiment_deletable(store: Store, experiment: Experiment) -> None:
@@ -362,7 +451,7 @@ def delete_experiment(store: Store, experiment: Experiment, trials_dir: Path) ->
         check_experiment_deletable(store, experiment)
         storage = experiment_storage(experiment)
         earlier = _deleted(store, experiment)
-        live = store.list_checkpoints(experiment_id=experiment.id)
+        live = store.list_checkpoints(experiment_id=experiment.id)  # DELETING ones are finished
         result = delete_checkpoints(store, storage, [c for c in live if c.state != DELETED])
         _remove_leftovers(experiment, earlier)
         copy = warm_start_copy(store, experiment.config, other_than=experiment.id)
@@ -414,8 +503,8 @@ def collect_garbage_at_end(store: Store, experiment_id: int) -> GCResult | None:
 def collect_garbage_after(store: Store, experiment_id: int) -> threading.Thread:
     """Start the end-of-experiment GC beside the engine: deleting files (from object stores,
     too) must not hold the engine's lock. A daemon thread, so a master that stops midway is
-    not held up; rows go DELETED before their files, so it leaves stray files at worst,
-    never a checkpoint record without its files."""
+    not held up; rows go DELETING before their files, so it leaves DELETING rows at worst
+    (the next master finishes them), never a COMPLETED record without its files."""
     thread = threading.Thread(
         target=collect_garbage_at_end,
         args=(store, experiment_id),

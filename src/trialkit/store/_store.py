@@ -450,14 +450,21 @@ class Store(MetricWrites, DeleteQueries, ChartQueries):
             return convert.checkpoint(self._get(s, CheckpointRow, uuid, "checkpoint"))
 
     def list_checkpoints(
-        self, *, experiment_id: int | None = None, trial_id: int | None = None
+        self,
+        *,
+        experiment_id: int | None = None,
+        trial_id: int | None = None,
+        state: str | None = None,
     ) -> list[Checkpoint]:
+        """Checkpoints, oldest report first, of an experiment, a trial, in a state, or all."""
         with self._session() as s:
             q = select(CheckpointRow).order_by(CheckpointRow.reported_at)
             if experiment_id is not None:
                 q = q.where(CheckpointRow.experiment_id == experiment_id)
             if trial_id is not None:
                 q = q.where(CheckpointRow.trial_id == trial_id)
+            if state is not None:
+                q = q.where(CheckpointRow.state == state)
             return [convert.checkpoint(r) for r in s.scalars(q)]
 
     def latest_checkpoint(self, trial_id: int) -> Checkpoint | None:
