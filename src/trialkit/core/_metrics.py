@@ -72,25 +72,20 @@ class MetricsShipper:
         self._thread = threading.Thread(target=self._run, name="trialkit-metrics", daemon=True)
         self._thread.start()
 
-    #: Seconds delivered reports may wait to be handed to the sinks together while more keep
-    #: coming: a sink's cost is mostly per call (the TensorBoard writer's checksums), and
-    #: batches go out every 50 ms.
+    #: Seconds delivered reports may wait to be handed to the sinks together: a sink's cost is
+    #: mostly per call (the TensorBoard writer's checksums), and batches go every 50 ms.
     SINK_INTERVAL = 1.0
 
     def add_sink(self, sink: Callable[[list[dict[str, Any]]], None]) -> None:
-        """Also hand delivered reports to ``sink`` (on the shipping thread): every
-        ``SINK_INTERVAL`` while reports keep coming, and at once when none is waiting."""
+        """Also hand delivered reports to ``sink`` (on the shipping thread): at most a
+        ``SINK_INTERVAL`` after their delivery, and all of them by ``close()``."""
         self._sinks.append(sink)
 
-    def _hand_to_sinks(self, batch: list[dict[str, Any]]) -> None:
-        if not self._sinks:
-            return
-        self._for_sinks.extend(batch)
-        now = time.monotonic()
-        if self._queue and now < self._sinks_due:
+    def _hand_to_sinks(self, now: bool = False) -> None:
+        if not self._for_sinks or not (now or time.monotonic() >= self._sinks_due):
             return
         delivered, self._for_sinks = self._for_sinks, []
-        self._sinks_due = now + self.SINK_INTERVAL
+        self._sinks_due = time.monotonic() + self.SINK_INTERVAL
         for sink in self._sinks:
             sink(delivered)
 
@@ -162,7 +157,8 @@ class MetricsShipper:
         while True:
             try:
                 self._backend.ship_metric_batch(payload, self.sender, seq)
-                self._hand_to_sinks(batch)
+                if self._sinks:
+                    self._for_sinks.extend(batch)
                 self.shipped += len(batch)
                 self._count(-len(batch))
                 return
@@ -183,6 +179,7 @@ class MetricsShipper:
         while True:
             if self._closing and not self._queue:
                 self._send_progress()
+                self._hand_to_sinks(now=True)
                 return
             if not self._queue and not self._closing:
                 self._wake.wait(self._interval_now())  # idle until a report (or progress)
@@ -197,8 +194,10 @@ class MetricsShipper:
                 self._last_batch = time.monotonic()
                 self._ship_batch()
                 if self._closing and self._error is not None:
+                    self._hand_to_sinks(now=True)
                     return  # undeliverable: close() raises with what is left
             self._send_progress()
+            self._hand_to_sinks()
 
     def _interval_now(self) -> float:
         return self._interval if self._interval is not None else self._backend.metrics_interval

@@ -28,9 +28,6 @@ logger = logging.getLogger("trialkit.core")
 #: The largest message the master reads (its ``STREAM_MAX_BYTES``); a larger batch is POSTed.
 MAX_MESSAGE_BYTES = 16 * 2**20
 
-#: Handshake answers meaning "no stream here" (an older master, or a proxy that speaks only
-#: plain HTTP): the backend POSTs instead.
-_NO_STREAM = frozenset({400, 404, 405, 426})
 _DATA = (Opcode.TEXT, Opcode.CONT)
 _READ = 65536
 
@@ -94,8 +91,8 @@ class MetricStream:
             if not data:
                 raise ConnectionResetError("the master closed the stream")
             protocol.receive_data(data)
-            if protocol.state is State.CLOSED or protocol.close_exc is not None:
-                raise ConnectionResetError(f"the master closed the stream: {protocol.close_exc}")
+            if protocol.state in (State.CLOSING, State.CLOSED):
+                raise ConnectionResetError("the master closed the stream")
 
     def _connect(self) -> tuple[socket.socket, ClientProtocol]:
         if self._broken:
@@ -119,9 +116,12 @@ class MetricStream:
             raise
         if response.status_code != 101:
             sock.close()
-            if response.status_code in _NO_STREAM:
-                raise StreamUnsupported(f"the master answered {response.status_code} to the stream")
-            raise api_error(response.status_code, _detail(response.body))
+            if response.status_code >= 500:
+                self._broken = True
+                raise MasterUnavailable(f"the master answered {response.status_code} to the stream")
+            # An older master has no stream (403: it closes an unknown WebSocket), a proxy may
+            # speak only HTTP, and a bad token is told precisely by the POST that follows.
+            raise StreamUnsupported(f"the master answered {response.status_code} to the stream")
         self._broken = False
         self._conn = (sock, protocol)
         return self._conn
@@ -160,12 +160,3 @@ def _flush(sock: socket.socket, protocol: ClientProtocol) -> None:
     data = protocol.data_to_send()
     if data:
         sock.sendall(b"".join(data))
-
-
-def _detail(body: bytes | bytearray | None) -> Any:
-    """The ``detail`` of a JSON error body, else its text."""
-    text = bytes(body or b"").decode(errors="replace")
-    try:
-        return json.loads(text).get("detail", text)
-    except (ValueError, AttributeError):
-        return text

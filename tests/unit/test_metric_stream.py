@@ -1,0 +1,261 @@
+"""The metric ingest path (issue 21): many trials' batches stored in one transaction, each at
+most once and only for the trial's current run (SQLite and PostgreSQL); the master's writer
+thread grouping concurrent batches; and the WebSocket stream the Core API sends them over,
+served by a real uvicorn on loopback: answers, refusals, a broken stream, a master without one."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.inprocess_master import TOKEN, InProcessMaster, inprocess_master, served
+
+from trialkit._client import MasterClient
+from trialkit.core._http import HttpBackend
+from trialkit.core._metrics import MetricsShipper
+from trialkit.core._stream import MetricStream, StreamUnsupported
+from trialkit.errors import APIError, MasterUnavailable
+from trialkit.master._ingest import MetricIngest
+from trialkit.store import (
+    Delivered,
+    MetricBatch,
+    MetricDelivery,
+    NewMetric,
+    Store,
+    Trial,
+    TrialState,
+)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    if request.param == "sqlite":
+        s = Store.at(tmp_path / "home")
+    else:
+        s = Store(request.getfixturevalue("postgres").new_database())
+    yield s
+    s.close()
+
+
+def running_trial(store: Store, run_id: int = 1) -> Trial:
+    exp = store.create_experiment(name="e", config={"searcher": {"name": "single"}})
+    trial = store.create_trial(experiment_id=exp.id, request_id="r", hparams={}, seed=1)
+    return store.update_trial(trial.id, run_id=run_id)
+
+
+def delivery(trial: Trial, run_id: int, seq: int, *steps: int, sender: str = "s") -> MetricDelivery:
+    reports = [
+        NewMetric(trial.id, "training", step, {"loss": 1.0 / step}, run_id=run_id) for step in steps
+    ]
+    batch = MetricBatch(trial.id, run_id, sender, seq)
+    return MetricDelivery(reports, batch, trial_id=trial.id, run_id=run_id)
+
+
+def stored_steps(store: Store, trial: Trial) -> list[int]:
+    return [m.steps_completed for m in store.list_metrics(trial.id, "training")]
+
+
+def test_one_transaction_stores_each_batch_once_and_only_for_the_current_run(
+    store: Store,
+) -> None:
+    a, b, ended = running_trial(store), running_trial(store, run_id=3), running_trial(store)
+    store.update_trial(ended.id, state=TrialState.COMPLETED)
+    outcomes = store.add_metric_deliveries(
+        [
+            delivery(a, 1, 1, 1, 2),
+            delivery(b, 2, 1, 1),  # an old run of b: refused
+            delivery(a, 1, 1, 1, 2),  # the same batch again, in the same transaction
+            delivery(b, 3, 1, 5, 6),
+            delivery(ended, 1, 1, 9),  # the trial ended: refused
+            delivery(a, 1, 2, 3),
+        ]
+    )
+    assert outcomes == [
+        Delivered.STORED,
+        Delivered.STALE,
+        Delivered.DUPLICATE,
+        Delivered.STORED,
+        Delivered.STALE,
+        Delivered.STORED,
+    ]
+    assert stored_steps(store, a) == [1, 2, 3]
+    assert stored_steps(store, b) == [5, 6]
+    assert stored_steps(store, ended) == []
+    # A later transaction knows the batch too (a resend after a lost reply).
+    assert store.add_metric_deliveries([delivery(a, 1, 2, 3)]) == [Delivered.DUPLICATE]
+    assert stored_steps(store, a) == [1, 2, 3]
+
+
+def test_a_delivery_without_a_run_is_stored_for_any_trial_state(store: Store) -> None:
+    trial = running_trial(store)
+    store.update_trial(trial.id, state=TrialState.COMPLETED)
+    report = NewMetric(trial.id, "training", 4, {"loss": 0.5})
+    assert store.add_metric_deliveries([MetricDelivery([report])]) == [Delivered.STORED]
+    assert stored_steps(store, trial) == [4]
+
+
+class CountingStore:
+    """A real store that counts the transactions the writer asks of it."""
+
+    def __init__(self, store: Store, fail_seq: int | None = None) -> None:
+        self.store = store
+        self.calls: list[int] = []
+        self.fail_seq = fail_seq
+
+    def add_metric_deliveries(self, deliveries: list[MetricDelivery]) -> list[Delivered]:
+        self.calls.append(len(deliveries))
+        if any(d.batch is not None and d.batch.seq == self.fail_seq for d in deliveries):
+            raise RuntimeError("this batch breaks the transaction")
+        return self.store.add_metric_deliveries(deliveries)
+
+
+def test_the_writer_groups_concurrent_batches_and_isolates_a_failing_one(tmp_path: Path) -> None:
+    store = Store.at(tmp_path / "home")
+    try:
+        trial = running_trial(store)
+        counting = CountingStore(store, fail_seq=7)
+        ingest = MetricIngest(counting, idle_exit=0.05)  # type: ignore[arg-type]
+        futures = []
+        barrier = threading.Barrier(8)
+
+        def submit(seq: int) -> None:
+            barrier.wait()
+            futures.append((seq, ingest.submit(delivery(trial, 1, seq, seq))))
+
+        threads = [threading.Thread(target=submit, args=(seq,)) for seq in range(1, 9)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        results = {seq: f.exception(timeout=30) or f.result() for seq, f in futures}
+        assert isinstance(results.pop(7), RuntimeError)
+        assert set(results.values()) == {Delivered.STORED}
+        assert sorted(stored_steps(store, trial)) == [1, 2, 3, 4, 5, 6, 8]
+        # 8 batches came at once: fewer transactions than batches (plus the failing group's
+        # batches retried one by one).
+        assert counting.calls[0] > 1, counting.calls
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[InProcessMaster]:
+    with inprocess_master(tmp_path / "master") as m:
+        m.create()  # experiment 1 with trial 1 (run 0: never launched here)
+        yield m
+
+
+def body(seq: int, *steps: int, run_id: int = 0) -> dict[str, Any]:
+    reports = [
+        {"group": "training", "steps_completed": s, "metrics": {"loss": 1.0 / s}} for s in steps
+    ]
+    return {"run_id": run_id, "sender": "s1", "seq": seq, "reports": reports}
+
+
+def test_the_stream_answers_each_batch_and_stores_a_resend_once(api: InProcessMaster) -> None:
+    with served(api.app) as url:
+        stream = MetricStream(MasterClient(url, TOKEN), 1)
+        try:
+            first = stream.send(body(1, 1, 2))
+            again = stream.send(body(1, 1, 2))
+            second = stream.send(body(2, 3))
+        finally:
+            stream.close()
+    assert (first.stored, first.duplicate) == (2, False)
+    assert (again.stored, again.duplicate) == (0, True)
+    assert (second.stored, second.duplicate) == (1, False)
+    assert [m.steps_completed for m in api.store.list_metrics(1, "training")] == [1, 2, 3]
+
+
+def test_the_stream_refuses_like_the_post(api: InProcessMaster) -> None:
+    with served(api.app) as url:
+        stream = MetricStream(MasterClient(url, TOKEN), 1)
+        try:
+            with pytest.raises(APIError) as stale:
+                stream.send(body(1, 1, run_id=5))  # not the trial's run
+            with pytest.raises(APIError) as bad:
+                stream.send({**body(2, 1), "reports": [{"group": "a.b", "steps_completed": 1}]})
+            assert stream.send(body(3, 7)).stored == 1  # the stream still works after both
+        finally:
+            stream.close()
+        # A refused handshake sends the trial to the POST, which says precisely what is wrong.
+        with pytest.raises(StreamUnsupported):
+            MetricStream(MasterClient(url, "not-the-token"), 1).send(body(1, 1))
+        wrong = HttpBackend(MasterClient(url, "not-the-token"), 1, 1, 0)
+        with pytest.raises(APIError) as unauthorized:
+            wrong.ship_metric_batch(body(1, 1)["reports"], "s1", 1)
+        wrong.close()
+    assert stale.value.status == 409 and "not its current run" in str(stale.value)
+    assert bad.value.status == 422
+    assert any(e.startswith("body.reports.0.group") for e in bad.value.errors), bad.value.errors
+    assert unauthorized.value.status == 401
+
+
+def test_a_broken_stream_is_reopened_and_the_resend_stored_once(
+    api: InProcessMaster, tmp_path: Path
+) -> None:
+    with served(api.app) as url:
+        stream = MetricStream(MasterClient(url, TOKEN), 1)
+        assert stream.send(body(1, 1)).stored == 1
+        sock, _ = stream._conn  # type: ignore[misc]
+        sock.close()  # the connection breaks under the shipper (as when the master restarts)
+        with pytest.raises(MasterUnavailable):
+            stream.send(body(2, 2))
+        resent = stream.send(body(2, 2))  # the shipper resends the same seq: a new stream
+        assert resent.stored == 1
+        stream.close()
+    assert [m.steps_completed for m in api.store.list_metrics(1, "training")] == [1, 2]
+
+
+def test_without_a_stream_the_backend_posts(api: InProcessMaster) -> None:
+    # A master without the stream route (an older one) refuses the handshake: the trial POSTs.
+    from starlette.routing import WebSocketRoute
+
+    api.app.router.routes[:] = [
+        r for r in api.app.router.routes if not isinstance(r, WebSocketRoute)
+    ]
+    with served(api.app) as url:
+        stream = MetricStream(MasterClient(url, TOKEN), 1)
+        with pytest.raises(StreamUnsupported):
+            stream.send(body(1, 1))
+        backend = HttpBackend(MasterClient(url, TOKEN), 1, 1, 0)
+        shipper = MetricsShipper(backend)
+        try:
+            for step in range(1, 21):
+                shipper.put({"group": "training", "steps_completed": step, "metrics": {"x": 1}})
+            shipper.close()
+        finally:
+            backend.close()
+        assert backend.metrics_interval == 0.25  # the POST's pace, not the stream's
+    assert api.store.count_metrics(1, "training") == 20
+
+
+def test_the_tensorboard_sink_gets_a_second_of_reports_at_a_time() -> None:
+    class Quick(HttpBackend):
+        def __init__(self) -> None:
+            self.batches = 0
+
+        @property
+        def metrics_interval(self) -> float:
+            return 0.005
+
+        def ship_metric_batch(self, reports: list[dict[str, Any]], sender: str, seq: int) -> None:
+            self.batches += 1
+
+    backend = Quick()
+    shipper = MetricsShipper(backend)
+    handed: list[int] = []
+    shipper.add_sink(lambda reports: handed.append(len(reports)))
+    shipper.SINK_INTERVAL = 0.2
+    import time
+
+    for step in range(1, 301):  # ~0.6 s of reports, one every 2 ms
+        shipper.put({"group": "training", "steps_completed": step, "metrics": {"x": 1}})
+        time.sleep(0.002)
+    shipper.close()
+    assert sum(handed) == 300  # every report reached the sink, the last ones at close
+    # ~0.6 s at SINK_INTERVAL 0.2: a few calls (the last at close), each of many batches.
+    assert 2 <= len(handed) <= 6 and backend.batches > 5 * len(handed), (backend.batches, handed)
