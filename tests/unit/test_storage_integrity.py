@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -161,3 +162,127 @@ def test_core_download_mode_is_checked_not_ignored(tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="download_mode"):
             with ctx.checkpoint.restore_path(sid, download_mode="fast"):  # type: ignore[arg-type]
                 pass
+
+
+def use_crc32(monkeypatch: pytest.MonkeyPatch, implementation: str) -> None:
+    """Make shared_fs compute crc32s with zlib's or zlib-ng's function (both, where installed)."""
+    from trialkit.storage import _manifest, _shared_fs
+
+    if implementation == "zlib-ng":
+        fn = pytest.importorskip("zlib_ng.zlib_ng").crc32
+    else:
+        fn = zlib.crc32
+    monkeypatch.setattr(_manifest, "crc32", fn)
+    monkeypatch.setattr(_shared_fs, "crc32", fn)
+
+
+CRC32_IMPLEMENTATIONS = pytest.mark.parametrize("implementation", ["zlib", "zlib-ng"])
+
+
+def test_without_zlib_ng_the_crc32_is_zlibs(monkeypatch: pytest.MonkeyPatch) -> None:
+    from trialkit.storage._manifest import _fastest_crc32
+
+    monkeypatch.setitem(sys.modules, "zlib_ng", None)  # not installed: its import fails
+    assert _fastest_crc32() == (zlib.crc32, "zlib")
+
+
+def test_zlib_ng_computes_zlibs_crc32_block_by_block() -> None:
+    zlib_ng = pytest.importorskip("zlib_ng.zlib_ng")
+    data = os.urandom(2**20 + 7)
+    for cut in (0, 1, 4095, 2**18, len(data)):
+        head, tail = memoryview(data)[:cut], memoryview(data)[cut:]
+        assert zlib_ng.crc32(tail, zlib_ng.crc32(head)) == zlib.crc32(data)
+
+
+def files_of_many_sizes(src: Path) -> dict[str, bytes]:
+    """Empty, one block exactly, one byte past it, and many blocks with a short last one."""
+    from trialkit.storage._manifest import CRC_BLOCK
+
+    contents = {
+        "empty": b"",
+        "one-block": os.urandom(CRC_BLOCK),
+        "block-and-a-byte": os.urandom(CRC_BLOCK + 1),
+        "sub/many-blocks": os.urandom(3 * CRC_BLOCK + 4097),
+    }
+    for rel, data in contents.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_bytes(data)
+    return contents
+
+
+@CRC32_IMPLEMENTATIONS
+@pytest.mark.parametrize("via_upload", [True, False], ids=["upload", "store_path"])
+def test_each_manifest_crc_is_zlibs_crc32_of_the_stored_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, implementation: str, via_upload: bool
+) -> None:
+    use_crc32(monkeypatch, implementation)
+    src = tmp_path / "src"
+    contents = files_of_many_sizes(src)
+    sm = SharedFSStorageManager(tmp_path / "store")
+    if via_upload:
+        sm.upload(src, "ck", sorted(list_directory(src)))
+    else:
+        with sm.store_path("ck") as path:
+            shutil.copytree(src, path, dirs_exist_ok=True)
+    ck = sm.base_path / "ck"
+    body = json.loads((ck / MANIFEST_NAME).read_text())
+    for rel, data in contents.items():
+        stored = (ck / rel).read_bytes()
+        assert stored == data
+        assert body["files"][rel] == {"size": len(data), "crc32": f"{zlib.crc32(stored):08x}"}
+
+
+@pytest.mark.parametrize(("saved_by", "checked_by"), [("zlib", "zlib-ng"), ("zlib-ng", "zlib")])
+def test_a_checkpoint_saved_with_either_crc32_is_checked_by_the_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, saved_by: str, checked_by: str
+) -> None:
+    use_crc32(monkeypatch, saved_by)
+    src = tmp_path / "src"
+    files_of_many_sizes(src)
+    sm = SharedFSStorageManager(tmp_path / "store")
+    sm.upload(src, "ck", sorted(list_directory(src)))
+    use_crc32(monkeypatch, checked_by)
+    with sm.restore_path("ck"):
+        pass
+    sm.download("ck", tmp_path / "out")
+    assert (tmp_path / "out" / "sub" / "many-blocks").read_bytes() == (
+        src / "sub" / "many-blocks"
+    ).read_bytes()
+
+
+def flip_a_byte_past_the_first_blocks(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) - 5000] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def cut_the_last_byte(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:-1])
+
+
+@CRC32_IMPLEMENTATIONS
+@pytest.mark.parametrize(
+    "damaging", [flip_a_byte_past_the_first_blocks, cut_the_last_byte], ids=lambda f: f.__name__
+)
+def test_restore_refuses_a_large_file_damaged_after_its_first_blocks(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    implementation: str,
+    damaging: Callable[[Path], None],
+) -> None:
+    use_crc32(monkeypatch, implementation)
+    src = tmp_path / "src"
+    files_of_many_sizes(src)
+    sm = SharedFSStorageManager(tmp_path / "store")
+    sm.upload(src, "ck", sorted(list_directory(src)))
+    damaged = sm.base_path / "ck" / "sub" / "many-blocks"
+    damaging(damaged)
+    what = (
+        "crc32 differs" if damaging is flip_a_byte_past_the_first_blocks else "bytes, the manifest"
+    )
+    with pytest.raises(CheckpointIntegrityError, match=what) as err:
+        with sm.restore_path("ck"):
+            pass
+    assert str(damaged) in str(err.value)
+    with pytest.raises(CheckpointIntegrityError, match=what):
+        sm.download("ck", tmp_path / "out")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,25 @@ from typing import Any
 MANIFEST_NAME = ".trialkit-manifest.json"
 _VERSION = 1
 _BLOCK = 1 << 20
+#: crc32's read size: a block stays in the CPU cache from its read to its crc (and its write,
+#: when copying). Of 256 KiB, 1 MiB and 2 MiB, 1 MiB cost the least CPU (fewest calls).
+CRC_BLOCK = 1 << 20
+
+
+def _fastest_crc32() -> tuple[Callable[[Any, int], int], str]:
+    """zlib-ng's crc32 when installed (the ``fast-crc`` extra), else zlib's: the same CRC-32,
+    so either checks any manifest. zlib-ng's uses carry-less multiplication (PCLMULQDQ,
+    ARMv8 PMULL): ~50 GB/s from the cache against zlib's ~3.7 GB/s here, which made the
+    checksum, not the copy, the cost of a shared_fs save. Both release the GIL."""
+    try:
+        from zlib_ng import zlib_ng
+    except ImportError:
+        return zlib.crc32, "zlib"
+    return zlib_ng.crc32, "zlib-ng"
+
+
+#: ``crc32(data, value)`` as ``zlib.crc32``; CRC32_IMPLEMENTATION names the module it is from.
+crc32, CRC32_IMPLEMENTATION = _fastest_crc32()
 
 
 class CheckpointIntegrityError(ValueError):
@@ -104,11 +124,13 @@ def crc32_hex(crc: int) -> str:
 
 
 def crc32_of(path: Path) -> str:
-    """The file's crc32, read in blocks."""
+    """The file's crc32, read in blocks into one reused buffer (no allocation per block)."""
     crc = 0
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(_BLOCK), b""):
-            crc = zlib.crc32(block, crc)
+    buf = bytearray(CRC_BLOCK)
+    view = memoryview(buf)
+    with open(path, "rb", buffering=0) as f:
+        while n := f.readinto(buf):
+            crc = crc32(view[:n], crc)
     return crc32_hex(crc)
 
 
