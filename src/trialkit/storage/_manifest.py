@@ -28,7 +28,7 @@ CRC_BLOCK = 1 << 20
 
 
 def _fastest_crc32() -> tuple[Callable[[Any, int], int], str]:
-    """zlib-ng's crc32 when installed (the ``fast-crc`` extra), else zlib's: the same CRC-32,
+    """zlib-ng's crc32 (a dependency; zlib's where it could not be installed): the same CRC-32,
     so either checks any manifest. zlib-ng's uses carry-less multiplication (PCLMULQDQ,
     ARMv8 PMULL): ~50 GB/s from the cache against zlib's ~3.7 GB/s here, which made the
     checksum, not the copy, the cost of a shared_fs save. Both release the GIL."""
