@@ -1,9 +1,11 @@
 """Schema migrations on SQLite: a new store, a store made before migrations (by main e202128,
 tests/integration/test_migrations_data), idempotence, a newer store refused, concurrent opens,
-and ids never reused after a delete (revision 0002)."""
+ids never reused after a delete (revision 0002), and storage credentials moved out of the
+stored configs (revision 0003)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import subprocess
@@ -18,7 +20,7 @@ from sqlalchemy import create_engine
 from trialkit.store import Store, StoreError, sqlite_url
 from trialkit.store._migrations._baseline import metadata as baseline
 from trialkit.store._models import Base
-from trialkit.store._schema import HEAD_REVISION, scripts
+from trialkit.store._schema import HEAD_REVISION, SCRIPTS, scripts
 
 PRE_ALEMBIC = (
     Path(__file__).resolve().parents[1] / "integration/test_migrations_data/pre_alembic.db"
@@ -118,7 +120,7 @@ def test_store_newer_than_the_code_is_refused(tmp_path: Path) -> None:
         Store.at(tmp_path / "home")
     message = str(e.value)
     assert "\n" not in message
-    assert "schema revision 0042, newer than this trialkit knows (head 0002)" in message
+    assert f"schema revision 0042, newer than this trialkit knows (head {HEAD_REVISION})" in message
     assert "upgrade trialkit" in message
     assert _revision(db) == ["0042"]  # left as it was
 
@@ -181,3 +183,92 @@ def test_in_memory_store_is_migrated_on_its_own_connection() -> None:
         assert store.create_experiment(name="b", config={}).id != first.id
     finally:
         store.close()
+
+
+# Revision 0003: storage credentials out of the stored configs ----------------------------------
+
+S3 = {"type": "s3", "bucket": "b", "access_key": "AKIA-OLD-ROW", "secret_key": "old-row-secret"}
+
+
+def _migrate(db: Path, revision: str, *, down: bool = False) -> None:
+    """Run the shipped revisions on ``db`` up (or down) to ``revision``, as Store.at would."""
+    from alembic import command
+    from alembic.config import Config
+
+    engine = create_engine(sqlite_url(db))
+    try:
+        with engine.begin() as conn:
+            config = Config()
+            config.set_main_option("script_location", str(SCRIPTS))
+            config.attributes["connection"] = conn
+            (command.downgrade if down else command.upgrade)(config, revision)
+    finally:
+        engine.dispose()
+
+
+def _store_0002_with_credentials(tmp_path: Path) -> Path:
+    """A store as trialkit made it at revision 0002: an experiment whose config, and its
+    checkpoints' storage (one with other keys), hold s3 credentials in plain text."""
+    db = tmp_path / "home" / "trialkit.db"
+    db.parent.mkdir()
+    _migrate(db, "0002")
+    config = json.dumps({"name": "old", "checkpoint_storage": S3})
+    with sqlite3.connect(db) as con:
+        con.execute(
+            "INSERT INTO experiments (id, name, labels, config, state, archived, unmanaged, "
+            "progress, created_at) VALUES (1, 'old', '[]', ?, 'COMPLETED', 0, 0, 0, 0)",
+            (config,),
+        )
+        con.execute(
+            "INSERT INTO trials (id, experiment_id, request_id, hparams, seed, state, restarts, "
+            "run_id, op_complete, closed, stop_requested, log_offset, slots, created_at) "
+            "VALUES (1, 1, 'r', '{}', 0, 'COMPLETED', 0, 0, 1, 1, 0, 0, '[]', 0)"
+        )
+        for uuid, storage in (("same", S3), ("other", {**S3, "secret_key": "other-secret"})):
+            con.execute(
+                "INSERT INTO checkpoints (uuid, trial_id, experiment_id, run_id, "
+                "steps_completed, metadata, resources, storage, state, reported_at) "
+                "VALUES (?, 1, 1, 0, 1, '{}', '{}', ?, 'COMPLETED', 0)",
+                (uuid, json.dumps(storage)),
+            )
+    return db
+
+
+def _plain_text(db: Path, table: str) -> str:
+    with sqlite3.connect(db) as con:
+        return repr(con.execute(f"SELECT * FROM {table}").fetchall())
+
+
+def test_upgrade_moves_credentials_of_existing_rows_out_of_configs(tmp_path: Path) -> None:
+    db = _store_0002_with_credentials(tmp_path)
+    assert "old-row-secret" in _plain_text(db, "experiments")  # as 0002 stored it
+    store = Store.at(db.parent)
+    try:
+        shown = store.get_experiment(1).config["checkpoint_storage"]
+        assert shown == {**S3, "access_key": "********", "secret_key": "********"}
+        assert store.get_checkpoint("other").storage["secret_key"] == "********"
+        assert store.config_with_secrets(1)["checkpoint_storage"] == S3
+        assert store.checkpoint_storage_with_secrets("same") == S3
+        assert store.checkpoint_storage_with_secrets("other")["secret_key"] == "other-secret"
+    finally:
+        store.close()
+    for table in ("experiments", "checkpoints"):
+        held = _plain_text(db, table)
+        assert not [s for s in ("AKIA-OLD-ROW", "old-row-secret", "other-secret") if s in held]
+    assert "old-row-secret" in _plain_text(db, "storage_secrets")
+    assert _differences(db, Base.metadata) == []
+
+
+def test_downgrade_to_0002_puts_the_credentials_back(tmp_path: Path) -> None:
+    db = _store_0002_with_credentials(tmp_path)
+    before = {t: _plain_text(db, t) for t in ("experiments", "checkpoints")}
+    Store.at(db.parent).close()
+    assert "old-row-secret" not in _plain_text(db, "experiments")  # moved out by 0003
+    _migrate(db, "0002", down=True)
+    assert _revision(db) == ["0002"]
+    with sqlite3.connect(db) as con:
+        assert not con.execute(
+            "SELECT 1 FROM sqlite_master WHERE name='storage_secrets'"
+        ).fetchall()
+    after = {t: _plain_text(db, t) for t in ("experiments", "checkpoints")}
+    assert after == before

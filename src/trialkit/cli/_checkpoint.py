@@ -120,14 +120,16 @@ def _experiment_storage(client: Any, ckpt: dict[str, Any]) -> Any:
     """The storage the experiment was configured with, if the checkpoint says it is there.
 
     The location a checkpoint record names was sent by the trial: it is trusted only when it
-    is the experiment's configured checkpoint_storage (which its creator wrote)."""
-    from ..storage import build
+    is the experiment's configured checkpoint_storage (which its creator wrote). Credentials in
+    it stay with the master (served masked): this process uses its own credential chain."""
+    from .._secrets import without_masked
 
     exp = client.experiment_summary(ckpt["experiment_id"]).experiment
     configured = (exp.config or {}).get("checkpoint_storage")
     if not configured:
         raise CLIError(f"experiment {exp.id} has no checkpoint_storage; give --storage-path DIR")
-    expected, reported = build(configured), build(ckpt["storage"])
+    expected = _buildable_here(exp.id, without_masked(configured))
+    reported = _buildable_here(exp.id, without_masked(ckpt["storage"]))
     if _location(reported) != _location(expected):
         raise CLIError(
             f"checkpoint {ckpt['uuid']} was reported in {_location(reported)}, not in experiment "
@@ -135,6 +137,23 @@ def _experiment_storage(client: Any, ckpt: dict[str, Any]) -> Any:
             "location, give it with --storage-path"
         )
     return expected
+
+
+def _buildable_here(experiment_id: int, storage: dict[str, Any]) -> Any:
+    """The storage built from its config without the credentials the master keeps; an Azure
+    connection string is the only way to the account, so without it this is a storage error."""
+    from ..storage import CheckpointStorageError, StorageConfigError, build
+
+    try:
+        return build(storage)
+    except StorageConfigError as e:
+        if storage.get("type") != "azure":
+            raise
+        raise CheckpointStorageError(
+            f"experiment {experiment_id}'s checkpoint storage is reached with a connection "
+            "string that the master keeps (it is never sent to clients); download through the "
+            "master (the web UI, or Checkpoint.download(mode='MASTER'))"
+        ) from e
 
 
 def _location(manager: Any) -> str:
