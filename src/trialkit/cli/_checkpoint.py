@@ -106,14 +106,50 @@ def download(uuid: str, output_dir: Path | None, storage_path: Path | None) -> N
     client = get_client()
     uuid = resolve_checkpoint(client, uuid)
     c = dataclasses.asdict(client.get_checkpoint(uuid))
-    manager: StorageManager = (
-        SharedFSStorageManager(storage_path)
-        if storage_path is not None
-        else _experiment_storage(client, c)
-    )
     dest = output_dir or Path("checkpoints") / uuid
-    manager.download(uuid, dest)
+    if storage_path is not None:
+        manager: StorageManager = SharedFSStorageManager(storage_path)
+        manager.download(uuid, dest)
+    else:
+        download_direct_or_through_master(client, c, dest)
     click.echo(f"checkpoint {uuid} downloaded to {dest}")
+
+
+def download_direct_or_through_master(client: Any, ckpt: dict[str, Any], dest: Path) -> None:
+    """Read the checkpoint from its storage; when this process cannot reach it (no mount, no
+    credentials: a config's credentials stay with the master), through the master's archive
+    route. A damaged checkpoint is an error either way."""
+    from ..storage import CheckpointNotFound, CheckpointStorageError
+
+    try:
+        _experiment_storage(client, ckpt).download(ckpt["uuid"], dest)
+    except (CheckpointNotFound, CheckpointStorageError) as e:  # StorageExtraMissing is one
+        click.echo(
+            f"checkpoint {ckpt['uuid']}: no direct access to its storage ({e}); "
+            "downloading through the master",
+            err=True,
+        )
+        download_through_master(client, ckpt["uuid"], dest)
+
+
+def download_through_master(client: Any, uuid: str, dest: Path) -> None:
+    """The checkpoint's files from the master (which reads its storage) as a tar.gz, unpacked
+    into ``dest``; only the checkpoint's own members, with tarfile's data filter."""
+    import tarfile
+    import tempfile
+
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="tk-ckpt-archive-") as tmp:
+        archive = Path(tmp) / "checkpoint.tar.gz"
+        client.download_checkpoint_archive(uuid, archive)
+        with tarfile.open(archive, "r:gz") as tar:
+            members = []
+            for member in tar.getmembers():
+                head, _, rest = member.name.partition("/")
+                if head == uuid and rest:
+                    member.name = rest
+                    members.append(member)
+            tar.extractall(dest, members=members, filter="data")
 
 
 def _experiment_storage(client: Any, ckpt: dict[str, Any]) -> Any:
