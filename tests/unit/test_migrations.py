@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, inspect, text
 
 from trialkit.store import Store, StoreError, sqlite_url
 from trialkit.store._migrations._baseline import metadata as baseline
@@ -190,12 +190,21 @@ def test_in_memory_store_is_migrated_on_its_own_connection() -> None:
 S3 = {"type": "s3", "bucket": "b", "access_key": "AKIA-OLD-ROW", "secret_key": "old-row-secret"}
 
 
-def _migrate(db: Path, revision: str, *, down: bool = False) -> None:
-    """Run the shipped revisions on ``db`` up (or down) to ``revision``, as Store.at would."""
+@pytest.fixture(params=["sqlite", "postgresql"])
+def old_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A URL for a new database, on SQLite (in a home of its own) and on PostgreSQL."""
+    if request.param == "postgresql":
+        return str(request.getfixturevalue("postgres").new_database())
+    (tmp_path / "home").mkdir()
+    return sqlite_url(tmp_path / "home" / "trialkit.db")
+
+
+def _migrate(url: str, revision: str, *, down: bool = False) -> None:
+    """Run the shipped revisions on ``url`` up (or down) to ``revision``, as Store would."""
     from alembic import command
     from alembic.config import Config
 
-    engine = create_engine(sqlite_url(db))
+    engine = create_engine(url)
     try:
         with engine.begin() as conn:
             config = Config()
@@ -206,43 +215,56 @@ def _migrate(db: Path, revision: str, *, down: bool = False) -> None:
         engine.dispose()
 
 
-def _store_0002_with_credentials(tmp_path: Path) -> Path:
+def _execute(url: str, sql: str, **params: object) -> list[tuple[object, ...]]:
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            result = conn.execute(text(sql), params)
+            return [tuple(r) for r in result] if result.returns_rows else []
+    finally:
+        engine.dispose()
+
+
+def _store_0002_with_credentials(url: str) -> None:
     """A store as trialkit made it at revision 0002: an experiment whose config, and its
     checkpoints' storage (one with other keys), hold s3 credentials in plain text."""
-    db = tmp_path / "home" / "trialkit.db"
-    db.parent.mkdir()
-    _migrate(db, "0002")
-    config = json.dumps({"name": "old", "checkpoint_storage": S3})
-    with sqlite3.connect(db) as con:
-        con.execute(
-            "INSERT INTO experiments (id, name, labels, config, state, archived, unmanaged, "
-            "progress, created_at) VALUES (1, 'old', '[]', ?, 'COMPLETED', 0, 0, 0, 0)",
-            (config,),
+    _migrate(url, "0002")
+    _execute(
+        url,
+        "INSERT INTO experiments (id, name, labels, config, state, archived, unmanaged, "
+        "progress, created_at) VALUES (1, 'old', '[]', :config, 'COMPLETED', false, false, 0, 0)",
+        config=json.dumps({"name": "old", "checkpoint_storage": S3}),
+    )
+    _execute(
+        url,
+        "INSERT INTO trials (id, experiment_id, request_id, hparams, seed, state, restarts, "
+        "run_id, op_complete, closed, stop_requested, log_offset, slots, created_at) "
+        "VALUES (1, 1, 'r', '{}', 0, 'COMPLETED', 0, 0, true, true, false, 0, '[]', 0)",
+    )
+    for uuid, storage in (("same", S3), ("other", {**S3, "secret_key": "other-secret"})):
+        _execute(
+            url,
+            "INSERT INTO checkpoints (uuid, trial_id, experiment_id, run_id, steps_completed, "
+            "metadata, resources, storage, state, reported_at) "
+            "VALUES (:uuid, 1, 1, 0, 1, '{}', '{}', :storage, 'COMPLETED', 0)",
+            uuid=uuid,
+            storage=json.dumps(storage),
         )
-        con.execute(
-            "INSERT INTO trials (id, experiment_id, request_id, hparams, seed, state, restarts, "
-            "run_id, op_complete, closed, stop_requested, log_offset, slots, created_at) "
-            "VALUES (1, 1, 'r', '{}', 0, 'COMPLETED', 0, 0, 1, 1, 0, 0, '[]', 0)"
-        )
-        for uuid, storage in (("same", S3), ("other", {**S3, "secret_key": "other-secret"})):
-            con.execute(
-                "INSERT INTO checkpoints (uuid, trial_id, experiment_id, run_id, "
-                "steps_completed, metadata, resources, storage, state, reported_at) "
-                "VALUES (?, 1, 1, 0, 1, '{}', '{}', ?, 'COMPLETED', 0)",
-                (uuid, json.dumps(storage)),
-            )
-    return db
 
 
-def _plain_text(db: Path, table: str) -> str:
-    with sqlite3.connect(db) as con:
-        return repr(con.execute(f"SELECT * FROM {table}").fetchall())
+def _plain_text(url: str, table: str) -> str:
+    return repr(_execute(url, f"SELECT * FROM {table}"))
 
 
-def test_upgrade_moves_credentials_of_existing_rows_out_of_configs(tmp_path: Path) -> None:
-    db = _store_0002_with_credentials(tmp_path)
-    assert "old-row-secret" in _plain_text(db, "experiments")  # as 0002 stored it
-    store = Store.at(db.parent)
+def _json_column(url: str, sql: str) -> list[object]:
+    return [r[0] if isinstance(r[0], dict) else json.loads(str(r[0])) for r in _execute(url, sql)]
+
+
+def test_upgrade_moves_credentials_of_existing_rows_out_of_configs(old_store_url: str) -> None:
+    url = old_store_url
+    _store_0002_with_credentials(url)
+    assert "old-row-secret" in _plain_text(url, "experiments")  # as 0002 stored it
+    store = Store(url)
     try:
         shown = store.get_experiment(1).config["checkpoint_storage"]
         assert shown == {**S3, "access_key": "********", "secret_key": "********"}
@@ -253,22 +275,24 @@ def test_upgrade_moves_credentials_of_existing_rows_out_of_configs(tmp_path: Pat
     finally:
         store.close()
     for table in ("experiments", "checkpoints"):
-        held = _plain_text(db, table)
+        held = _plain_text(url, table)
         assert not [s for s in ("AKIA-OLD-ROW", "old-row-secret", "other-secret") if s in held]
-    assert "old-row-secret" in _plain_text(db, "storage_secrets")
-    assert _differences(db, Base.metadata) == []
+    assert "old-row-secret" in _plain_text(url, "storage_secrets")
 
 
-def test_downgrade_to_0002_puts_the_credentials_back(tmp_path: Path) -> None:
-    db = _store_0002_with_credentials(tmp_path)
-    before = {t: _plain_text(db, t) for t in ("experiments", "checkpoints")}
-    Store.at(db.parent).close()
-    assert "old-row-secret" not in _plain_text(db, "experiments")  # moved out by 0003
-    _migrate(db, "0002", down=True)
-    assert _revision(db) == ["0002"]
-    with sqlite3.connect(db) as con:
-        assert not con.execute(
-            "SELECT 1 FROM sqlite_master WHERE name='storage_secrets'"
-        ).fetchall()
-    after = {t: _plain_text(db, t) for t in ("experiments", "checkpoints")}
-    assert after == before
+def test_downgrade_to_0002_puts_the_credentials_back(old_store_url: str) -> None:
+    url = old_store_url
+    _store_0002_with_credentials(url)
+    configs = "SELECT config FROM experiments ORDER BY id"
+    storages = "SELECT storage FROM checkpoints ORDER BY uuid"
+    before = (_json_column(url, configs), _json_column(url, storages))
+    Store(url).close()
+    assert "old-row-secret" not in _plain_text(url, "experiments")  # moved out by 0003
+    _migrate(url, "0002", down=True)
+    assert _execute(url, "SELECT version_num FROM alembic_version") == [("0002",)]
+    engine = create_engine(url)
+    try:
+        assert not inspect(engine).has_table("storage_secrets")
+    finally:
+        engine.dispose()
+    assert (_json_column(url, configs), _json_column(url, storages)) == before
