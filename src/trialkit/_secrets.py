@@ -56,6 +56,19 @@ def reveal_config(config: Mapping[str, Any], secrets: Mapping[str, str]) -> dict
     return {**config, "checkpoint_storage": reveal_storage(storage, secrets)}
 
 
+def kept_secrets(
+    config: Mapping[str, Any], given: Mapping[str, str], old: Mapping[str, str]
+) -> Secrets:
+    """The credentials of a masked ``config`` that replaces one holding ``old``: each masked
+    field keeps the value given with it, else its old one (a config read back masked and
+    written again keeps its credentials)."""
+    storage = config.get("checkpoint_storage")
+    if not isinstance(storage, Mapping):
+        return {}
+    merged = {**old, **given}
+    return {k: v for k, v in merged.items() if storage.get(k) == MASK}
+
+
 def without_masked(storage: Mapping[str, Any]) -> dict[str, Any]:
     """The storage block without its masked fields: what a client that was served a masked
     config can build, reaching the storage with its own credential chain (env, files, roles)."""

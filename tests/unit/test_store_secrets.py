@@ -137,3 +137,18 @@ def test_deleting_an_experiment_deletes_its_secrets(store: Store) -> None:
     assert "s3-secret-value-1234" not in left and "other-secret-3456" not in left
     assert "sas-token-9012" in left
     assert store.config_with_secrets(kept.experiment_id)["checkpoint_storage"] == AZURE_URL
+
+
+def test_a_config_written_back_masked_keeps_its_credentials(store: Store) -> None:
+    trial = _experiment(store, S3)
+    shown = store.get_experiment(trial.experiment_id).config  # masked
+    store.update_experiment(trial.experiment_id, config={**shown, "description": "edited"})
+    assert store.config_with_secrets(trial.experiment_id)["checkpoint_storage"] == S3
+    new_key = {**shown["checkpoint_storage"], "secret_key": "other-secret-3456"}
+    store.update_experiment(trial.experiment_id, config={**shown, "checkpoint_storage": new_key})
+    revealed = store.config_with_secrets(trial.experiment_id)["checkpoint_storage"]
+    assert revealed == {**S3, "secret_key": "other-secret-3456"}
+    assert not [s for s in SECRETS if s in _shown_text(store)]
+    env_chain = {"type": "s3", "bucket": "ckpts"}  # credentials dropped: none kept
+    store.update_experiment(trial.experiment_id, config={**shown, "checkpoint_storage": env_chain})
+    assert _table_text(store, "SELECT * FROM storage_secrets") == "[]"

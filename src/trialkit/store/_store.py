@@ -34,7 +34,14 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from .._json import dumps
-from .._secrets import reveal_config, reveal_storage, split_config, split_storage
+from .._secrets import (
+    Secrets,
+    kept_secrets,
+    reveal_config,
+    reveal_storage,
+    split_config,
+    split_storage,
+)
 from . import _convert as convert
 from ._charts import ChartQueries
 from ._deletes import DeleteQueries
@@ -267,7 +274,9 @@ class Store(DeleteQueries, ChartQueries):
             return convert.experiment(row)
 
     @staticmethod
-    def _keep_secrets(s: Session, experiment_id: int, checkpoint_uuid: str, secrets: Any) -> None:
+    def _keep_secrets(
+        s: Session, experiment_id: int, checkpoint_uuid: str, secrets: Secrets
+    ) -> None:
         """Store (or with none, forget) the credentials of a config ("") or a checkpoint."""
         row = s.get(StorageSecretRow, (experiment_id, checkpoint_uuid))
         if row is not None and not secrets:
@@ -284,7 +293,7 @@ class Store(DeleteQueries, ChartQueries):
             )
 
     @staticmethod
-    def _secrets_of(s: Session, experiment_id: int, checkpoint_uuid: str = "") -> dict[str, str]:
+    def _secrets_of(s: Session, experiment_id: int, checkpoint_uuid: str = "") -> Secrets:
         row = s.get(StorageSecretRow, (experiment_id, checkpoint_uuid))
         return dict(row.secrets) if row is not None else {}
 
@@ -322,14 +331,16 @@ class Store(DeleteQueries, ChartQueries):
     def update_experiment(self, experiment_id: int, **fields: Any) -> Experiment:
         if isinstance(fields.get("state"), ExperimentState):
             fields["state"] = fields["state"].value
-        secrets = None
+        given = None
         if "config" in fields:
-            fields["config"], secrets = split_config(fields["config"])
+            fields["config"], given = split_config(fields["config"])
         with self._session() as s:
             row = self._get(s, ExperimentRow, experiment_id, "experiment")
             self._set_fields(row, fields)
-            if secrets is not None:
-                self._keep_secrets(s, experiment_id, "", secrets)
+            if given is not None:
+                old = self._secrets_of(s, experiment_id)
+                kept = kept_secrets(fields["config"], given, old)
+                self._keep_secrets(s, experiment_id, "", kept)
             return convert.experiment(row)
 
     def get_model_def(self, experiment_id: int) -> bytes | None:
