@@ -20,6 +20,7 @@ import pytest
 
 from trialkit.master import stop_master
 from trialkit.store import Store
+from trialkit.store._schema import HEAD_REVISION
 
 from .conftest import EXAMPLES
 
@@ -101,8 +102,9 @@ def _check_upgrade(env: dict[str, str], before: dict[str, Any]) -> None:
     try:
         up = _cli(env, "master", "up", "--slots", "2")
         assert "master running" in up
-        assert "schema upgraded from revision 0001 (made before migrations) to 0002" in (
-            (home / "master.log").read_text()
+        assert (
+            f"schema upgraded from revision 0001 (made before migrations) to {HEAD_REVISION}"
+            in ((home / "master.log").read_text())
         )
         after = _seen_through_cli(env)
         assert len(before["experiments"]) == 2 and len(before["checkpoints"]) == 40
@@ -182,7 +184,9 @@ def test_master_up_upgrades_a_postgres_store_made_by_main(
     _check_upgrade(env, before)
     Store(url).close()  # opening an up-to-date store again changes nothing
     with psycopg.connect(url) as con:
-        assert con.execute("SELECT version_num FROM alembic_version").fetchall() == [("0002",)]
+        assert con.execute("SELECT version_num FROM alembic_version").fetchall() == [
+            (HEAD_REVISION,)
+        ]
         assert con.execute("SELECT count(*) FROM experiments").fetchall() == [(3,)]  # 1, 2, 4
 
 
@@ -203,7 +207,10 @@ def test_master_up_refuses_a_store_newer_than_the_code(env: dict[str, str]) -> N
         assert proc.returncode != 0
         said = [ln for ln in proc.stderr.splitlines() if "error" in ln.lower()]
         assert len(said) == 1, proc.stderr  # one line, no traceback
-        assert "schema revision 0042, newer than this trialkit knows (head 0002)" in said[0]
+        assert (
+            f"schema revision 0042, newer than this trialkit knows (head {HEAD_REVISION})"
+            in said[0]
+        )
         assert "Traceback" not in proc.stderr
 
 
@@ -221,4 +228,6 @@ def test_concurrent_opens_of_a_new_postgres_store_migrate_once(postgres: Any) ->
     errors = [p.communicate(timeout=120)[1].decode() for p in procs]
     assert [p.returncode for p in procs] == [0] * 4, errors
     with psycopg.connect(url) as con:
-        assert con.execute("SELECT version_num FROM alembic_version").fetchall() == [("0002",)]
+        assert con.execute("SELECT version_num FROM alembic_version").fetchall() == [
+            (HEAD_REVISION,)
+        ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.client
 import http.server
 import importlib.util
+import json
 import os
 import shutil
 import signal
@@ -95,9 +96,17 @@ class Server:
                 self.proc.wait(timeout=10)
 
 
-def _start(name: str, cmd: list[str], port: int, log: Path) -> Server:
+def _start(
+    name: str, cmd: list[str], port: int, log: Path, env: dict[str, str] | None = None
+) -> Server:
     with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=None if env is None else {**os.environ, **env},
+        )
     server = Server(name, port, proc)
     try:
         _wait_port(port, proc, f"{name} ({' '.join(cmd)}; log {log})")
@@ -111,6 +120,43 @@ def start_moto(workdir: Path) -> Server:
     port = free_port()
     cmd = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
     return _start("moto", cmd, port, workdir / "moto.log")
+
+
+#: Requests moto serves before it checks credentials: creating the IAM user, its key, its policy.
+_MOTO_SETUP_ACTIONS = 3
+
+
+def start_moto_with_auth(workdir: Path) -> Server:
+    """moto that checks every request's credentials and signature (after the IAM set-up of
+    ``s3_user_keys``): a wrong or masked key is refused, as by S3."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    env = {"INITIAL_NO_AUTH_ACTION_COUNT": str(_MOTO_SETUP_ACTIONS)}
+    server = _start("moto", cmd, port, workdir / "moto.log", env)
+    server.kind = "s3"
+    return server
+
+
+def s3_user_keys(server: Server) -> tuple[str, str]:
+    """A new IAM user allowed everything on ``start_moto_with_auth``'s server: its access key
+    id and secret key (the only credentials the server then accepts)."""
+    import boto3
+
+    iam = boto3.client(
+        "iam",
+        endpoint_url=server.url,
+        aws_access_key_id="setup",
+        aws_secret_access_key="setup",
+        region_name="us-east-1",
+    )
+    iam.create_user(UserName="trialkit")
+    key = iam.create_access_key(UserName="trialkit")["AccessKey"]
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}],
+    }
+    iam.put_user_policy(UserName="trialkit", PolicyName="all", PolicyDocument=json.dumps(policy))
+    return str(key["AccessKeyId"]), str(key["SecretAccessKey"])
 
 
 def start_gcs(workdir: Path) -> Server:

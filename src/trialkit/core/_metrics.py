@@ -36,6 +36,8 @@ class MetricsShipper:
     """
 
     BATCH = 5000
+    #: Seconds between rounds while no report waits (progress goes out on a round).
+    IDLE_ROUND = 0.25
 
     def __init__(
         self,
@@ -182,7 +184,8 @@ class MetricsShipper:
                 self._hand_to_sinks(now=True)
                 return
             if not self._queue and not self._closing:
-                self._wake.wait(self._interval_now())  # idle until a report (or progress)
+                # Idle: a report wakes the thread; progress and the sinks wait for a round.
+                self._wake.wait(max(self._interval_now(), self.IDLE_ROUND))
                 self._wake.clear()
             # Let reports gather for what is left of the interval since the last batch: one
             # request per report would cost the master (and the GIL) far more than reporting.

@@ -124,21 +124,9 @@ class Checkpoint:
         _experiment_storage(self._master(), self._record).download(self.uuid, dest)
 
     def _download_through_master(self, dest: Path) -> None:
-        import tarfile
-        import tempfile
+        from ..cli._checkpoint import download_through_master
 
-        dest.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix="tk-ckpt-archive-") as tmp:
-            archive = Path(tmp) / "checkpoint.tar.gz"
-            self._master().download_checkpoint_archive(self.uuid, archive)
-            with tarfile.open(archive, "r:gz") as tar:
-                members = []
-                for member in tar.getmembers():
-                    head, _, rest = member.name.partition("/")
-                    if head == self.uuid and rest:
-                        member.name = rest
-                        members.append(member)
-                tar.extractall(dest, members=members, filter="data")
+        download_through_master(self._master(), self.uuid, dest)
 
     def __repr__(self) -> str:
         return f"Checkpoint(uuid={self.uuid!r}, trial_id={self.trial_id})"

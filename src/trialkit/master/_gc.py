@@ -173,13 +173,13 @@ def warm_start_sources(store: Store) -> set[str]:
     return out
 
 
-def experiment_storage(experiment: Experiment) -> StorageManager:
-    """The storage the experiment's creator configured (a trial's reported location is not
-    trusted for deleting files)."""
-    configured = experiment.config.get("checkpoint_storage")
+def experiment_storage(store: Store, experiment_id: int) -> StorageManager:
+    """The storage the experiment's creator configured, with its credentials (a trial's
+    reported location is not trusted for deleting files)."""
+    configured = store.config_with_secrets(experiment_id).get("checkpoint_storage")
     if not configured:
         raise StorageConfigError(
-            f"experiment {experiment.id} has no checkpoint_storage, so its checkpoints' files "
+            f"experiment {experiment_id} has no checkpoint_storage, so its checkpoints' files "
             "cannot be found"
         )
     return build(configured)
@@ -246,7 +246,7 @@ def collect_garbage(store: Store, experiment: Experiment) -> GCResult:
         earlier = _deleted(store, experiment)
         resumed = _finish_pending(store, experiment)
         result = _collect(store, experiment)
-        _remove_leftovers(experiment, earlier)
+        _remove_leftovers(store, experiment, earlier)
         return resumed + result
 
 
@@ -265,7 +265,7 @@ def _collect(store: Store, experiment: Experiment) -> GCResult:
     doomed = [c for c in store.list_checkpoints(experiment_id=experiment.id) if c.uuid in chosen]
     if not doomed:  # nothing to do (an experiment without storage may end so, too)
         return GCResult()
-    return delete_checkpoints(store, experiment_storage(experiment), doomed)
+    return delete_checkpoints(store, experiment_storage(store, experiment.id), doomed)
 
 
 def _deleted(store: Store, experiment: Experiment) -> list[Checkpoint]:
@@ -279,16 +279,16 @@ def _finish_pending(store: Store, experiment: Experiment) -> GCResult:
     pending = store.list_checkpoints(experiment_id=experiment.id, state=DELETING)
     if not pending:
         return GCResult()
-    return delete_checkpoints(store, experiment_storage(experiment), pending)
+    return delete_checkpoints(store, experiment_storage(store, experiment.id), pending)
 
 
-def _remove_leftovers(experiment: Experiment, deleted: Sequence[Checkpoint]) -> None:
+def _remove_leftovers(store: Store, experiment: Experiment, deleted: Sequence[Checkpoint]) -> None:
     """Delete the files left behind by rows already DELETED whose files are still in storage:
     a trial that died in ``ctx.checkpoint.delete`` (the master marks, the trial deletes), or
     a master of a trialkit before DELETING (which marked its rows DELETED first)."""
     if not deleted:
         return
-    storage = experiment_storage(experiment)
+    storage = experiment_storage(store, experiment.id)
     left = [c.uuid for c in deleted if storage.exists(c.uuid)]
     for uuid in left:
         storage.delete(uuid)
@@ -340,7 +340,7 @@ def _finish_pending_logged(store: Store, experiment_id: int) -> GCResult:
 def _finish_each_pending(store: Store, experiment: Experiment) -> tuple[GCResult, list[str]]:
     """Finish the experiment's DELETING checkpoints one by one, so files that cannot be
     deleted hold up their own checkpoint only; returns what went and why others did not."""
-    storage = experiment_storage(experiment)
+    storage = experiment_storage(store, experiment.id)
     result, failed = GCResult(), []
     for c in store.list_checkpoints(experiment_id=experiment.id, state=DELETING):
         try:
@@ -421,7 +421,7 @@ def delete_checkpoints_by_uuid(store: Store, uuids: Sequence[str]) -> GCResult:
     result = GCResult()
     for experiment_id, mine in by_experiment.items():  # one transaction of marks for each
         with _experiment_lock(experiment_id):  # apart from GC and the start's resume
-            storage = experiment_storage(store.get_experiment(experiment_id))
+            storage = experiment_storage(store, experiment_id)
             again = [store.get_checkpoint(u) for u in mine]  # a GC may have deleted some
             result += delete_checkpoints(store, storage, [c for c in again if c.state != DELETED])
     return result
@@ -449,12 +449,14 @@ def delete_experiment(store: Store, experiment: Experiment, trials_dir: Path) ->
     trials' directories under ``trials_dir`` (logs, working copies), then its rows."""
     with _experiment_lock(experiment.id):
         check_experiment_deletable(store, experiment)
-        storage = experiment_storage(experiment)
+        storage = experiment_storage(store, experiment.id)
         earlier = _deleted(store, experiment)
         live = store.list_checkpoints(experiment_id=experiment.id)  # DELETING ones are finished
         result = delete_checkpoints(store, storage, [c for c in live if c.state != DELETED])
-        _remove_leftovers(experiment, earlier)
-        copy = warm_start_copy(store, experiment.config, other_than=experiment.id)
+        _remove_leftovers(store, experiment, earlier)
+        copy = warm_start_copy(
+            store, store.config_with_secrets(experiment.id), other_than=experiment.id
+        )
         if copy is not None:  # what its trials started from, copied in at create
             storage.delete(copy)
     for trial in store.list_trials(experiment.id):

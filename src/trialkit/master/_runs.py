@@ -3,6 +3,7 @@ order, and the process spawned under the supervisor."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import shutil
 from dataclasses import dataclass
@@ -46,8 +47,10 @@ class RunStarter:
     def start(
         self, exp: Experiment, trial: Trial, run_id: int, slots: list[int], pool: Pool
     ) -> TrialProcess:
-        """Unpack the model definition into a fresh working copy and start the run in ``pool``."""
+        """Unpack the model definition into a fresh working copy and start the run in ``pool``.
+        The run gets the config with its storage credentials (the store keeps them masked)."""
         t = self.target
+        exp = dataclasses.replace(exp, config=self.store.config_with_secrets(exp.id))
         tdir = self.trial_dir(trial.id)
         workdir = tdir / "model"
         shutil.rmtree(workdir, ignore_errors=True)
@@ -98,10 +101,10 @@ class RunStarter:
         """Delete checkpoint directories that runs killed mid-save left half-written in the
         experiment's storage (never one a live process is writing)."""
         try:
-            storage = config_of(exp).checkpoint_storage
-            if storage is None:  # _create always sets one
+            storage = self.store.config_with_secrets(exp.id).get("checkpoint_storage")
+            if not storage:  # _create always sets one
                 return
-            removed = build_storage(storage.model_dump(mode="json")).remove_stale_partials()
+            removed = build_storage(storage).remove_stale_partials()
         except Exception as e:  # a cleanup must never stop a launch
             logger.warning("experiment %d: partial checkpoints not cleaned: %s", exp.id, e)
             return

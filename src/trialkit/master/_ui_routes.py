@@ -166,7 +166,7 @@ def add_ui_routes(
         """A checkpoint's files as a tar.gz, read from its experiment's configured storage
         (checked against its manifest: a damaged checkpoint is a 409 naming the file)."""
         ckpt = store.get_checkpoint(uuid)
-        config = store.get_experiment(ckpt.experiment_id).config.get("checkpoint_storage")
+        config = store.config_with_secrets(ckpt.experiment_id).get("checkpoint_storage")
         if not config:
             return Response("the experiment has no checkpoint_storage", status_code=404)
         try:

@@ -109,10 +109,11 @@ def _reachable(store: Store, storage_id: str, cfg: ExperimentConfig, field: str)
     if ckpt.state != "COMPLETED":
         raise WarmStartError(f"{field}: checkpoint {storage_id} is {ckpt.state}, not COMPLETED")
     target = storage_dict(cfg)
-    if _same_place(ckpt.storage, target) or build(target).exists(storage_id):
+    reported = store.checkpoint_storage_with_secrets(storage_id)
+    if _same_place(reported, target) or build(target).exists(storage_id):
         return  # read in place, or copied there for another experiment already
     try:
-        source = build(ckpt.storage)
+        source = build(reported)
         with source.restore_path(storage_id) as path:
             _copy_in(path, storage_id, build(target), f"{field}: checkpoint {storage_id}")
     except (CheckpointNotFound, CheckpointIntegrityError, StorageConfigError) as e:
@@ -162,13 +163,14 @@ def warm_start_copy(
     """The storage id of the warm-start copy that an experiment with ``config`` (a stored
     config) owns in its checkpoint storage (None: no copy was made, or another experiment than
     ``other_than`` reads the same copy). A ``--warm-start PATH`` copy is no registered
-    checkpoint; a source from other storage was copied under its own uuid."""
+    checkpoint; a source from other storage was copied under its own uuid. Places are compared
+    with their credentials (an Azure connection string names the account)."""
     source = _stored_source(config)
     target = config.get("checkpoint_storage") or {}
     if source is None:
         return None
     try:
-        if _same_place(store.get_checkpoint(source).storage, target):
+        if _same_place(store.checkpoint_storage_with_secrets(source), target):
             return None  # the trials read the source itself
     except NotFound:
         pass  # a --warm-start PATH copy (or a source deleted since)
@@ -176,10 +178,14 @@ def warm_start_copy(
         if (
             exp.id != other_than
             and _stored_source(exp.config) == source
-            and _same_place(exp.config.get("checkpoint_storage") or {}, target)
+            and _same_place(_storage_with_secrets(store, exp.id), target)
         ):
             return None
     return source
+
+
+def _storage_with_secrets(store: Store, experiment_id: int) -> dict[str, Any]:
+    return store.config_with_secrets(experiment_id).get("checkpoint_storage") or {}
 
 
 def _stored_source(config: dict[str, Any]) -> str | None:

@@ -16,6 +16,7 @@ from ._models import (
     LogRow,
     MetricBatchRow,
     MetricRow,
+    StorageSecretRow,
     TrialRow,
 )
 
@@ -64,11 +65,15 @@ class DeleteQueries:
                 )
 
     def delete_experiment_rows(self, experiment_id: int) -> None:
-        """Remove the experiment and everything of its trials, in one transaction."""
+        """Remove the experiment, its storage credentials and everything of its trials, in one
+        transaction."""
         trial_ids = select(TrialRow.id).where(TrialRow.experiment_id == experiment_id)
         with self._session() as s:
             for model in (LogRow, MetricRow, MetricBatchRow, CheckpointRow):
                 s.execute(delete(model).where(model.trial_id.in_(trial_ids)))
             s.execute(delete(CheckpointRow).where(CheckpointRow.experiment_id == experiment_id))
             s.execute(delete(TrialRow).where(TrialRow.experiment_id == experiment_id))
+            s.execute(
+                delete(StorageSecretRow).where(StorageSecretRow.experiment_id == experiment_id)
+            )
             s.execute(delete(ExperimentRow).where(ExperimentRow.id == experiment_id))

@@ -109,6 +109,18 @@ class CheckpointRow(Base):
     reported_at: Mapped[float] = mapped_column(Float)
 
 
+class StorageSecretRow(Base):
+    """Checkpoint storage credentials, kept out of the JSON that is shown (revision 0003): the
+    experiment config's (``checkpoint_uuid`` "") and those of a checkpoint whose reported
+    storage had other credentials than its experiment's (``checkpoint_uuid`` its uuid)."""
+
+    __tablename__ = "storage_secrets"
+
+    experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id"), primary_key=True)
+    checkpoint_uuid: Mapped[str] = mapped_column(String(64), primary_key=True)
+    secrets: Mapped[dict[str, str]] = mapped_column(JSON)
+
+
 class LogRow(Base):
     __tablename__ = "logs"
     __table_args__ = {"sqlite_autoincrement": True}  # ids never reused (revision 0002)

@@ -28,7 +28,7 @@ SCRIPTS = Path(__file__).parent / "_migrations"
 BASELINE_REVISION = "0001"
 #: The revision the models match: the head of versions/ (a unit test checks it), known without
 #: importing Alembic, so opening an up-to-date store stays cheap.
-HEAD_REVISION = "0002"
+HEAD_REVISION = "0003"
 #: Key of the PostgreSQL advisory lock held while migrating ("trialkit" in ASCII, as a bigint).
 _PG_LOCK_KEY = int.from_bytes(b"trialkit", "big") & 0x7FFF_FFFF_FFFF_FFFF
 

@@ -30,6 +30,14 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from .._json import dumps
+from .._secrets import (
+    Secrets,
+    kept_secrets,
+    reveal_config,
+    reveal_storage,
+    split_config,
+    split_storage,
+)
 from . import _convert as convert
 from ._charts import ChartQueries
 from ._deletes import DeleteQueries
@@ -40,6 +48,7 @@ from ._models import (
     ExperimentRow,
     LogRow,
     MetricRow,
+    StorageSecretRow,
     TrialRow,
 )
 from ._queries import experiment_trial_ids, latest_and_best, latest_checkpoints, metric_number
@@ -130,7 +139,11 @@ def _configure_sqlite(engine: Engine) -> None:
 
 
 class Store(MetricWrites, DeleteQueries, ChartQueries):
-    """Thread-safe access to experiments, trials, metrics, checkpoints and logs."""
+    """Thread-safe access to experiments, trials, metrics, checkpoints and logs.
+
+    Checkpoint storage credentials in a config or a checkpoint's storage are stored apart and
+    read back as ``trialkit._secrets.MASK``; only ``config_with_secrets`` and
+    ``checkpoint_storage_with_secrets`` give them back, for the master's and the trial's use."""
 
     def __init__(self, url: str) -> None:
         self.url = _normalize_url(url)
@@ -205,12 +218,13 @@ class Store(MetricWrites, DeleteQueries, ChartQueries):
         unmanaged: bool = False,
         state: ExperimentState = ExperimentState.ACTIVE,
     ) -> Experiment:
+        masked, secrets = split_config(config)
         with self._session() as s:
             row = ExperimentRow(
                 name=name,
                 description=description,
                 labels=list(labels),
-                config=config,
+                config=masked,
                 model_def=model_def,
                 state=state.value,
                 archived=False,
@@ -220,7 +234,48 @@ class Store(MetricWrites, DeleteQueries, ChartQueries):
             )
             s.add(row)
             s.flush()
+            self._keep_secrets(s, row.id, "", secrets)
             return convert.experiment(row)
+
+    @staticmethod
+    def _keep_secrets(
+        s: Session, experiment_id: int, checkpoint_uuid: str, secrets: Secrets
+    ) -> None:
+        """Store (or with none, forget) the credentials of a config ("") or a checkpoint."""
+        row = s.get(StorageSecretRow, (experiment_id, checkpoint_uuid))
+        if row is not None and not secrets:
+            s.delete(row)
+        elif row is not None:
+            row.secrets = dict(secrets)
+        elif secrets:
+            s.add(
+                StorageSecretRow(
+                    experiment_id=experiment_id,
+                    checkpoint_uuid=checkpoint_uuid,
+                    secrets=dict(secrets),
+                )
+            )
+
+    @staticmethod
+    def _secrets_of(s: Session, experiment_id: int, checkpoint_uuid: str = "") -> Secrets:
+        row = s.get(StorageSecretRow, (experiment_id, checkpoint_uuid))
+        return dict(row.secrets) if row is not None else {}
+
+    def config_with_secrets(self, experiment_id: int) -> dict[str, Any]:
+        """The experiment's config with its storage credentials: for the master's own storage
+        access and the trial's cluster info only, never to show."""
+        with self._session() as s:
+            row = self._get(s, ExperimentRow, experiment_id, "experiment")
+            return reveal_config(row.config, self._secrets_of(s, experiment_id))
+
+    def checkpoint_storage_with_secrets(self, uuid: str) -> dict[str, Any]:
+        """The storage a checkpoint was reported in, with its credentials (see above)."""
+        with self._session() as s:
+            row = self._get(s, CheckpointRow, uuid, "checkpoint")
+            secrets = self._secrets_of(s, row.experiment_id, uuid) or self._secrets_of(
+                s, row.experiment_id
+            )
+            return reveal_storage(row.storage, secrets)
 
     def get_experiment(self, experiment_id: int) -> Experiment:
         with self._session() as s:
@@ -240,9 +295,16 @@ class Store(MetricWrites, DeleteQueries, ChartQueries):
     def update_experiment(self, experiment_id: int, **fields: Any) -> Experiment:
         if isinstance(fields.get("state"), ExperimentState):
             fields["state"] = fields["state"].value
+        given = None
+        if "config" in fields:
+            fields["config"], given = split_config(fields["config"])
         with self._session() as s:
             row = self._get(s, ExperimentRow, experiment_id, "experiment")
             self._set_fields(row, fields)
+            if given is not None:
+                old = self._secrets_of(s, experiment_id)
+                kept = kept_secrets(fields["config"], given, old)
+                self._keep_secrets(s, experiment_id, "", kept)
             return convert.experiment(row)
 
     def get_model_def(self, experiment_id: int) -> bytes | None:
@@ -429,7 +491,13 @@ class Store(MetricWrites, DeleteQueries, ChartQueries):
         resources: dict[str, int],
         storage: dict[str, Any],
     ) -> Checkpoint:
+        """Register a checkpoint; its storage's credentials are kept apart only when they are
+        not its experiment's (the usual case: the trial reports the experiment's storage)."""
+        storage, secrets = split_storage(storage)
         with self._session() as s:
+            if secrets == self._secrets_of(s, experiment_id):
+                secrets = {}
+            self._keep_secrets(s, experiment_id, uuid, secrets)
             row = CheckpointRow(
                 uuid=uuid,
                 trial_id=trial_id,
