@@ -16,10 +16,13 @@ CREATES = {"_app.py": {"create_experiment"}}
 
 
 def _state_writes(tree: ast.AST) -> list[tuple[str, int]]:
-    """Store calls given a ``state=`` keyword, and ``x["state"] = ...`` assignments."""
+    """Store calls given a ``state=`` keyword (but listings, which filter by it), and
+    ``x["state"] = ...`` assignments."""
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr.startswith("list_"):
+                continue  # a read: list_checkpoints(state=DELETING)
             if any(k.arg == "state" for k in node.keywords):
                 found.append((node.func.attr, node.lineno))
         if isinstance(node, ast.Assign):

@@ -15,7 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from .._client import MasterClient
-from ..storage import CheckpointNotFound, CheckpointStorageError, StorageExtraMissing
+from ..storage import (
+    CheckpointNotFound,
+    CheckpointStorageError,
+    StorageConfigError,
+    StorageExtraMissing,
+)
 
 #: What makes AUTO fall back to the master: this process cannot read the storage itself.
 _NO_DIRECT_ACCESS = (CheckpointNotFound, CheckpointStorageError, StorageExtraMissing)
@@ -119,14 +124,10 @@ class Checkpoint:
         return self._given_master or _master()
 
     def _download_direct(self, dest: Path) -> None:
-        from ..cli._checkpoint import _experiment_storage
-
         _experiment_storage(self._master(), self._record).download(self.uuid, dest)
 
     def _download_through_master(self, dest: Path) -> None:
-        from ..cli._checkpoint import download_through_master
-
-        download_through_master(self._master(), self.uuid, dest)
+        _unpack_from_master(self._master(), self.uuid, dest)
 
     def __repr__(self) -> str:
         return f"Checkpoint(uuid={self.uuid!r}, trial_id={self.trial_id})"
@@ -290,3 +291,70 @@ __all__ = [
     "get_trial",
     "login",
 ]
+
+
+def _unpack_from_master(client: Any, uuid: str, dest: Path) -> None:
+    """The checkpoint's files from the master (which reads its storage) as a tar.gz, unpacked
+    into ``dest``; only the checkpoint's own members, with tarfile's data filter."""
+    import tarfile
+    import tempfile
+
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="tk-ckpt-archive-") as tmp:
+        archive = Path(tmp) / "checkpoint.tar.gz"
+        client.download_checkpoint_archive(uuid, archive)
+        with tarfile.open(archive, "r:gz") as tar:
+            members = []
+            for member in tar.getmembers():
+                head, _, rest = member.name.partition("/")
+                if head == uuid and rest:
+                    member.name = rest
+                    members.append(member)
+            tar.extractall(dest, members=members, filter="data")
+
+
+def _experiment_storage(client: Any, ckpt: dict[str, Any]) -> Any:
+    """The storage the experiment was configured with, if the checkpoint says it is there.
+
+    The location a checkpoint record names was sent by the trial: it is trusted only when it
+    is the experiment's configured checkpoint_storage (which its creator wrote). Credentials in
+    it stay with the master (served masked): this process uses its own credential chain."""
+    from .._secrets import without_masked
+
+    exp = client.experiment_summary(ckpt["experiment_id"]).experiment
+    configured = (exp.config or {}).get("checkpoint_storage")
+    if not configured:
+        raise StorageConfigError(
+            f"experiment {exp.id} has no checkpoint_storage; give its directory "
+            "(trialkit checkpoint download --storage-path DIR)"
+        )
+    expected = _buildable_here(exp.id, without_masked(configured))
+    reported = _buildable_here(exp.id, without_masked(ckpt["storage"]))
+    if _location(reported) != _location(expected):
+        raise StorageConfigError(
+            f"checkpoint {ckpt['uuid']} was reported in {_location(reported)}, not in experiment "
+            f"{exp.id}'s checkpoint storage {_location(expected)}; if you trust that "
+            "location, give it with --storage-path"
+        )
+    return expected
+
+
+def _buildable_here(experiment_id: int, storage: dict[str, Any]) -> Any:
+    """The storage built from its config without the credentials the master keeps; an Azure
+    connection string is the only way to the account, so without it this is a storage error."""
+    from ..storage import build
+
+    try:
+        return build(storage)
+    except StorageConfigError as e:
+        if storage.get("type") != "azure":
+            raise
+        raise CheckpointStorageError(
+            f"experiment {experiment_id}'s checkpoint storage is reached with a connection "
+            "string that the master keeps (it is never sent to clients); download through the "
+            "master (the web UI, or Checkpoint.download(mode='MASTER'))"
+        ) from e
+
+
+def _location(manager: Any) -> str:
+    return str(manager.location)
