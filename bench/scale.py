@@ -370,7 +370,7 @@ def engine_schedule(kind: str, db_url: str | None) -> dict[str, float]:
                 dict(SCHED_CONFIG), SCHED_TRIALS, home, model_def=archive
             )
             t0 = time.perf_counter()
-            exp = store.create_experiment(name="sched", config=config, model_def=archive)
+            exp = store.create_experiment(name="sched", config=config.as_dict(), model_def=archive)
             engine.start_experiment(exp)
             started = time.perf_counter() - t0
             queued = [t for t in store.list_trials(exp.id) if t.state is TrialState.ACTIVE]

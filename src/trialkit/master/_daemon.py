@@ -185,6 +185,9 @@ def serve(
         timeout_graceful_shutdown=3,
         ws="websockets-sansio",  # the metric stream (the Core API's reports)
         ws_max_size=STREAM_MAX_BYTES,
+        # No keepalive pings: a trial reads its stream only while it sends a batch, so a quiet
+        # one would miss the pong's deadline and be cut off; a dead trial's socket just closes.
+        ws_ping_interval=None,
     )
     server = uvicorn.Server(config)
     engine.start()
