@@ -356,7 +356,9 @@ def engine_schedule(kind: str, db_url: str | None) -> dict[str, float]:
             )
             launched: list[int] = []
 
-            def record(exp: Any, trial: Any, run_id: int, slots: list[int]) -> TrialProcess:
+            def record(
+                exp: Any, trial: Any, run_id: int, slots: list[int], pool: Any = None
+            ) -> TrialProcess:
                 launched.append(trial.id)
                 tdir = home / "trials" / str(trial.id)
                 return TrialProcess(
