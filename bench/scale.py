@@ -7,7 +7,8 @@ the master's insert time of the row (``reported_at``, which the store stamps in 
 transaction) minus the trial's ``time.time()`` when it called ``report_training_metrics`` (carried
 in the metric as ``sent``); the master's CPU (cores used, from psutil CPU times over the
 reporting window) and peak RSS (sampled every 0.5 s). Trials start at once on a barrier: each
-says it is ready in a file, the bench then writes ``go`` and every trial reports for T s.
+says it is ready in a file, the bench then writes ``go`` and every trial reports for T s, in
+bursts of B reports, its schedule offset by a random phase within one burst period.
 
 Scheduling: 1,000 queued single-slot trials placed on 1,000 free slots by the master's engine
 (``TrialSupervision.schedule``: the queue read from the store, ``place``, and each launch recorded
@@ -43,7 +44,7 @@ GOAL_P99_MS = 100.0
 SCHED_TRIALS = 1000
 
 TRIAL = """\
-import json, os, sys, time
+import json, os, random, sys, time
 from pathlib import Path
 from trialkit import core
 
@@ -70,7 +71,10 @@ with core.init() as ctx:
         if time.monotonic() > deadline:
             sys.exit("no go in time")
         time.sleep(0.05)
-    n, start, cpu0 = int(rate * seconds), time.monotonic(), time.process_time()
+    # Each trial's schedule starts at its own phase within one burst period: trials that all
+    # woke in the same millisecond every period would measure a thundering herd, not a master.
+    phase = random.random() * burst / rate
+    n, start, cpu0 = int(rate * seconds), time.monotonic() + phase, time.process_time()
     behind = 0.0
     for i in range(n):
         due = start + (i - i % burst) / rate  # the burst's first report's time

@@ -23,19 +23,29 @@ from ._types import TERMINAL_TRIAL_STATES, Delivered, MetricBatch, MetricDeliver
 _TERMINAL = frozenset(s.value for s in TERMINAL_TRIAL_STATES)
 
 
-def _insert_sql(
-    engine: Engine, table: Table, *, with_key: bool, suffix: str = ""
-) -> tuple[str, list[str]]:
-    """An INSERT of every column (but the key unless ``with_key``), quoted and in the driver's
-    parameter style (``?`` for sqlite3, ``%s`` for psycopg), and the columns in order."""
+def _insert_sql(engine: Engine, table: Table) -> tuple[str, list[str]]:
+    """A plain INSERT of every column but the key, quoted and in the driver's parameter style
+    (``?`` for sqlite3, ``%s`` for psycopg), and the columns in order."""
     prep = engine.dialect.identifier_preparer
-    columns = [c.name for c in table.columns if with_key or not c.primary_key]
+    columns = [c.name for c in table.columns if not c.primary_key]
     mark = "?" if engine.dialect.paramstyle == "qmark" else "%s"
     sql = (
         f"INSERT INTO {prep.quote(table.name)} ({', '.join(prep.quote(c) for c in columns)}) "
-        f"VALUES ({', '.join([mark] * len(columns))}){suffix}"
+        f"VALUES ({', '.join([mark] * len(columns))})"
     )
     return sql, columns
+
+
+def _key(batch: MetricBatch) -> tuple[int, int, str, int]:
+    return (batch.trial_id, batch.run_id, batch.sender, batch.seq)
+
+
+def _from_current_run(d: MetricDelivery, current: dict[int, tuple[int, str]]) -> bool:
+    """Whether ``d`` may be stored: it names no run, or its trial's current one, not ended."""
+    if d.run_id is None:
+        return True
+    run, state = current.get(d.trial_id, (None, ""))
+    return run == d.run_id and state not in _TERMINAL
 
 
 def _batch_json(report: NewMetric) -> str | None:
@@ -48,6 +58,9 @@ def _batch_json(report: NewMetric) -> str | None:
 class MetricWrites:
     """Metric reports in, at most once per batch."""
 
+    #: Batch keys one INSERT claims (5 parameters each; SQLite allows 32,766 per statement).
+    CLAIMS_PER_STATEMENT = 1000
+
     _engine: Engine
     _session: Callable[[], contextlib.AbstractContextManager[Session]]
 
@@ -55,21 +68,22 @@ class MetricWrites:
         """Build the driver-level INSERTs once: the hot path skips SQLAlchemy's per-row bind
         processing, several times cheaper per row."""
         self._insert_metrics_sql, columns = _insert_sql(
-            self._engine, cast(Table, MetricRow.__table__), with_key=False
+            self._engine, cast(Table, MetricRow.__table__)
         )
         self._metric_row = operator.itemgetter(*columns)  # a row dict -> values in column order
-        # ON CONFLICT DO NOTHING: the same SQL on SQLite (3.24+) and PostgreSQL. A resend's key
-        # inserts nothing (rowcount 0); on PostgreSQL a concurrent insert of the same key waits
-        # for the other transaction, then does nothing.
-        self._claim_batch_sql, claim_columns = _insert_sql(
-            self._engine,
-            cast(Table, MetricBatchRow.__table__),
-            with_key=True,
-            suffix=" ON CONFLICT DO NOTHING",
-        )
-        self._batch_row = operator.itemgetter(*claim_columns)
         prep = self._engine.dialect.identifier_preparer
         self._mark = "?" if self._engine.dialect.paramstyle == "qmark" else "%s"
+        # ON CONFLICT DO NOTHING ... RETURNING: the same SQL on SQLite (3.35+) and PostgreSQL.
+        # A resend's key inserts nothing and is not returned; on PostgreSQL a concurrent insert
+        # of the same key waits for the other transaction, then does nothing.
+        batches = cast(Table, MetricBatchRow.__table__)
+        claim_columns = [c.name for c in batches.columns]
+        self._batch_row = operator.itemgetter(*claim_columns)
+        self._claim_sql = (
+            f"INSERT INTO {prep.quote(batches.name)} "
+            f"({', '.join(prep.quote(c) for c in claim_columns)}) VALUES {{values}} "
+            "ON CONFLICT DO NOTHING RETURNING trial_id, run_id, sender, seq"
+        )
         self._current_runs_sql = (
             f"SELECT id, run_id, state FROM {prep.quote(TrialRow.__tablename__)} "
             "WHERE id IN ({marks})"
@@ -103,13 +117,22 @@ class MetricWrites:
         self, cursor: Any, deliveries: Sequence[MetricDelivery], now: float
     ) -> list[Delivered]:
         current = self._current_runs(cursor, deliveries)
+        live = [_from_current_run(d, current) for d in deliveries]
+        claimed = self._claim(
+            cursor, [d.batch for d, ok in zip(deliveries, live, strict=True) if ok], now
+        )
         outcomes: list[Delivered] = []
         rows: list[tuple[Any, ...]] = []
-        for d in deliveries:
-            outcome = self._admit(cursor, d, current, now)
-            if outcome is Delivered.STORED:
+        for d, ok in zip(deliveries, live, strict=True):
+            if not ok:
+                outcomes.append(Delivered.STALE)
+            elif d.batch is not None and _key(d.batch) not in claimed:
+                outcomes.append(Delivered.DUPLICATE)  # stored before, or earlier in this group
+            else:
+                if d.batch is not None:
+                    claimed.remove(_key(d.batch))
+                outcomes.append(Delivered.STORED)
                 rows.extend(self._metric_rows(d.reports, now))
-            outcomes.append(outcome)
         if rows:
             cursor.executemany(self._insert_metrics_sql, rows)
         return outcomes
@@ -124,20 +147,31 @@ class MetricWrites:
         cursor.execute(self._current_runs_sql.format(marks=", ".join([self._mark] * len(ids))), ids)
         return {int(i): (int(run or 0), str(state)) for i, run, state in cursor.fetchall()}
 
-    def _admit(
-        self, cursor: Any, d: MetricDelivery, current: dict[int, tuple[int, str]], now: float
-    ) -> Delivered:
-        if d.run_id is not None:
-            run, state = current.get(d.trial_id, (None, ""))
-            if run != d.run_id or state in _TERMINAL:
-                return Delivered.STALE
-        if d.batch is not None:
-            b = d.batch
-            key = {"trial_id": b.trial_id, "run_id": b.run_id, "sender": b.sender, "seq": b.seq}
-            cursor.execute(self._claim_batch_sql, self._batch_row({**key, "stored_at": now}))
-            if cursor.rowcount == 0:
-                return Delivered.DUPLICATE
-        return Delivered.STORED
+    def _claim(
+        self, cursor: Any, batches: Sequence[MetricBatch | None], now: float
+    ) -> set[tuple[int, int, str, int]]:
+        """Insert the batches' keys, a statement per 1,000; the keys that were new (RETURNING:
+        a key stored before inserts nothing and is not returned)."""
+        rows = [
+            self._batch_row(
+                {"trial_id": b.trial_id, "run_id": b.run_id, "sender": b.sender, "seq": b.seq}
+                | {"stored_at": now}
+            )
+            for b in batches
+            if b is not None
+        ]
+        new: set[tuple[int, int, str, int]] = set()
+        for i in range(0, len(rows), self.CLAIMS_PER_STATEMENT):
+            chunk = rows[i : i + self.CLAIMS_PER_STATEMENT]
+            params = [value for row in chunk for value in row]
+            cursor.execute(self._claim_sql.format(values=self._marks(len(chunk), 5)), params)
+            new.update((int(t), int(r), str(s), int(q)) for t, r, s, q in cursor.fetchall())
+        return new
+
+    def _marks(self, rows: int, columns: int) -> str:
+        """``(?, ?), (?, ?)`` in the driver's parameter style."""
+        one = "(" + ", ".join([self._mark] * columns) + ")"
+        return ", ".join([one] * rows)
 
     def _metric_rows(self, reports: Sequence[NewMetric], now: float) -> list[tuple[Any, ...]]:
         row = self._metric_row
