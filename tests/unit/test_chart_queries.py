@@ -4,24 +4,8 @@ trial by the database, in report order, digit for digit, after a given row."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from trialkit.store import NewMetric, Store, TrialPoints
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if request.param == "sqlite":
-        s = Store.at(tmp_path)
-    else:
-        s = Store(request.getfixturevalue("postgres").new_database())
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 def _trial(store: Store, experiment_id: int) -> int:

@@ -4,7 +4,6 @@ deletes a stopped master left (rows DELETING) are finished by finish_pending_del
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,17 +24,6 @@ from trialkit.master._gc import (
 from trialkit.master._warm_start import resolve_warm_start
 from trialkit.storage import CheckpointStorageError, SharedFSStorageManager, StorageConfigError
 from trialkit.store import Experiment, ExperimentState, NewMetric, Store, Trial, TrialState
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """On SQLite and on a real PostgreSQL server, as the store tests."""
-    if request.param == "sqlite":
-        s = Store.at(tmp_path / "home")
-    else:
-        s = Store(request.getfixturevalue("postgres").new_database())
-    yield s
-    s.close()
 
 
 def _experiment(store: Store, root: Path, **policy: int) -> Experiment:

@@ -30,16 +30,6 @@ from trialkit.store import (
 )
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if request.param == "sqlite":
-        s = Store.at(tmp_path / "home")
-    else:
-        s = Store(request.getfixturevalue("postgres").new_database())
-    yield s
-    s.close()
-
-
 def running_trial(store: Store, run_id: int = 1) -> Trial:
     exp = store.create_experiment(name="e", config={"searcher": {"name": "single"}})
     trial = store.create_trial(experiment_id=exp.id, request_id="r", hparams={}, seed=1)

@@ -5,28 +5,14 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from sqlalchemy import event
 from tests.inprocess_master import inprocess_master
 
 from trialkit.config import parse_config
 from trialkit.store import NewMetric, Store
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if request.param == "sqlite":
-        s = Store.at(tmp_path)
-    else:
-        s = Store(request.getfixturevalue("postgres").new_database())
-    try:
-        yield s
-    finally:
-        s.close()
 
 
 class Statements:

@@ -7,7 +7,6 @@ import dataclasses
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,17 +23,6 @@ from trialkit.store import (
     TrialState,
     sqlite_url,
 )
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """Every store test runs on SQLite and on a real PostgreSQL server."""
-    if request.param == "sqlite":
-        s = Store.at(tmp_path / "home")
-    else:
-        s = Store(request.getfixturevalue("postgres").new_database())
-    yield s
-    s.close()
 
 
 def new_trial(store: Store, name: str = "exp") -> Trial:

@@ -5,8 +5,6 @@ and deleted with their experiment (docs/security.md "Storage credentials")."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,16 +38,6 @@ SECRETS = (
     "sas-token-9012",
     "other-secret-3456",
 )
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if request.param == "sqlite":
-        s = Store.at(tmp_path / "home")
-    else:
-        s = Store(request.getfixturevalue("postgres").new_database())
-    yield s
-    s.close()
 
 
 def _table_text(store: Store, sql: str) -> str:
