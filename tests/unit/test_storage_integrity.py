@@ -232,15 +232,24 @@ def test_each_manifest_crc_is_zlibs_crc32_of_the_stored_file(
         assert body["files"][rel] == {"size": len(data), "crc32": f"{zlib.crc32(stored):08x}"}
 
 
-@pytest.mark.parametrize(("saved_by", "checked_by"), [("zlib", "zlib-ng"), ("zlib-ng", "zlib")])
-def test_a_checkpoint_saved_with_either_crc32_is_checked_by_the_other(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, saved_by: str, checked_by: str
-) -> None:
-    use_crc32(monkeypatch, saved_by)
+def uploaded_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, implementation: str
+) -> tuple[Path, SharedFSStorageManager]:
+    """Files of many sizes uploaded as checkpoint "ck", their crc32s by ``implementation``:
+    the source directory and the storage."""
+    use_crc32(monkeypatch, implementation)
     src = tmp_path / "src"
     files_of_many_sizes(src)
     sm = SharedFSStorageManager(tmp_path / "store")
     sm.upload(src, "ck", sorted(list_directory(src)))
+    return src, sm
+
+
+@pytest.mark.parametrize(("saved_by", "checked_by"), [("zlib", "zlib-ng"), ("zlib-ng", "zlib")])
+def test_a_checkpoint_saved_with_either_crc32_is_checked_by_the_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, saved_by: str, checked_by: str
+) -> None:
+    src, sm = uploaded_with(tmp_path, monkeypatch, saved_by)
     use_crc32(monkeypatch, checked_by)
     with sm.restore_path("ck"):
         pass
@@ -270,11 +279,7 @@ def test_restore_refuses_a_large_file_damaged_after_its_first_blocks(
     implementation: str,
     damaging: Callable[[Path], None],
 ) -> None:
-    use_crc32(monkeypatch, implementation)
-    src = tmp_path / "src"
-    files_of_many_sizes(src)
-    sm = SharedFSStorageManager(tmp_path / "store")
-    sm.upload(src, "ck", sorted(list_directory(src)))
+    _, sm = uploaded_with(tmp_path, monkeypatch, implementation)
     damaged = sm.base_path / "ck" / "sub" / "many-blocks"
     damaging(damaged)
     what = (

@@ -18,7 +18,7 @@ from ..rest import MetricsStored, routes
 from ..store import Delivered, MetricBatch, MetricDelivery, NewMetric, Store, StoreError, Trial
 from ._engine import Engine
 from ._ingest import MetricIngest
-from ._schemas import MetricsBody, TrialId, encoded_text
+from ._schemas import MetricsBody, TrialId, encoded_text, error_lines
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ def add_metric_routes(
         try:
             body = MetricsBody.model_validate_json(message)
         except ValidationError as e:
-            return _refusal(None, 422, {"errors": _errors(e)})
+            return _refusal(None, 422, {"errors": error_lines(e.errors(), ("body",))})
         if body.sender is None or body.seq is None:
             return _refusal(body.seq, 422, {"errors": ["body.seq: a stream needs sender and seq"]})
         try:
@@ -120,11 +120,3 @@ def add_metric_routes(
 
 def _refusal(seq: int | None, status: int, detail: Any) -> str:
     return dumps({"seq": seq, "status": status, "detail": detail})
-
-
-def _errors(e: ValidationError) -> list[str]:
-    """One ``body.field: problem`` line per invalid input, as the POST route's 422 says it."""
-    return [
-        ".".join(["body", *(str(p) for p in err.get("loc", ()))]) + f": {err.get('msg', 'invalid')}"
-        for err in e.errors()
-    ]

@@ -3,6 +3,7 @@ input is a 422 naming the field instead of a failure in the store (a 500)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 import pydantic_core
@@ -216,8 +217,14 @@ class EarlyExitBody(BaseModel):
 
 def field_errors(exc: RequestValidationError) -> list[str]:
     """One ``where.field: problem`` line per invalid input (the input itself is not echoed)."""
+    return error_lines(exc.errors())
+
+
+def error_lines(errors: Sequence[Any], prefix: tuple[str, ...] = ()) -> list[str]:
+    """``field_errors`` of pydantic's error dicts, each location after ``prefix`` (a body
+    validated outside FastAPI gets ``("body",)``, as FastAPI's own locations start)."""
     lines = []
-    for err in exc.errors():
-        where = ".".join(str(part) for part in err.get("loc", ())) or "request"
+    for err in errors:
+        where = ".".join(str(part) for part in (*prefix, *err.get("loc", ()))) or "request"
         lines.append(f"{where}: {err.get('msg', 'invalid')}")
     return lines
