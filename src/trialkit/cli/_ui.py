@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ import click
 
 from .._home import trialkit_home
 from .._tensorboards import record_tensorboard
+from ..rendezvous import free_port
 from ._common import CLIError, get_client, resolve_experiment
 
 #: Seconds TensorBoard gets to answer before the command gives up.
@@ -45,12 +45,6 @@ def ui(experiment: str | None, no_open: bool) -> None:
         import webbrowser
 
         webbrowser.open(url)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _logdir_spec(root: Path, experiment_ids: list[int], trial_id: int | None) -> str:
@@ -119,7 +113,7 @@ def tensorboard(experiments: tuple[str, ...], trial_id: int | None, port: int | 
     if trial_id is not None and client.describe_trial(trial_id).trial.experiment_id != ids[0]:
         raise CLIError(f"--trial: trial {trial_id} is not in experiment {ids[0]}")
     spec = _logdir_spec(trialkit_home() / "tensorboard", ids, trial_id)
-    port = port or _free_port()
+    port = port or free_port()
     url = f"http://127.0.0.1:{port}/"
     cmd = [sys.executable, "-m", "tensorboard.main", "--logdir_spec", spec]
     cmd += ["--host", "127.0.0.1", "--port", str(port), "--reload_interval", "5"]
