@@ -10,18 +10,18 @@ import logging
 import queue
 import threading
 import time
-from concurrent.futures import Future
 
 from ..store import Delivered, MetricDelivery, Store
 
 logger = logging.getLogger(__name__)
 
-_Item = tuple[MetricDelivery, "Future[Delivered]"]
+_Item = tuple[MetricDelivery, "asyncio.Future[Delivered]"]
+_Outcome = Delivered | Exception
 
 
 class MetricIngest:
-    """Stores deliveries from any thread or the event loop; the writer thread starts on the
-    first one and ends after ``idle_exit`` seconds without work (an app needs no shutdown)."""
+    """Stores deliveries from event loops; the writer thread starts on the first one and ends
+    after ``idle_exit`` seconds without work (an app needs no shutdown)."""
 
     #: Rows one transaction takes at most; more waiting go in the next.
     MAX_ROWS = 20_000
@@ -38,10 +38,7 @@ class MetricIngest:
 
     async def deliver(self, delivery: MetricDelivery) -> Delivered:
         """Store ``delivery`` in the next group commit; what became of it."""
-        return await asyncio.wrap_future(self.submit(delivery))
-
-    def submit(self, delivery: MetricDelivery) -> Future[Delivered]:
-        future: Future[Delivered] = Future()
+        future: asyncio.Future[Delivered] = asyncio.get_running_loop().create_future()
         with self._lock:
             self._queue.put((delivery, future))
             if self._writer is None:
@@ -49,7 +46,7 @@ class MetricIngest:
                     target=self._run, name="trialkit-metric-writer", daemon=True
                 )
                 self._writer.start()
-        return future
+        return await future
 
     def _run(self) -> None:
         while True:
@@ -62,7 +59,8 @@ class MetricIngest:
                         return
                 continue
             time.sleep(self.LINGER)
-            self._write(self._group(first))
+            group = self._group(first)
+            _settle(group, self._write(group))
 
     def _group(self, first: _Item) -> list[_Item]:
         """``first`` and what else is waiting, up to MAX_ROWS rows."""
@@ -76,16 +74,36 @@ class MetricIngest:
             rows += len(item[0].reports)
         return group
 
-    def _write(self, group: list[_Item]) -> None:
+    def _write(self, group: list[_Item]) -> list[_Outcome]:
+        """Each delivery's outcome, or the exception that kept it from being stored."""
         try:
-            outcomes = self._store.add_metric_deliveries([d for d, _ in group])
+            return list(self._store.add_metric_deliveries([d for d, _ in group]))
         except Exception as e:
             if len(group) > 1:  # one bad batch must not fail the others: each on its own
-                for item in group:
-                    self._write([item])
-                return
+                return [outcome for item in group for outcome in self._write([item])]
             logger.warning("storing a metric batch of trial %d failed: %s", group[0][0].trial_id, e)
-            group[0][1].set_exception(e)
-            return
-        for (_, future), outcome in zip(group, outcomes, strict=True):
+            return [e]
+
+
+def _settle(group: list[_Item], outcomes: list[_Outcome]) -> None:
+    """Hand the outcomes to the waiting coroutines: one call into each event loop per group
+    (a call per future wrote to the loop's wake-up pipe for every batch: 8 % of the writer)."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Delivered], _Outcome]]]
+    by_loop = {}
+    for (_, future), outcome in zip(group, outcomes, strict=True):
+        by_loop.setdefault(future.get_loop(), []).append((future, outcome))
+    for loop, pairs in by_loop.items():
+        try:
+            loop.call_soon_threadsafe(_set_outcomes, pairs)
+        except RuntimeError:  # the loop closed (a test's app went away): nobody is waiting
+            pass
+
+
+def _set_outcomes(pairs: list[tuple[asyncio.Future[Delivered], _Outcome]]) -> None:
+    for future, outcome in pairs:
+        if future.done():  # cancelled: its connection went away while it was being stored
+            continue
+        if isinstance(outcome, Exception):
+            future.set_exception(outcome)
+        else:
             future.set_result(outcome)

@@ -183,6 +183,10 @@ class TrialProcess:
         whether the end of the file was reached). With ``final`` (the run is over) a last line
         without its newline counts too; a line longer than a chunk is split."""
         try:
+            # A stat first: the engine looks at every run's log ten times a second, and most
+            # looks find nothing new (an open, seek and read cost ~5x more).
+            if os.stat(self.log_file).st_size <= offset:
+                return [], offset, True
             with open(self.log_file, "rb") as f:
                 f.seek(offset)
                 data = f.read(LOG_CHUNK + 1)

@@ -5,7 +5,6 @@ trial's current run."""
 from __future__ import annotations
 
 import contextlib
-import operator
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, cast
@@ -23,17 +22,19 @@ from ._types import TERMINAL_TRIAL_STATES, Delivered, MetricBatch, MetricDeliver
 _TERMINAL = frozenset(s.value for s in TERMINAL_TRIAL_STATES)
 
 
-def _insert_sql(engine: Engine, table: Table) -> tuple[str, list[str]]:
-    """A plain INSERT of every column but the key, quoted and in the driver's parameter style
-    (``?`` for sqlite3, ``%s`` for psycopg), and the columns in order."""
-    prep = engine.dialect.identifier_preparer
-    columns = [c.name for c in table.columns if not c.primary_key]
-    mark = "?" if engine.dialect.paramstyle == "qmark" else "%s"
-    sql = (
-        f"INSERT INTO {prep.quote(table.name)} ({', '.join(prep.quote(c) for c in columns)}) "
-        f"VALUES ({', '.join([mark] * len(columns))})"
-    )
-    return sql, columns
+#: A metric row's columns as the hot path writes them (every column but the key).
+METRIC_COLUMNS = (
+    "trial_id", "run_id", "group", "steps_completed", "values", "batch_metrics", "reported_at"
+)  # fmt: skip
+#: Batch keys, as claimed.
+BATCH_COLUMNS = ("trial_id", "run_id", "sender", "seq", "stored_at")
+
+
+def _check_columns(table: Table, expected: tuple[str, ...]) -> None:
+    """The hot path's column list must be the table's (a model change must change both)."""
+    actual = tuple(c.name for c in table.columns if c.name != "id")  # id: the database's
+    if set(actual) != set(expected):
+        raise RuntimeError(f"{table.name} has columns {actual}; the metric writes use {expected}")
 
 
 def _key(batch: MetricBatch) -> tuple[int, int, str, int]:
@@ -48,41 +49,51 @@ def _from_current_run(d: MetricDelivery, current: dict[int, tuple[int, str]]) ->
     return run == d.run_id and state not in _TERMINAL
 
 
-def _batch_json(report: NewMetric) -> str | None:
-    """The report's batch metrics as JSON text (None: it sent none)."""
-    if report.batch_metrics_json is not None or report.batch_metrics is None:
-        return report.batch_metrics_json
-    return dumps(report.batch_metrics)
+def _extend_metric_rows(values: list[Any], reports: Sequence[NewMetric], now: float) -> None:
+    """Append each report's row values, in METRIC_COLUMNS order, to ``values``."""
+    for r in reports:
+        values += (
+            r.trial_id,
+            r.run_id,
+            r.group,
+            r.steps_completed,
+            r.values_json if r.values_json is not None else dumps(r.values),
+            r.batch_metrics_json
+            if r.batch_metrics_json is not None or r.batch_metrics is None
+            else dumps(r.batch_metrics),
+            r.reported_at or now,
+        )
 
 
 class MetricWrites:
     """Metric reports in, at most once per batch."""
 
-    #: Batch keys one INSERT claims (5 parameters each; SQLite allows 32,766 per statement).
-    CLAIMS_PER_STATEMENT = 1000
+    #: Rows one INSERT writes (7 parameters each; SQLite allows 32,766 per statement).
+    ROWS_PER_INSERT = 1000
 
     _engine: Engine
     _session: Callable[[], contextlib.AbstractContextManager[Session]]
 
     def _prepare_metric_writes(self) -> None:
-        """Build the driver-level INSERTs once: the hot path skips SQLAlchemy's per-row bind
+        """Build the driver-level statements once: the hot path skips SQLAlchemy's per-row bind
         processing, several times cheaper per row."""
-        self._insert_metrics_sql, columns = _insert_sql(
-            self._engine, cast(Table, MetricRow.__table__)
-        )
-        self._metric_row = operator.itemgetter(*columns)  # a row dict -> values in column order
+        metrics, batches = cast(Table, MetricRow.__table__), cast(Table, MetricBatchRow.__table__)
+        _check_columns(metrics, METRIC_COLUMNS)
+        _check_columns(batches, BATCH_COLUMNS)
         prep = self._engine.dialect.identifier_preparer
         self._mark = "?" if self._engine.dialect.paramstyle == "qmark" else "%s"
+
+        def insert(table: Table, columns: tuple[str, ...]) -> str:
+            names = ", ".join(prep.quote(c) for c in columns)
+            return f"INSERT INTO {prep.quote(table.name)} ({names}) VALUES {{values}}"
+
+        self._insert_metrics_sql = insert(metrics, METRIC_COLUMNS)
         # ON CONFLICT DO NOTHING ... RETURNING: the same SQL on SQLite (3.35+) and PostgreSQL.
         # A resend's key inserts nothing and is not returned; on PostgreSQL a concurrent insert
         # of the same key waits for the other transaction, then does nothing.
-        batches = cast(Table, MetricBatchRow.__table__)
-        claim_columns = [c.name for c in batches.columns]
-        self._batch_row = operator.itemgetter(*claim_columns)
         self._claim_sql = (
-            f"INSERT INTO {prep.quote(batches.name)} "
-            f"({', '.join(prep.quote(c) for c in claim_columns)}) VALUES {{values}} "
-            "ON CONFLICT DO NOTHING RETURNING trial_id, run_id, sender, seq"
+            insert(batches, BATCH_COLUMNS)
+            + " ON CONFLICT DO NOTHING RETURNING trial_id, run_id, sender, seq"
         )
         self._current_runs_sql = (
             f"SELECT id, run_id, state FROM {prep.quote(TrialRow.__tablename__)} "
@@ -122,7 +133,7 @@ class MetricWrites:
             cursor, [d.batch for d, ok in zip(deliveries, live, strict=True) if ok], now
         )
         outcomes: list[Delivered] = []
-        rows: list[tuple[Any, ...]] = []
+        rows: list[Any] = []  # the metric rows' values, flat
         for d, ok in zip(deliveries, live, strict=True):
             if not ok:
                 outcomes.append(Delivered.STALE)
@@ -132,10 +143,20 @@ class MetricWrites:
                 if d.batch is not None:
                     claimed.remove(_key(d.batch))
                 outcomes.append(Delivered.STORED)
-                rows.extend(self._metric_rows(d.reports, now))
-        if rows:
-            cursor.executemany(self._insert_metrics_sql, rows)
+                _extend_metric_rows(rows, d.reports, now)
+        self._insert_rows(cursor, self._insert_metrics_sql, rows, len(METRIC_COLUMNS))
         return outcomes
+
+    def _insert_rows(self, cursor: Any, sql: str, values: list[Any], columns: int) -> None:
+        """Insert the rows whose values ``values`` holds, flat: one statement per ROWS_PER_INSERT.
+
+        Not ``executemany``: sqlite3 releases the GIL around every row's step, and a thread
+        taking the GIL back from a busy event loop waits for Python's switch interval (5 ms),
+        measured here as 2,000 rows taking 4.5 s beside a busy thread, 32 ms as 2 statements."""
+        step = self.ROWS_PER_INSERT * columns
+        for i in range(0, len(values), step):
+            chunk = values[i : i + step]
+            cursor.execute(sql.format(values=self._marks(len(chunk) // columns, columns)), chunk)
 
     def _current_runs(
         self, cursor: Any, deliveries: Sequence[MetricDelivery]
@@ -150,21 +171,15 @@ class MetricWrites:
     def _claim(
         self, cursor: Any, batches: Sequence[MetricBatch | None], now: float
     ) -> set[tuple[int, int, str, int]]:
-        """Insert the batches' keys, a statement per 1,000; the keys that were new (RETURNING:
-        a key stored before inserts nothing and is not returned)."""
-        rows = [
-            self._batch_row(
-                {"trial_id": b.trial_id, "run_id": b.run_id, "sender": b.sender, "seq": b.seq}
-                | {"stored_at": now}
-            )
-            for b in batches
-            if b is not None
-        ]
+        """Insert the batches' keys, a statement per ROWS_PER_INSERT; the keys that were new
+        (RETURNING: a key stored before inserts nothing and is not returned)."""
+        keys = [b for b in batches if b is not None]
         new: set[tuple[int, int, str, int]] = set()
-        for i in range(0, len(rows), self.CLAIMS_PER_STATEMENT):
-            chunk = rows[i : i + self.CLAIMS_PER_STATEMENT]
-            params = [value for row in chunk for value in row]
-            cursor.execute(self._claim_sql.format(values=self._marks(len(chunk), 5)), params)
+        for i in range(0, len(keys), self.ROWS_PER_INSERT):
+            chunk = keys[i : i + self.ROWS_PER_INSERT]
+            params = [v for b in chunk for v in (b.trial_id, b.run_id, b.sender, b.seq, now)]
+            marks = self._marks(len(chunk), len(BATCH_COLUMNS))
+            cursor.execute(self._claim_sql.format(values=marks), params)
             new.update((int(t), int(r), str(s), int(q)) for t, r, s, q in cursor.fetchall())
         return new
 
@@ -172,23 +187,6 @@ class MetricWrites:
         """``(?, ?), (?, ?)`` in the driver's parameter style."""
         one = "(" + ", ".join([self._mark] * columns) + ")"
         return ", ".join([one] * rows)
-
-    def _metric_rows(self, reports: Sequence[NewMetric], now: float) -> list[tuple[Any, ...]]:
-        row = self._metric_row
-        return [
-            row(
-                {
-                    "trial_id": r.trial_id,
-                    "run_id": r.run_id,
-                    "group": r.group,
-                    "steps_completed": r.steps_completed,
-                    "values": r.values_json if r.values_json is not None else dumps(r.values),
-                    "batch_metrics": _batch_json(r),
-                    "reported_at": r.reported_at or now,
-                }
-            )
-            for r in reports
-        ]
 
     def metric_batch_stored(self, batch: MetricBatch) -> bool:
         """Whether ``batch`` was stored already."""
