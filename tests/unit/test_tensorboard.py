@@ -3,12 +3,19 @@ independent TFRecord/protobuf reader."""
 
 from __future__ import annotations
 
+import random
 import struct
 from pathlib import Path
 from typing import Any
 
 from trialkit import core
 from trialkit.core._tensorboard import crc32c, masked_crc
+
+
+def _reference_masked_crc(data: bytes) -> int:
+    """TFRecord's masking of the pure-Python CRC-32C, written out independently."""
+    crc = crc32c(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
 def _varint(buf: bytes, i: int) -> tuple[int, int]:
@@ -45,9 +52,11 @@ def _records(path: Path) -> list[bytes]:
     while i < len(data):
         header = data[i : i + 8]
         (length,) = struct.unpack("<Q", header)
-        assert struct.unpack("<I", data[i + 8 : i + 12])[0] == masked_crc(header)
+        assert struct.unpack("<I", data[i + 8 : i + 12])[0] == _reference_masked_crc(header)
         body = data[i + 12 : i + 12 + length]
-        assert struct.unpack("<I", data[i + 12 + length : i + 16 + length])[0] == masked_crc(body)
+        assert struct.unpack("<I", data[i + 12 + length : i + 16 + length])[
+            0
+        ] == _reference_masked_crc(body)
         out.append(body)
         i += 16 + length
     return out
@@ -69,6 +78,13 @@ def _scalars(path: Path) -> list[tuple[int, str, float]]:
 
 def test_crc32c_known_vector() -> None:
     assert crc32c(b"123456789") == 0xE3069283
+
+
+def test_the_c_crc_matches_the_reference_on_records_of_every_length() -> None:
+    rng = random.Random(7)
+    for length in [*range(0, 70), 255, 256, 4097]:
+        data = rng.randbytes(length)
+        assert masked_crc(data) == _reference_masked_crc(data), length
 
 
 def test_auto_mode_writes_reported_metrics_as_event_files() -> None:
