@@ -52,10 +52,10 @@ rate, seconds = float(os.environ["SCALE_RATE"]), float(os.environ["SCALE_SECONDS
 burst = int(os.environ["SCALE_BURST"])
 sync = Path(os.environ["SCALE_SYNC"])
 with core.init() as ctx:
-    # Instrument (the bench's only reach inside): stamp each batch with the time its POST starts,
-    # so the stored row also tells the master's part (POST -> insert) of the latency.
+    # Instrument (the bench's only reach inside): stamp each batch with the time it is sent,
+    # so the stored row also tells the master's part (send -> insert) of the latency.
     backend = ctx.train._shipper._backend
-    ship = backend.ship_metric_batch
+    ship = backend.send_metric_batch
 
     def stamped(payload, sender, seq):
         shipped = time.time()
@@ -63,7 +63,7 @@ with core.init() as ctx:
             r["metrics"]["shipped"] = shipped
         return ship(payload, sender, seq)
 
-    backend.ship_metric_batch = stamped
+    backend.send_metric_batch = stamped
     me = os.environ.get("DET_TRIAL_ID") or str(os.getpid())
     (sync / f"ready-{me}").touch()
     deadline = time.monotonic() + float(os.environ["SCALE_BARRIER_S"])
@@ -162,7 +162,7 @@ def _wait(predicate: Any, timeout: float, what: str) -> None:
 
 def _stored(home: Path, db_url: str | None) -> tuple[int, list[float], list[float]]:
     """Training rows stored, each one's latency in ms (reported_at - sent) and the master's
-    part of it (reported_at - shipped: from the batch's POST to the insert)."""
+    part of it (reported_at - shipped: from the batch's sending to the insert)."""
     from sqlalchemy import create_engine, text
 
     from trialkit.store import sqlite_url
@@ -270,7 +270,7 @@ def print_ingest(rows: list[dict[str, Any]], rate: float, seconds: float, burst:
     )
     head = (
         f"{'store':<10} {'N':>4} {'state':>9} {'reported':>9} {'stored/rep':>10} {'rows/s':>8} "
-        f"{'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'POST p50':>8} {'POST p99':>8} {'behind s':>8} {'cpu cores':>9} {'trials cpu':>10} {'rss MB':>7} {'ready s':>7}"
+        f"{'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'send p50':>8} {'send p99':>8} {'behind s':>8} {'cpu cores':>9} {'trials cpu':>10} {'rss MB':>7} {'ready s':>7}"
     )
     print(head)
     print("-" * len(head))
@@ -282,8 +282,8 @@ def print_ingest(rows: list[dict[str, Any]], rate: float, seconds: float, burst:
             f"{r['trials_cpu_cores']:>10.2f} {r['peak_rss_mb']:>7.0f} {r['ready_s']:>7.1f}"
         )
     print("p50/p99/max: report_training_metrics() call -> row inserted by the master (end to end,")
-    print("  including the Core API shipper's 0.25 s batching wait); POST p50/p99: the batch's")
-    print("  POST starting -> row inserted (HTTP + the master's handling)")
+    print("  including the Core API shipper's batching wait, 50 ms at most over the stream); send")
+    print("  p50/p99: the batch sent -> its rows inserted (the network and the master's part)")
     print("behind s: the most a trial's report call ran late of its schedule (the trial starved)")
     print("cpu cores: the master's CPU time / wall time over the reporting window; rss: its peak")
     print("trials cpu: the trial processes' CPU time (reporting until delivered) / the same window")

@@ -46,11 +46,14 @@ class LostReplyBackend(HttpBackend):
         super().__init__(*args)
         self.lost = 0
 
-    def ship_metric_batch(self, reports: list[dict[str, Any]], sender: str, seq: int) -> None:
-        super().ship_metric_batch(reports, sender, seq)
-        if self.lost == 0:
+    def metric_outcomes(self, wait: bool) -> list[tuple[int, Exception | None]]:
+        outcomes = super().metric_outcomes(wait)
+        if outcomes and self.lost == 0:  # answers came for stored batches: lose them
             self.lost += 1
+            assert self._stream is not None
+            self._stream.close()
             raise ConnectionError("connection reset before the reply")
+        return outcomes
 
 
 def test_shipper_resend_after_lost_reply_is_stored_once(api: InProcessMaster) -> None:

@@ -6,6 +6,7 @@ served by a real uvicorn on loopback: answers, refusals, a broken stream, a mast
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -215,6 +216,77 @@ def test_a_broken_stream_is_reopened_and_the_resend_stored_once(
     assert [m.steps_completed for m in api.store.list_metrics(1, "training")] == [1, 2]
 
 
+def test_batches_go_without_waiting_and_answers_come_in_order(api: InProcessMaster) -> None:
+    with served(api.app) as url:
+        stream = MetricStream(MasterClient(url, TOKEN), 1)
+        try:
+            stream.send_nowait(body(1, 1))
+            stream.send_nowait(body(2, 2, run_id=5))  # not the trial's run: refused
+            stream.send_nowait(body(3, 3))
+            stream.send_nowait(body(1, 1))  # a resend of batch 1
+            outcomes: list[tuple[int, Exception | None]] = []
+            while len(outcomes) < 4:
+                outcomes += stream.outcomes(wait=True)
+            assert stream.outcomes(wait=False) == []  # nothing left in flight
+        finally:
+            stream.close()
+    assert [seq for seq, _ in outcomes] == [1, 2, 3, 1]
+    refused = outcomes[1][1]
+    assert isinstance(refused, APIError) and refused.status == 409
+    assert [e for _, e in outcomes if e is not refused] == [None, None, None]
+    assert [m.steps_completed for m in api.store.list_metrics(1, "training")] == [1, 3]
+
+
+class LosesAnswers(HttpBackend):
+    """The stream breaks after the master stored several batches, before their answers are read
+    (as when the master restarts right after a commit)."""
+
+    broken = 0
+
+    def metric_outcomes(self, wait: bool) -> list[tuple[int, Exception | None]]:
+        assert self._stream is not None
+        if self.broken == 0:
+            if len(self._stream._unanswered) < 3 and not wait:
+                return []  # answers not read yet: more batches go meanwhile
+            time.sleep(0.2)  # let the master store them
+            self.broken += 1
+            self._stream._break(ConnectionResetError("reset"))
+        return super().metric_outcomes(wait)
+
+
+def test_a_shipper_resends_every_batch_in_flight_when_the_stream_breaks(
+    api: InProcessMaster,
+) -> None:
+    with served(api.app) as url:
+        backend = LosesAnswers(MasterClient(url, TOKEN), 1, 1, 0)
+        shipper = MetricsShipper(backend, interval=0.01)
+        shipper.WINDOW = 4
+        try:
+            for step in range(1, 201):
+                shipper.put({"group": "training", "steps_completed": step, "metrics": {"x": 1}})
+                time.sleep(0.001)
+            shipper.close()
+        finally:
+            backend.close()
+    assert backend.broken == 1 and shipper.shipped == 200
+    assert [m.steps_completed for m in api.store.list_metrics(1, "training")] == list(range(1, 201))
+
+
+def test_a_refusal_in_an_answer_fails_the_shipper(api: InProcessMaster) -> None:
+    api.store.update_trial(1, run_id=2)  # the shipper's run (0) was replaced
+    with served(api.app) as url:
+        backend = HttpBackend(MasterClient(url, TOKEN), 1, 1, 0)
+        shipper = MetricsShipper(backend)
+        try:
+            shipper.put({"group": "training", "steps_completed": 1, "metrics": {"x": 1}})
+            with pytest.raises(RuntimeError, match="not its current run"):
+                shipper.flush()
+            shipper.close()
+        finally:
+            backend.close()
+    assert api.store.count_metrics(1, "training") == 0
+
+
 def test_without_a_stream_the_backend_posts(api: InProcessMaster) -> None:
     # A master without the stream route (an older one) refuses the handshake: the trial POSTs.
     from starlette.routing import WebSocketRoute
@@ -247,16 +319,15 @@ def test_the_tensorboard_sink_gets_a_second_of_reports_at_a_time() -> None:
         def metrics_interval(self) -> float:
             return 0.005
 
-        def ship_metric_batch(self, reports: list[dict[str, Any]], sender: str, seq: int) -> None:
+        def send_metric_batch(self, reports: list[dict[str, Any]], sender: str, seq: int) -> bool:
             self.batches += 1
+            return False  # stored
 
     backend = Quick()
     shipper = MetricsShipper(backend)
     handed: list[int] = []
     shipper.add_sink(lambda reports: handed.append(len(reports)))
     shipper.SINK_INTERVAL = 0.2
-    import time
-
     for step in range(1, 301):  # ~0.6 s of reports, one every 2 ms
         shipper.put({"group": "training", "steps_completed": step, "metrics": {"x": 1}})
         time.sleep(0.002)

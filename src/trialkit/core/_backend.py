@@ -32,6 +32,18 @@ class TrialBackend(abc.ABC):
         (a resend after a lost reply) pass the pair on so it is stored once."""
         self.ship_metrics(reports)
 
+    def send_metric_batch(self, reports: list[dict[str, Any]], sender: str, seq: int) -> bool:
+        """Send batch ``seq``: True when it is now in flight (``metric_outcomes`` tells later
+        what became of it), False when it was stored before this returned."""
+        self.ship_metric_batch(reports, sender, seq)
+        return False
+
+    def metric_outcomes(self, wait: bool) -> list[tuple[int, Exception | None]]:
+        """What became of batches in flight, oldest first: (seq, None) stored, (seq, error)
+        not. With ``wait``, block until at least one is known. Raises when the connection
+        broke: every batch still in flight must then be sent again."""
+        return []
+
     @abc.abstractmethod
     def report_checkpoint(self, record: dict[str, Any]) -> None:
         """Register a complete checkpoint {uuid, steps_completed, metadata, resources, storage}."""

@@ -60,18 +60,29 @@ class HttpBackend(TrialBackend):
         return self.STREAM_INTERVAL if self._stream is not None else super().metrics_interval
 
     def ship_metric_batch(self, reports: list[dict[str, Any]], sender: str, seq: int) -> None:
+        if self.send_metric_batch(reports, sender, seq):
+            assert self._stream is not None
+            ((_, error),) = self._stream.outcomes(wait=True)
+            if error is not None:
+                raise error
+
+    def send_metric_batch(self, reports: list[dict[str, Any]], sender: str, seq: int) -> bool:
         # The master stores a (run, sender, seq) once: a resend after a lost reply is acknowledged.
         if self._stream is not None:
             body = {"run_id": self.run_id, "reports": reports, "sender": sender, "seq": seq}
             try:
-                self._stream.send(body)
-                return
+                self._stream.send_nowait(body)
+                return True
             except BatchTooLarge:
                 pass  # this batch goes by POST
             except StreamUnsupported as e:
                 logger.info("%s; metrics go by POST", e)
                 self._stream = None
         self.client.report_metrics(self.trial_id, self.run_id, reports, sender=sender, seq=seq)
+        return False
+
+    def metric_outcomes(self, wait: bool) -> list[tuple[int, Exception | None]]:
+        return self._stream.outcomes(wait) if self._stream is not None else []
 
     def report_checkpoint(self, record: dict[str, Any]) -> None:
         self.client.report_checkpoint(self.trial_id, self.run_id, record, retry_for=self.retry_for)
