@@ -5,7 +5,9 @@ HTTP status."""
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +20,7 @@ from ..rest import MetricsStored, routes
 from ..store import Delivered, MetricBatch, MetricDelivery, NewMetric, Store, StoreError, Trial
 from ._engine import Engine
 from ._ingest import MetricIngest
-from ._schemas import MetricsBody, TrialId, encoded_text, error_lines
+from ._schemas import MAX_INT, MetricsBody, TrialId, encode_storable, encoded_text, error_lines
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +48,70 @@ def _delivery(trial_id: int, body: MetricsBody) -> MetricDelivery:
     return MetricDelivery(reports, batch, trial_id=trial_id, run_id=body.run_id)
 
 
+_BODY_KEYS = frozenset({"run_id", "reports", "sender", "seq"})
+_REPORT_KEYS = frozenset({"group", "steps_completed", "metrics", "batch_metrics"})
+_SENDER = re.compile(r"[A-Za-z0-9_-]{1,32}")
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _is_count(value: Any) -> bool:
+    return type(value) is int and 0 <= value <= MAX_INT
+
+
+def plain_stream_delivery(trial_id: int, message: str) -> MetricDelivery | None:
+    """The delivery in a stream message of the shape the Core API sends, checked as
+    ``MetricsBody`` checks it; None for anything else (``MetricsBody`` then names what is wrong).
+
+    The master's event loop reads every trial's messages: pydantic, a validated copy of each
+    report and a dataclass built from that cost more than the rest of a message's handling."""
+    try:
+        body = json.loads(message, parse_constant=_no_constants)
+    except ValueError:
+        return None
+    if type(body) is not dict or not body.keys() <= _BODY_KEYS:
+        return None
+    run_id, sender = body.get("run_id", 0), body.get("sender")
+    seq: Any = body.get("seq")
+    reports = body.get("reports")
+    if not (_is_count(run_id) and _is_count(seq) and type(reports) is list):
+        return None
+    if type(sender) is not str or not _SENDER.fullmatch(sender):
+        return None
+    new = []
+    for r in reports:
+        if type(r) is not dict or not r.keys() <= _REPORT_KEYS:
+            return None
+        group, metrics = r.get("group"), r.get("metrics")
+        steps: Any = r.get("steps_completed")
+        batch = r.get("batch_metrics")
+        if (
+            type(group) is not str
+            or not 0 < len(group) <= 64
+            or "." in group
+            or not group.isascii()
+        ):
+            return None
+        if not (_is_count(steps) and type(metrics) is dict):
+            return None
+        if batch is not None and (
+            type(batch) is not list or any(type(b) is not dict for b in batch)
+        ):
+            return None
+        try:
+            values_json = encode_storable(metrics)
+            batch_json = None if batch is None else encode_storable(batch)
+        except ValueError:
+            return None
+        new.append(
+            NewMetric(trial_id, group, steps, metrics, run_id, batch, 0.0, values_json, batch_json)
+        )
+    batch_key = MetricBatch(trial_id, run_id, sender, seq)
+    return MetricDelivery(new, batch_key, trial_id=trial_id, run_id=run_id)
+
+
 def _check_batch_key(body: MetricsBody) -> None:
     if (body.sender is None) != (body.seq is None):
         raise HTTPException(422, {"errors": ["body.seq: give sender and seq together, or neither"]})
@@ -62,21 +128,21 @@ def add_metric_routes(
     says why a run may not report (or returns the trial when it now may)."""
     ingest = MetricIngest(store)
 
-    async def store_batch(trial_id: int, body: MetricsBody) -> MetricsStored:
-        delivery = _delivery(trial_id, body)
+    async def store_delivery(delivery: MetricDelivery) -> MetricsStored:
         outcome = await ingest.deliver(delivery)
+        trial_id, run_id = delivery.trial_id, delivery.run_id
         if outcome is Delivered.STALE:
             # Why (409); or the engine was just recording this run when the batch came: retry.
-            await run_in_threadpool(reporting_trial, trial_id, body.run_id)
+            await run_in_threadpool(reporting_trial, trial_id, run_id or 0)
             outcome = await ingest.deliver(delivery)
             if outcome is Delivered.STALE:
-                raise HTTPException(409, f"run {body.run_id} of trial {trial_id} ended meanwhile")
+                raise HTTPException(409, f"run {run_id} of trial {trial_id} ended meanwhile")
         if outcome is Delivered.DUPLICATE:
             return MetricsStored(stored=0, duplicate=True)
-        validations = [r.metrics for r in body.reports if r.group == "validation"]
+        validations = [r.values for r in delivery.reports if r.group == "validation"]
         if validations:
             await run_in_threadpool(searcher_sees, trial_id, validations)
-        return MetricsStored(stored=len(body.reports))
+        return MetricsStored(stored=len(delivery.reports))
 
     def searcher_sees(trial_id: int, validations: list[dict[str, Any]]) -> None:
         trial = store.get_trial(trial_id)
@@ -86,7 +152,7 @@ def add_metric_routes(
     @app.post(routes.TRIAL_METRICS, dependencies=[auth])
     async def report_metrics(trial_id: TrialId, body: MetricsBody) -> MetricsStored:
         _check_batch_key(body)
-        return await store_batch(trial_id, body)
+        return await store_delivery(_delivery(trial_id, body))
 
     @app.websocket(routes.TRIAL_METRICS_STREAM)
     async def metrics_stream(websocket: WebSocket, trial_id: TrialId) -> None:
@@ -102,20 +168,27 @@ def add_metric_routes(
             return
 
     async def stream_reply(trial_id: int, message: str) -> str:
+        delivery = plain_stream_delivery(trial_id, message)
+        if delivery is None:
+            try:
+                body = MetricsBody.model_validate_json(message)
+            except ValidationError as e:
+                return _refusal(None, 422, {"errors": error_lines(e.errors(), ("body",))})
+            if body.sender is None or body.seq is None:
+                return _refusal(
+                    body.seq, 422, {"errors": ["body.seq: a stream needs sender and seq"]}
+                )
+            delivery = _delivery(trial_id, body)
+        assert delivery.batch is not None
+        seq = delivery.batch.seq
         try:
-            body = MetricsBody.model_validate_json(message)
-        except ValidationError as e:
-            return _refusal(None, 422, {"errors": error_lines(e.errors(), ("body",))})
-        if body.sender is None or body.seq is None:
-            return _refusal(body.seq, 422, {"errors": ["body.seq: a stream needs sender and seq"]})
-        try:
-            stored = await store_batch(trial_id, body)
+            stored = await store_delivery(delivery)
         except HTTPException as e:
-            return _refusal(body.seq, e.status_code, e.detail)
+            return _refusal(seq, e.status_code, e.detail)
         except StoreError as e:
             logger.warning("trial %d's metrics were not stored: %s", trial_id, e)
-            return _refusal(body.seq, 503, f"the store failed; send again: {e}")
-        return dumps({"seq": body.seq, "stored": stored.stored, "duplicate": stored.duplicate})
+            return _refusal(seq, 503, f"the store failed; send again: {e}")
+        return dumps({"seq": seq, "stored": stored.stored, "duplicate": stored.duplicate})
 
 
 def _refusal(seq: int | None, status: int, detail: Any) -> str:
