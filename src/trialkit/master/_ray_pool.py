@@ -145,7 +145,8 @@ class RayRun(TrialProcess):
     def alive(self) -> bool:
         return self._code is None
 
-    def finished(self) -> bool:
+    def finished(self, scan: Any = None) -> bool:
+        """Whether the run on Ray is over (``scan``, this machine's processes, is not needed)."""
         if self._code is None:
             try:
                 self._advance()

@@ -13,7 +13,7 @@ from ..config import LOCAL_POOL
 from ..store import Store, Trial
 from ._logcapture import LogCapture
 from ._pools import LocalPool, Pool
-from ._processes import TrialProcess, run_tag
+from ._processes import PROCESSES, TrialProcess, run_tag
 
 logger = logging.getLogger("trialkit.master")
 
@@ -108,9 +108,12 @@ class Supervisor:
         log takes a few ticks, a chunk each, so the engine is never held up for long). Their
         processes are forgotten and their slots freed."""
         ended = []
+        # One scan of the machine's processes for every run whose supervisor is gone.
+        gone = {t for t, p in self._procs.items() if not p.ended and p.pid and not p.alive()}
+        scan = PROCESSES.scan() if gone else None
         for trial_id, proc in list(self._procs.items()):
             if not proc.ended:
-                proc.ended = proc.finished()
+                proc.ended = proc.finished(scan if trial_id in gone else None)
             drained = self.logs.tail(proc, final=proc.ended)
             if proc.ended and drained:
                 del self._procs[trial_id]
