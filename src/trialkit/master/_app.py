@@ -64,6 +64,7 @@ from ._experiment_config import searcher_config_of
 from ._gc import GONE_STATES
 from ._gc_routes import add_gc_routes
 from ._metric_routes import add_metric_routes
+from ._preemption import PreemptionWaits
 from ._schemas import (
     CheckpointBody,
     CheckpointUuid,
@@ -444,17 +445,13 @@ def create_app(
         )
         return CheckpointReply(checkpoint=checkpoint_out(ckpt))
 
+    preemptions = PreemptionWaits(engine.should_preempt, stopping.is_set)
+
     @app.get(routes.PREEMPTION, dependencies=[Auth])
     async def preemption(
         trial_id: TrialId, timeout_seconds: PollSeconds = 0.0, run_id: QueryCount = 0
     ) -> Preemption:
-        deadline = time.monotonic() + min(timeout_seconds, 60.0)
-        while True:
-            if engine.should_preempt(trial_id):
-                return Preemption(preempt=True)
-            if time.monotonic() >= deadline or stopping.is_set():
-                return Preemption(preempt=False)
-            await asyncio.sleep(0.05)
+        return Preemption(preempt=await preemptions.wait(trial_id, min(timeout_seconds, 60.0)))
 
     @app.post(routes.ACK_PREEMPTION, dependencies=[Auth])
     def ack_preemption(trial_id: TrialId, body: RunBody) -> Ok:
