@@ -7,6 +7,7 @@ SQLAlchemy). The serving side lives in ``trialkit.master._daemon``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -154,23 +155,58 @@ def _last_error(log_path: Path, offset: int) -> str:
 
 
 def stop_master(home: Path, wait: float = 15.0) -> bool:
-    """Ask the running master to stop; True if one was running."""
+    """Ask the running master to stop; True if one was running. A master that does not answer
+    (overloaded, or hung) is sent SIGTERM instead, and one still there after ``wait`` seconds
+    SIGKILL: a benchmark's master with 200 busy trials answered no health check in 2 s and was
+    left running, with its trials."""
+    listed = _listed_pid(home)
+    ours = _is_master_of(home, listed)
     client = client_for(home)
-    if client is None:
+    if client is not None:
+        try:
+            client.shutdown()
+        except Exception:  # it stopped answering meanwhile: a signal instead
+            if ours:
+                _signal(listed, signal.SIGTERM)
+        finally:
+            client.close()
+    elif ours:
+        _signal(listed, signal.SIGTERM)
+    else:
         return False
-    pid = json.loads(master_file(home).read_text()).get("pid")
-    try:
-        client.shutdown()
-    finally:
-        client.close()
     deadline = time.monotonic() + wait
-    while pid and time.monotonic() < deadline:
-        if not _running(pid):
+    while listed and time.monotonic() < deadline:
+        if not _running(listed):
             return True
         time.sleep(0.05)
-    if pid and _running(pid):
-        os.kill(pid, signal.SIGKILL)
+    if listed and _running(listed):
+        _signal(listed, signal.SIGKILL)
     return True
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
+
+
+def _listed_pid(home: Path) -> int:
+    """The pid in the master file (0 when there is none)."""
+    try:
+        return int(json.loads(master_file(home).read_text())["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+
+
+def _is_master_of(home: Path, pid: int) -> bool:
+    """Whether ``pid`` is alive and is ``home``'s background master (a stale master file may
+    name a pid reused by anything)."""
+    import psutil
+
+    try:
+        cmdline = psutil.Process(pid).cmdline() if pid else []
+    except psutil.Error:
+        return False
+    return "trialkit.master" in cmdline and str(home) in cmdline and _running(pid)
 
 
 def _running(pid: int) -> bool:
