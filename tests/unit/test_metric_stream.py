@@ -335,3 +335,29 @@ def test_the_tensorboard_sink_gets_a_second_of_reports_at_a_time() -> None:
     assert sum(handed) == 300  # every report reached the sink, the last ones at close
     # ~0.6 s at SINK_INTERVAL 0.2: a few calls (the last at close), each of many batches.
     assert 2 <= len(handed) <= 6 and backend.batches > 5 * len(handed), (backend.batches, handed)
+
+
+def test_batches_a_backend_lost_track_of_go_again() -> None:
+    # A backend that says a batch is in flight and then knows nothing of it (its connection
+    # was replaced under it): the shipper must not wait for those answers forever.
+    class Forgetful(HttpBackend):
+        def __init__(self) -> None:
+            self.sent: list[int] = []
+
+        @property
+        def metrics_interval(self) -> float:
+            return 0.005
+
+        def send_metric_batch(self, reports: list[dict[str, Any]], sender: str, seq: int) -> bool:
+            self.sent.append(seq)
+            return self.sent.count(seq) == 1  # the first time "in flight", then stored
+
+        def metric_outcomes(self, wait: bool) -> list[tuple[int, Exception | None]]:
+            return []
+
+    backend = Forgetful()
+    shipper = MetricsShipper(backend)
+    for step in range(1, 4):
+        shipper.put({"group": "training", "steps_completed": step, "metrics": {"x": 1}})
+    shipper.close()
+    assert shipper.shipped == 3 and len(set(backend.sent)) < len(backend.sent)

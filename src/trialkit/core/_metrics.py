@@ -230,8 +230,13 @@ class MetricsShipper:
             self._resend_in_flight()
             self._back_off(e)
             return
+        if wait and not outcomes:  # the backend lost track of them: they go again
+            self._resend_in_flight()
+            return
         for seq, error in outcomes:
-            batch = self._in_flight.pop(seq)
+            batch = self._in_flight.pop(seq, None)
+            if batch is None:
+                continue  # not this shipper's (or answered twice): nothing to settle
             if error is None:
                 self._delivered(batch)
             elif isinstance(error, APIError) and not _transient(error):
