@@ -25,6 +25,8 @@ def test_handed_out_ports_are_outside_the_kernels_ephemeral_range():
     # CI: a chief's bind failed with EADDRINUSE on a port picked by binding port 0 (so from the
     # ephemeral range), which an outgoing connection on the busy Ray node had taken meanwhile.
     low, high = _ephemeral_range()
+    if low <= rendezvous._HANDOUT_LOW + 100:
+        pytest.skip(f"the ephemeral range starts at {low}: no room below it on this machine")
     ports = [free_port() for _ in range(50)] + free_ports(20)
     assert not [p for p in ports if low <= p <= high]
 
