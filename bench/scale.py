@@ -17,7 +17,7 @@ searcher producing its 1,000 trials alone. Spawning a process is left out (the l
 recorder: ``create_to_first_metric.py`` measures spawning); the store, transitions and searcher
 driver are the master's own.
 
-Usage: ``python bench/scale.py [--trials N] [--rate R] [--seconds T] [--burst B] [--skip-postgres]
+Usage: ``python bench/scale.py [--trials N] [--rate R] [--seconds T] [--burst B] [--skip-sqlite] [--skip-postgres]
 [--skip-ingest] [--skip-scheduling]`` (defaults N=200, R=100, T=60 as the issue says). Exits 0
 whether or not the goals are met; 1 when the benchmark broke (a trial failed, a barrier timed out).
 """
@@ -203,8 +203,15 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def run_ingest(
-    kind: str, trials: int, rate: float, seconds: float, burst: int, db_url: str | None
+    kind: str,
+    trials: int,
+    rate: float,
+    seconds: float,
+    burst: int,
+    db_url: str | None,
+    db_cpu: Any = None,
 ) -> dict[str, Any]:
+    """One ingest run; ``db_cpu``: the database server's CPU seconds so far (PostgreSQL)."""
     from trialkit.master import start_background, stop_master
 
     with tempfile.TemporaryDirectory(prefix=f"trialkit-bench-scale-{kind}-") as tmp_s:
@@ -233,6 +240,7 @@ def run_ingest(
             _wait(lambda: len(list(sync.glob("ready-*"))) >= trials, 900, f"{trials} trials ready")
             ready_s = time.monotonic() - t_ready
             cpu0, t0 = sampler.cpu(), time.monotonic()
+            db0 = db_cpu() if db_cpu else 0.0
             (sync / "go").touch()
             _wait(
                 lambda: len(list(sync.glob("done-*.json"))) >= trials,
@@ -240,6 +248,7 @@ def run_ingest(
                 f"{trials} trials done",
             )
             cpu1, t1 = sampler.cpu(), time.monotonic()
+            db1 = db_cpu() if db_cpu else 0.0
             exp = int(found.group(1))
             _wait(
                 lambda: (
@@ -274,6 +283,7 @@ def run_ingest(
             "post_p50_ms": _pct(master_part, 0.50),
             "post_p99_ms": _pct(master_part, 0.99),
             "cpu_cores": (cpu1 - cpu0) / (t1 - t0),
+            "db_cores": (db1 - db0) / (t1 - t0) if db_cpu else None,
             "trials_cpu_cores": sum(d["cpu"] for d in done) / (t1 - t0),
             "peak_rss_mb": sampler.peak_rss / 2**20,
         }
@@ -286,7 +296,7 @@ def print_ingest(rows: list[dict[str, Any]], rate: float, seconds: float, burst:
     )
     head = (
         f"{'store':<10} {'N':>4} {'state':>9} {'reported':>9} {'stored/rep':>10} {'rows/s':>8} "
-        f"{'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'send p50':>8} {'send p99':>8} {'behind s':>8} {'cpu cores':>9} {'trials cpu':>10} {'rss MB':>7} {'ready s':>7}"
+        f"{'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'send p50':>8} {'send p99':>8} {'behind s':>8} {'cpu cores':>9} {'db cores':>8} {'trials cpu':>10} {'rss MB':>7} {'ready s':>7}"
     )
     print(head)
     print("-" * len(head))
@@ -295,6 +305,7 @@ def print_ingest(rows: list[dict[str, Any]], rate: float, seconds: float, burst:
             f"{r['store']:<10} {r['trials']:>4} {r['state']:>9} {r['reported']:>9,} "
             f"{r['stored'] / max(r['reported'], 1):>10.4f} {r['rows_per_s']:>8,.0f} {r['p50_ms']:>8.1f} "
             f"{r['p99_ms']:>8.1f} {r['max_ms']:>8.1f} {r['post_p50_ms']:>8.1f} {r['post_p99_ms']:>8.1f} {r['max_behind_s']:>8.2f} {r['cpu_cores']:>9.2f} "
+            f"{'-' if r['db_cores'] is None else format(r['db_cores'], '.2f'):>8} "
             f"{r['trials_cpu_cores']:>10.2f} {r['peak_rss_mb']:>7.0f} {r['ready_s']:>7.1f}"
         )
     print("p50/p99/max: report_training_metrics() call -> row inserted by the master (end to end,")
@@ -302,6 +313,7 @@ def print_ingest(rows: list[dict[str, Any]], rate: float, seconds: float, burst:
     print("  p50/p99: the batch sent -> its rows inserted (the network and the master's part)")
     print("behind s: the most a trial's report call ran late of its schedule (the trial starved)")
     print("cpu cores: the master's CPU time / wall time over the reporting window; rss: its peak")
+    print("db cores: the PostgreSQL server's CPU time (all its processes) / the same window")
     print("trials cpu: the trial processes' CPU time (reporting until delivered) / the same window")
 
 
@@ -442,19 +454,22 @@ def main() -> int:
         help="reports per wake-up of a trial (B): a sleeping Python process costs ~50 us of CPU "
         "per wake-up on these VMs, so B=1 at N=200 x R=100 spends ~1 core on the load itself",
     )
+    parser.add_argument("--skip-sqlite", action="store_true")
     parser.add_argument("--skip-postgres", action="store_true")
     parser.add_argument("--skip-ingest", action="store_true")
     parser.add_argument("--skip-scheduling", action="store_true")
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
     server = None
-    kinds: list[tuple[str, Any]] = [("sqlite", None)]
+    kinds: list[tuple[str, Any]] = [] if args.skip_sqlite else [("sqlite", None)]
+    db_cpu: dict[str, Any] = {}
     try:
         if not args.skip_postgres:
             from tests.postgres_server import PostgresServer
 
             server = PostgresServer()
             kinds.append(("postgresql", server.new_database))
+            db_cpu["postgresql"] = server.cpu_seconds
         if not args.skip_scheduling:
             engine = {k: engine_schedule(k, new() if new else None) for k, new in kinds}
             print_scheduling(searcher_alone(), place_alone(), engine)
@@ -462,7 +477,13 @@ def main() -> int:
         if not args.skip_ingest:
             rows = [
                 run_ingest(
-                    k, args.trials, args.rate, args.seconds, args.burst, new() if new else None
+                    k,
+                    args.trials,
+                    args.rate,
+                    args.seconds,
+                    args.burst,
+                    new() if new else None,
+                    db_cpu.get(k),
                 )
                 for k, new in kinds
             ]

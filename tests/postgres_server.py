@@ -76,6 +76,22 @@ class PostgresServer:
             con.execute(f"CREATE DATABASE {name}")
         return self.url(name)
 
+    def cpu_seconds(self) -> float:
+        """CPU time the server has used so far: the postmaster, its live processes and the
+        exited ones it reaped."""
+        import psutil
+
+        postmaster = psutil.Process(int((self._data / "postmaster.pid").read_text().split()[0]))
+        t = postmaster.cpu_times()
+        total = t.user + t.system + t.children_user + t.children_system
+        for child in postmaster.children(recursive=True):
+            try:
+                c = child.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            total += c.user + c.system
+        return float(total)
+
     def stop(self) -> None:
         try:
             self._run("pg_ctl", "-D", str(self._data), "-m", "immediate", "-w", "stop")

@@ -6,6 +6,7 @@ served by a real uvicorn on loopback: answers, refusals, a broken stream, a mast
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -81,25 +82,56 @@ def test_one_transaction_stores_each_batch_once_and_only_for_the_current_run(
     assert stored_steps(store, a) == [1, 2, 3]
 
 
-def test_a_large_group_is_written_in_a_few_statements_not_one_per_row(store: Store) -> None:
-    # sqlite3's executemany released the GIL around every row; taking it back from the busy
-    # event loop cost a switch interval (5 ms) each: 2,000 rows took 4.5 s beside a busy thread.
-    trial = running_trial(store)
+def record_statements(store: Store) -> list[str]:
+    """The SQL the store's connections send from now on (SQLite's trace callback; on
+    PostgreSQL a psycopg cursor that notes each ``execute`` and ``copy``)."""
     statements: list[str] = []
     if store._engine.dialect.name == "sqlite":
 
         def trace(dbapi_connection: Any, *_: Any) -> None:
             dbapi_connection.set_trace_callback(statements.append)
 
-        event.listen(store._engine, "checkout", trace)
-    group = [delivery(trial, 1, seq, 2 * seq - 1, 2 * seq) for seq in range(1, 1251)]
+    else:
+        import psycopg
+
+        class Recording(psycopg.Cursor):  # type: ignore[type-arg]
+            def execute(self, query: Any, *args: Any, **kwargs: Any) -> Any:
+                statements.append(str(query))
+                return super().execute(query, *args, **kwargs)
+
+            def copy(self, statement: Any, *args: Any, **kwargs: Any) -> Any:
+                statements.append(str(statement))
+                return super().copy(statement, *args, **kwargs)
+
+        def trace(dbapi_connection: Any, *_: Any) -> None:
+            dbapi_connection.cursor_factory = Recording
+
+    event.listen(store._engine, "checkout", trace)
+    return statements
+
+
+def test_a_large_group_is_written_in_a_few_statements_not_one_per_row(store: Store) -> None:
+    # sqlite3's executemany released the GIL around every row; taking it back from the busy
+    # event loop cost a switch interval (5 ms) each: 2,000 rows took 4.5 s beside a busy thread.
+    # psycopg parses a long multi-row VALUES in Python on every call (~30 ms per 1,000 rows):
+    # on PostgreSQL every statement must have the same text whatever the group's size.
+    trial = running_trial(store)
+    statements = record_statements(store)
+    assert store.add_metric_deliveries([delivery(trial, 1, 1, 1)]) == [Delivered.STORED]
+    small, statements[:] = list(statements), []
+    group = [delivery(trial, 1, seq, 2 * seq - 2, 2 * seq - 1) for seq in range(2, 1252)]
     assert store.add_metric_deliveries(group) == [Delivered.STORED] * 1250
-    assert stored_steps(store, trial) == list(range(1, 2501))
-    assert [m.values for m in store.list_metrics(trial.id, "training")][-1] == {"loss": 1 / 2500}
+    large = list(statements)
+    assert stored_steps(store, trial) == list(range(1, 2502))
+    assert [m.values for m in store.list_metrics(trial.id, "training")][-1] == {"loss": 1 / 2501}
+    inserts = [s for s in large if s.startswith(("INSERT INTO metrics", "COPY metrics"))]
+    claims = [s for s in large if s.startswith("INSERT INTO metric_batches")]
     if store._engine.dialect.name == "sqlite":
-        inserts = [s for s in statements if s.startswith("INSERT INTO metrics")]
-        claims = [s for s in statements if s.startswith("INSERT INTO metric_batches")]
         assert (len(inserts), len(claims)) == (3, 2)  # 2,500 rows and 1,250 keys, 1,000 a go
+    else:
+        assert (len(inserts), len(claims)) == (1, 1)
+        assert inserts[0].startswith("COPY metrics")
+        assert large == small
 
 
 def test_a_delivery_without_a_run_is_stored_for_any_trial_state(store: Store) -> None:
@@ -361,3 +393,42 @@ def test_batches_a_backend_lost_track_of_go_again() -> None:
         shipper.put({"group": "training", "steps_completed": step, "metrics": {"x": 1}})
     shipper.close()
     assert shipper.shipped == 3 and len(set(backend.sent)) < len(backend.sent)
+
+
+def voluntary_switches() -> int:
+    """How many times the calling thread has gone to sleep (Linux's count for the thread)."""
+    status = Path(f"/proc/self/task/{threading.get_native_id()}/status").read_text()
+    return int(status.split("voluntary_ctxt_switches:")[1].split()[0])
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+def test_flush_sleeps_until_the_answer_instead_of_polling() -> None:
+    # flush() polled every 5 ms: 200 trials flushing while the master caught up woke 40,000
+    # times a second and took the CPU the master needed.
+    class SlowAnswer(HttpBackend):
+        def __init__(self) -> None:
+            self.in_flight: list[int] = []
+
+        @property
+        def metrics_interval(self) -> float:
+            return 0.005
+
+        def send_metric_batch(self, reports: list[dict[str, Any]], sender: str, seq: int) -> bool:
+            self.in_flight.append(seq)
+            return True
+
+        def metric_outcomes(self, wait: bool) -> list[tuple[int, Exception | None]]:
+            if not wait:
+                return []
+            time.sleep(0.5)  # the master is behind
+            answered, self.in_flight = self.in_flight, []
+            return [(seq, None) for seq in answered]
+
+    shipper = MetricsShipper(SlowAnswer())
+    shipper.put({"group": "training", "steps_completed": 1, "metrics": {"x": 1}})
+    before = voluntary_switches()
+    shipper.flush()
+    slept = voluntary_switches() - before
+    assert shipper.shipped == 1
+    assert slept <= 10, f"flush() woke {slept} times while one answer took 0.5 s"
+    shipper.close()

@@ -73,6 +73,11 @@ class MetricsShipper:
         # shipping thread subtracts: every update goes through _count, under _count_lock.
         self._undelivered = 0
         self._count_lock = threading.Lock()
+        # Notified by the thread at every round and when it ends: flush() waits on it. (It
+        # polled every 5 ms: 200 trials flushing while the master caught up woke 40,000 times a
+        # second, and took the CPU the master needed to catch up.)
+        self._round_done = threading.Condition(self._count_lock)
+        self._stopped = False  # the thread ended
         self._progress: tuple[float, bool] | None = None  # newest unsent (value, raw)
         self._progress_version = 0  # bumped per set_progress
         self._progress_sent = 0  # the version delivered; a failed one is retried next round
@@ -246,7 +251,19 @@ class MetricsShipper:
                 self._back_off(error)
 
     def _run(self) -> None:
+        try:
+            self._rounds()
+        finally:
+            self._stopped = True
+            self._end_round()
+
+    def _end_round(self) -> None:
+        with self._round_done:
+            self._round_done.notify_all()
+
+    def _rounds(self) -> None:
         while True:
+            self._end_round()
             urgent = self._closing or self._flushes > 0
             if urgent and not self._queue:
                 self._settle(wait=True)
@@ -299,12 +316,13 @@ class MetricsShipper:
         self._wake.set()
         version = self._progress_version
         try:
-            while (
-                (self._undelivered > 0 or self._progress_tried < version)
-                and self._error is None
-                and self._thread.is_alive()
-            ):
-                time.sleep(0.005)
+            with self._round_done:
+                while (
+                    (self._undelivered > 0 or self._progress_tried < version)
+                    and self._error is None
+                    and not self._stopped
+                ):
+                    self._round_done.wait()
         finally:
             with self._count_lock:
                 self._flushes -= 1

@@ -37,7 +37,10 @@ def _check_columns(table: Table, expected: tuple[str, ...]) -> None:
         raise RuntimeError(f"{table.name} has columns {actual}; the metric writes use {expected}")
 
 
-def _key(batch: MetricBatch) -> tuple[int, int, str, int]:
+_Key = tuple[int, int, str, int]
+
+
+def _key(batch: MetricBatch) -> _Key:
     return (batch.trial_id, batch.run_id, batch.sender, batch.seq)
 
 
@@ -49,10 +52,10 @@ def _from_current_run(d: MetricDelivery, current: dict[int, tuple[int, str]]) ->
     return run == d.run_id and state not in _TERMINAL
 
 
-def _extend_metric_rows(values: list[Any], reports: Sequence[NewMetric], now: float) -> None:
-    """Append each report's row values, in METRIC_COLUMNS order, to ``values``."""
-    for r in reports:
-        values += (
+def _metric_rows(reports: Sequence[NewMetric], now: float) -> list[tuple[Any, ...]]:
+    """Each report's row, its values in METRIC_COLUMNS order."""
+    return [
+        (
             r.trial_id,
             r.run_id,
             r.group,
@@ -63,13 +66,110 @@ def _extend_metric_rows(values: list[Any], reports: Sequence[NewMetric], now: fl
             else dumps(r.batch_metrics),
             r.reported_at or now,
         )
+        for r in reports
+    ]
+
+
+class _BulkStatements:
+    """The hot path's three statements as SQLite runs them fastest: multi-row ``VALUES``.
+
+    Not ``executemany``: sqlite3 releases the GIL around every row's step, and a thread taking
+    the GIL back from a busy event loop waits for Python's switch interval (5 ms), measured here
+    as 2,000 rows taking 4.5 s beside a busy thread, 32 ms as 2 statements."""
+
+    #: Rows one INSERT writes (7 parameters each; SQLite allows 32,766 per statement).
+    ROWS_PER_INSERT = 1000
+    MARK = "?"
+
+    def __init__(self, engine: Engine) -> None:
+        metrics, batches = cast(Table, MetricRow.__table__), cast(Table, MetricBatchRow.__table__)
+        _check_columns(metrics, METRIC_COLUMNS)
+        _check_columns(batches, BATCH_COLUMNS)
+        self._quote = engine.dialect.identifier_preparer.quote
+        self._dialect = engine.dialect
+        self.metrics, self.batches = metrics, batches
+        self._insert_metrics = self.insert_into(metrics, METRIC_COLUMNS) + " VALUES {values}"
+        # ON CONFLICT DO NOTHING ... RETURNING (SQLite 3.35+, PostgreSQL): a resend's key inserts
+        # nothing and is not returned; on PostgreSQL a concurrent insert of the same key waits
+        # for the other transaction, then does nothing.
+        self._claim = (
+            self.insert_into(batches, BATCH_COLUMNS)
+            + " {values} ON CONFLICT DO NOTHING RETURNING trial_id, run_id, sender, seq"
+        )
+        self._current_runs = (
+            f"SELECT id, run_id, state FROM {self._quote(TrialRow.__tablename__)} WHERE id "
+        )
+
+    def insert_into(self, table: Table, columns: tuple[str, ...]) -> str:
+        names = ", ".join(self._quote(c) for c in columns)
+        return f"INSERT INTO {self._quote(table.name)} ({names})"
+
+    def current_runs(self, cursor: Any, ids: list[int]) -> list[tuple[Any, ...]]:
+        """(id, run_id, state) of the trials ``ids``."""
+        cursor.execute(self._current_runs + f"IN ({', '.join([self.MARK] * len(ids))})", ids)
+        return cast(list[tuple[Any, ...]], cursor.fetchall())
+
+    def claim(self, cursor: Any, keys: list[tuple[Any, ...]]) -> set[_Key]:
+        """Insert the batch keys (BATCH_COLUMNS order); those that were new."""
+        new: set[_Key] = set()
+        for chunk in self._chunks(keys):
+            cursor.execute(self._claim.format(values="VALUES " + self._marks(chunk)), _flat(chunk))
+            new.update((int(t), int(r), str(s), int(q)) for t, r, s, q in cursor.fetchall())
+        return new
+
+    def insert_metrics(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
+        for chunk in self._chunks(rows):
+            cursor.execute(self._insert_metrics.format(values=self._marks(chunk)), _flat(chunk))
+
+    def _chunks(self, rows: list[tuple[Any, ...]]) -> list[list[tuple[Any, ...]]]:
+        step = self.ROWS_PER_INSERT
+        return [rows[i : i + step] for i in range(0, len(rows), step)]
+
+    def _marks(self, rows: list[tuple[Any, ...]]) -> str:
+        """``(?, ?), (?, ?)``: a row's worth of parameter marks per row."""
+        one = "(" + ", ".join([self.MARK] * len(rows[0])) + ")"
+        return ", ".join([one] * len(rows))
+
+
+class _PostgresBulkStatements(_BulkStatements):
+    """PostgreSQL's: ``COPY`` for the rows, arrays for the keys and ids. psycopg parses a
+    statement's text in Python and caches the result only for short ones, so a multi-row
+    ``VALUES`` of 1,000 rows cost ~30 ms of the writer's CPU each (measured: 2,000 rows took
+    62 ms by ``VALUES``, 9 ms by ``COPY``; at 200 trials the writer fell behind for good). Every
+    statement here has the same text whatever the group's size."""
+
+    MARK = "%s"
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
+        names = ", ".join(self._quote(c) for c in METRIC_COLUMNS)
+        self._copy_metrics = f"COPY {self._quote(self.metrics.name)} ({names}) FROM STDIN"
+        arrays = ", ".join(f"%s::{self._sql_type(c)}[]" for c in BATCH_COLUMNS)
+        self._claim_once = self._claim.format(values=f"SELECT * FROM unnest({arrays})")
+
+    def _sql_type(self, column: str) -> str:
+        return str(self.batches.columns[column].type.compile(dialect=self._dialect))
+
+    def current_runs(self, cursor: Any, ids: list[int]) -> list[tuple[Any, ...]]:
+        cursor.execute(self._current_runs + "= ANY(%s)", (ids,))
+        return cast(list[tuple[Any, ...]], cursor.fetchall())
+
+    def claim(self, cursor: Any, keys: list[tuple[Any, ...]]) -> set[_Key]:
+        cursor.execute(self._claim_once, [list(column) for column in zip(*keys, strict=True)])
+        return {(int(t), int(r), str(s), int(q)) for t, r, s, q in cursor.fetchall()}
+
+    def insert_metrics(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
+        with cursor.copy(self._copy_metrics) as copy:
+            for row in rows:
+                copy.write_row(row)
+
+
+def _flat(rows: list[tuple[Any, ...]]) -> list[Any]:
+    return [v for row in rows for v in row]
 
 
 class MetricWrites:
     """Metric reports in, at most once per batch."""
-
-    #: Rows one INSERT writes (7 parameters each; SQLite allows 32,766 per statement).
-    ROWS_PER_INSERT = 1000
 
     _engine: Engine
     _session: Callable[[], contextlib.AbstractContextManager[Session]]
@@ -77,28 +177,8 @@ class MetricWrites:
     def _prepare_metric_writes(self) -> None:
         """Build the driver-level statements once: the hot path skips SQLAlchemy's per-row bind
         processing, several times cheaper per row."""
-        metrics, batches = cast(Table, MetricRow.__table__), cast(Table, MetricBatchRow.__table__)
-        _check_columns(metrics, METRIC_COLUMNS)
-        _check_columns(batches, BATCH_COLUMNS)
-        prep = self._engine.dialect.identifier_preparer
-        self._mark = "?" if self._engine.dialect.paramstyle == "qmark" else "%s"
-
-        def insert(table: Table, columns: tuple[str, ...]) -> str:
-            names = ", ".join(prep.quote(c) for c in columns)
-            return f"INSERT INTO {prep.quote(table.name)} ({names}) VALUES {{values}}"
-
-        self._insert_metrics_sql = insert(metrics, METRIC_COLUMNS)
-        # ON CONFLICT DO NOTHING ... RETURNING: the same SQL on SQLite (3.35+) and PostgreSQL.
-        # A resend's key inserts nothing and is not returned; on PostgreSQL a concurrent insert
-        # of the same key waits for the other transaction, then does nothing.
-        self._claim_sql = (
-            insert(batches, BATCH_COLUMNS)
-            + " ON CONFLICT DO NOTHING RETURNING trial_id, run_id, sender, seq"
-        )
-        self._current_runs_sql = (
-            f"SELECT id, run_id, state FROM {prep.quote(TrialRow.__tablename__)} "
-            "WHERE id IN ({marks})"
-        )
+        postgres = self._engine.dialect.name == "postgresql"
+        self._bulk = (_PostgresBulkStatements if postgres else _BulkStatements)(self._engine)
 
     def add_metrics(self, reports: Sequence[NewMetric], batch: MetricBatch | None = None) -> bool:
         """Store ``reports``; with ``batch``, at most once: False when that batch was already
@@ -129,11 +209,14 @@ class MetricWrites:
     ) -> list[Delivered]:
         current = self._current_runs(cursor, deliveries)
         live = [_from_current_run(d, current) for d in deliveries]
-        claimed = self._claim(
-            cursor, [d.batch for d, ok in zip(deliveries, live, strict=True) if ok], now
-        )
+        keys = [
+            (*_key(d.batch), now)
+            for d, ok in zip(deliveries, live, strict=True)
+            if ok and d.batch is not None
+        ]
+        claimed = self._bulk.claim(cursor, keys) if keys else set()
         outcomes: list[Delivered] = []
-        rows: list[Any] = []  # the metric rows' values, flat
+        rows: list[tuple[Any, ...]] = []
         for d, ok in zip(deliveries, live, strict=True):
             if not ok:
                 outcomes.append(Delivered.STALE)
@@ -143,20 +226,10 @@ class MetricWrites:
                 if d.batch is not None:
                     claimed.remove(_key(d.batch))
                 outcomes.append(Delivered.STORED)
-                _extend_metric_rows(rows, d.reports, now)
-        self._insert_rows(cursor, self._insert_metrics_sql, rows, len(METRIC_COLUMNS))
+                rows += _metric_rows(d.reports, now)
+        if rows:
+            self._bulk.insert_metrics(cursor, rows)
         return outcomes
-
-    def _insert_rows(self, cursor: Any, sql: str, values: list[Any], columns: int) -> None:
-        """Insert the rows whose values ``values`` holds, flat: one statement per ROWS_PER_INSERT.
-
-        Not ``executemany``: sqlite3 releases the GIL around every row's step, and a thread
-        taking the GIL back from a busy event loop waits for Python's switch interval (5 ms),
-        measured here as 2,000 rows taking 4.5 s beside a busy thread, 32 ms as 2 statements."""
-        step = self.ROWS_PER_INSERT * columns
-        for i in range(0, len(values), step):
-            chunk = values[i : i + step]
-            cursor.execute(sql.format(values=self._marks(len(chunk) // columns, columns)), chunk)
 
     def _current_runs(
         self, cursor: Any, deliveries: Sequence[MetricDelivery]
@@ -165,28 +238,8 @@ class MetricWrites:
         ids = sorted({d.trial_id for d in deliveries if d.run_id is not None})
         if not ids:
             return {}
-        cursor.execute(self._current_runs_sql.format(marks=", ".join([self._mark] * len(ids))), ids)
-        return {int(i): (int(run or 0), str(state)) for i, run, state in cursor.fetchall()}
-
-    def _claim(
-        self, cursor: Any, batches: Sequence[MetricBatch | None], now: float
-    ) -> set[tuple[int, int, str, int]]:
-        """Insert the batches' keys, a statement per ROWS_PER_INSERT; the keys that were new
-        (RETURNING: a key stored before inserts nothing and is not returned)."""
-        keys = [b for b in batches if b is not None]
-        new: set[tuple[int, int, str, int]] = set()
-        for i in range(0, len(keys), self.ROWS_PER_INSERT):
-            chunk = keys[i : i + self.ROWS_PER_INSERT]
-            params = [v for b in chunk for v in (b.trial_id, b.run_id, b.sender, b.seq, now)]
-            marks = self._marks(len(chunk), len(BATCH_COLUMNS))
-            cursor.execute(self._claim_sql.format(values=marks), params)
-            new.update((int(t), int(r), str(s), int(q)) for t, r, s, q in cursor.fetchall())
-        return new
-
-    def _marks(self, rows: int, columns: int) -> str:
-        """``(?, ?), (?, ?)`` in the driver's parameter style."""
-        one = "(" + ", ".join([self._mark] * columns) + ")"
-        return ", ".join([one] * rows)
+        rows = self._bulk.current_runs(cursor, ids)
+        return {int(i): (int(run or 0), str(state)) for i, run, state in rows}
 
     def metric_batch_stored(self, batch: MetricBatch) -> bool:
         """Whether ``batch`` was stored already."""
