@@ -175,16 +175,17 @@ def _kill_trials(home: Path) -> None:
                 pass
 
 
-def _stored(home: Path, db_url: str | None) -> tuple[int, list[float], list[float]]:
-    """Training rows stored, each one's latency in ms (reported_at - sent) and the master's
-    part of it (reported_at - shipped: from the batch's sending to the insert)."""
+def _stored(home: Path, db_url: str | None) -> tuple[int, list[float], list[float], list[float]]:
+    """Training rows stored, each one's latency in ms (reported_at - sent), the master's
+    part of it (reported_at - shipped: from the batch's sending to the insert) and its ``sent``
+    time."""
     from sqlalchemy import create_engine, text
 
     from trialkit.store import sqlite_url
 
     url = db_url.replace("postgresql://", "postgresql+psycopg://", 1) if db_url else None
     engine = create_engine(url or sqlite_url(home / "trialkit.db"))
-    latencies, master_part = [], []
+    latencies, master_part, sent = [], [], []
     with engine.connect() as conn:
         rows = conn.execute(
             text('SELECT reported_at, "values" FROM metrics WHERE "group" = \'training\'')
@@ -193,8 +194,20 @@ def _stored(home: Path, db_url: str | None) -> tuple[int, list[float], list[floa
             v = json.loads(values) if isinstance(values, str) else values
             latencies.append((reported_at - v["sent"]) * 1e3)
             master_part.append((reported_at - v["shipped"]) * 1e3)
+            sent.append(v["sent"])
     engine.dispose()
-    return len(latencies), latencies, master_part
+    return len(latencies), latencies, master_part, sent
+
+
+def _timeline(lat: list[float], sent: list[float], windows: int = 6) -> str:
+    """p99 latency per slice of the reporting time (by when a report was made): the steady
+    state apart from the start and the end of the run."""
+    t0, t1 = min(sent), max(sent)
+    width = (t1 - t0) / windows or 1.0
+    slices: list[list[float]] = [[] for _ in range(windows)]
+    for ms, t in zip(lat, sent, strict=True):
+        slices[min(windows - 1, int((t - t0) / width))].append(ms)
+    return " ".join(f"{_pct(s, 0.99):.0f}" if s else "-" for s in slices)
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -266,7 +279,7 @@ def run_ingest(
             _kill_trials(home)
         done = [json.loads(p.read_text()) for p in sync.glob("done-*.json")]
         reported = sum(d["reported"] for d in done)
-        stored, lat, master_part = _stored(home, db_url)
+        stored, lat, master_part, sent = _stored(home, db_url)
         return {
             "store": kind,
             "state": state,
@@ -282,6 +295,7 @@ def run_ingest(
             "max_ms": max(lat),
             "post_p50_ms": _pct(master_part, 0.50),
             "post_p99_ms": _pct(master_part, 0.99),
+            "timeline": _timeline(lat, sent),
             "cpu_cores": (cpu1 - cpu0) / (t1 - t0),
             "db_cores": (db1 - db0) / (t1 - t0) if db_cpu else None,
             "trials_cpu_cores": sum(d["cpu"] for d in done) / (t1 - t0),
@@ -308,6 +322,8 @@ def print_ingest(rows: list[dict[str, Any]], rate: float, seconds: float, burst:
             f"{'-' if r['db_cores'] is None else format(r['db_cores'], '.2f'):>8} "
             f"{r['trials_cpu_cores']:>10.2f} {r['peak_rss_mb']:>7.0f} {r['ready_s']:>7.1f}"
         )
+    for r in rows:
+        print(f"p99 ms per sixth of the reporting time, {r['store']}: {r['timeline']}")
     print("p50/p99/max: report_training_metrics() call -> row inserted by the master (end to end,")
     print("  including the Core API shipper's batching wait, 50 ms at most over the stream); send")
     print("  p50/p99: the batch sent -> its rows inserted (the network and the master's part)")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from trialkit.config import load_config
-from trialkit.master._lifecycle import TrialPhase
+from trialkit.master._lifecycle import TrialEvent, TrialPhase
 from trialkit.master._policies import RunClock
 from trialkit.master._searcher_router import SearcherRouter
 from trialkit.master._supervisor import Supervisor
@@ -67,3 +67,27 @@ def test_a_closed_trial_without_a_process_completes_and_the_search_goes_on(
     assert all(store.get_trial(t.id).state is TrialState.COMPLETED for t in first)
     drv = states.searchers.driver(exp)
     assert drv is not None and drv.shutdown  # told of every close: the grid is done
+
+
+def test_trials_ending_together_are_settled_in_one_pass(tmp_path: Path) -> None:
+    # Each ending trial's searcher call settled the experiment at once, reading all its trials:
+    # 200 trials ending in one engine tick read 40,000 and held the master for seconds.
+    random = {"name": "random", "metric": "loss", "max_trials": 8, "max_concurrent_trials": 8}
+    store, states, exp = _setup(tmp_path, {**random, "max_length": 4})
+    trials = store.list_trials(exp)
+    assert len(trials) == 8
+    for t in trials:
+        states.clocks[t.id] = RunClock(TrialPhase.RUNNING)
+    reads: list[int] = []
+    list_trials = store.list_trials
+
+    def counted(experiment_id: int | None = None) -> list[Any]:
+        reads.append(experiment_id or 0)
+        return list_trials(experiment_id)
+
+    store.list_trials = counted  # type: ignore[method-assign]
+    with states.settling_once():
+        for t in trials:
+            states.trial(store.get_trial(t.id), TrialEvent.EXITED_COMPLETED)
+    assert [store.get_trial(t.id).state for t in trials] == [TrialState.COMPLETED] * 8
+    assert len(reads) <= 2, reads  # one pass (and one more if that pass moved a trial)

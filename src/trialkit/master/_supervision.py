@@ -62,8 +62,9 @@ class TrialSupervision:
     def reap(self) -> bool:
         """Handle the runs that ended; whether any did."""
         ended = self.procs.reap()
-        for proc in ended:
-            self._on_exit(proc)
+        with self.states.settling_once():
+            for proc in ended:
+                self._on_exit(proc)
         return bool(ended)
 
     def _on_exit(self, proc: TrialProcess) -> None:

@@ -5,10 +5,12 @@ Callers hold the engine's lock."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import signal
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from ..store import Experiment, ExperimentState, Store, Trial, TrialState
@@ -44,6 +46,8 @@ class Transitions:
         self.searchers = searchers
         #: trial id -> phase and timers of a trial that has a process
         self.clocks: dict[int, RunClock] = {}
+        #: experiments to settle when ``settling_once`` ends (None: settle at once)
+        self._to_settle: dict[int, Experiment] | None = None
 
     def phase(self, trial: Trial) -> TrialPhase:
         clock = self.clocks.get(trial.id)
@@ -138,8 +142,27 @@ class Transitions:
         """After a searcher call: fail the experiment on its error, else act on its flags."""
         if error is not None:
             return self.experiment(self.store.get_experiment(exp.id), ExperimentEvent.FAILED, error)
-        self.settle(exp)
+        if self._to_settle is not None:
+            self._to_settle[exp.id] = exp
+        else:
+            self.settle(exp)
         return exp
+
+    @contextlib.contextmanager
+    def settling_once(self) -> Iterator[None]:
+        """Settle each experiment the searcher heard from once, at the end: many trials
+        ending in one tick then cost one pass over each experiment's trials, not one per trial
+        (200 trials ending together were 40,000 trials read and ~3 s of the master's GIL)."""
+        if self._to_settle is not None:  # already inside one
+            yield
+            return
+        self._to_settle = {}
+        try:
+            yield
+        finally:
+            to_settle, self._to_settle = self._to_settle, None
+            for exp in to_settle.values():
+                self.settle(exp)
 
     def could_not_start(self, exp: Experiment, error: str) -> Experiment:
         """An experiment whose search could not be loaded fails; with no trial to stop it ends
