@@ -6,6 +6,7 @@ served by a real uvicorn on loopback: answers, refusals, a broken stream, a mast
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -132,6 +133,27 @@ def test_a_large_group_is_written_in_a_few_statements_not_one_per_row(store: Sto
         assert (len(inserts), len(claims)) == (1, 1)
         assert inserts[0].startswith("COPY metrics")
         assert large == small
+
+
+def test_on_sqlite_a_group_is_read_in_one_row_per_statement(tmp_path: Path) -> None:
+    # sqlite3 releases the GIL for each row it steps to: the group's trials and its batches'
+    # keys fetched a row each (SELECT ... IN, INSERT ... RETURNING) made a group of 200 batches
+    # take 71 ms beside a busy thread instead of 6.7 ms.
+    store = Store.at(tmp_path / "home")
+    trials = [running_trial(store) for _ in range(30)]
+    store.add_metric_deliveries([delivery(trials[0], 1, 1, 1)])  # one key stored before
+    statements = record_statements(store)
+    group = [delivery(t, 1, seq, seq) for t in trials for seq in (1, 2)]
+    outcomes = store.add_metric_deliveries(group)
+    assert outcomes.count(Delivered.DUPLICATE) == 1 and outcomes.count(Delivered.STORED) == 59
+    assert not [s for s in statements if "RETURNING" in s]
+    reads = [s for s in statements if s.startswith(("SELECT", "WITH"))]
+    assert reads
+    db = sqlite3.connect(tmp_path / "home" / "trialkit.db")
+    try:
+        assert [len(db.execute(s).fetchall()) for s in reads] == [1] * len(reads), reads
+    finally:
+        db.close()
 
 
 def test_a_delivery_without_a_run_is_stored_for_any_trial_state(store: Store) -> None:

@@ -5,6 +5,7 @@ trial's current run."""
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, cast
@@ -71,15 +72,7 @@ def _metric_rows(reports: Sequence[NewMetric], now: float) -> list[tuple[Any, ..
 
 
 class _BulkStatements:
-    """The hot path's three statements as SQLite runs them fastest: multi-row ``VALUES``.
-
-    Not ``executemany``: sqlite3 releases the GIL around every row's step, and a thread taking
-    the GIL back from a busy event loop waits for Python's switch interval (5 ms), measured here
-    as 2,000 rows taking 4.5 s beside a busy thread, 32 ms as 2 statements."""
-
-    #: Rows one INSERT writes (7 parameters each; SQLite allows 32,766 per statement).
-    ROWS_PER_INSERT = 1000
-    MARK = "?"
+    """The hot path's statements (a database's own kind below), built once from the tables."""
 
     def __init__(self, engine: Engine) -> None:
         metrics, batches = cast(Table, MetricRow.__table__), cast(Table, MetricBatchRow.__table__)
@@ -88,74 +81,119 @@ class _BulkStatements:
         self._quote = engine.dialect.identifier_preparer.quote
         self._dialect = engine.dialect
         self.metrics, self.batches = metrics, batches
-        self._insert_metrics = self.insert_into(metrics, METRIC_COLUMNS) + " VALUES {values}"
-        # ON CONFLICT DO NOTHING ... RETURNING (SQLite 3.35+, PostgreSQL): a resend's key inserts
-        # nothing and is not returned; on PostgreSQL a concurrent insert of the same key waits
-        # for the other transaction, then does nothing.
-        self._claim = (
-            self.insert_into(batches, BATCH_COLUMNS)
-            + " {values} ON CONFLICT DO NOTHING RETURNING trial_id, run_id, sender, seq"
-        )
-        self._current_runs = (
-            f"SELECT id, run_id, state FROM {self._quote(TrialRow.__tablename__)} WHERE id "
-        )
+        self.trials = self._quote(TrialRow.__tablename__)
+
+    def names(self, columns: tuple[str, ...], prefix: str = "") -> str:
+        return ", ".join(prefix + self._quote(c) for c in columns)
 
     def insert_into(self, table: Table, columns: tuple[str, ...]) -> str:
-        names = ", ".join(self._quote(c) for c in columns)
-        return f"INSERT INTO {self._quote(table.name)} ({names})"
+        return f"INSERT INTO {self._quote(table.name)} ({self.names(columns)})"
 
     def current_runs(self, cursor: Any, ids: list[int]) -> list[tuple[Any, ...]]:
         """(id, run_id, state) of the trials ``ids``."""
-        cursor.execute(self._current_runs + f"IN ({', '.join([self.MARK] * len(ids))})", ids)
-        return cast(list[tuple[Any, ...]], cursor.fetchall())
+        raise NotImplementedError
 
     def claim(self, cursor: Any, keys: list[tuple[Any, ...]]) -> set[_Key]:
         """Insert the batch keys (BATCH_COLUMNS order); those that were new."""
-        new: set[_Key] = set()
-        for chunk in self._chunks(keys):
-            cursor.execute(self._claim.format(values="VALUES " + self._marks(chunk)), _flat(chunk))
-            new.update((int(t), int(r), str(s), int(q)) for t, r, s, q in cursor.fetchall())
-        return new
+        raise NotImplementedError
+
+    def insert_metrics(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
+        """Insert the metric rows (METRIC_COLUMNS order)."""
+        raise NotImplementedError
+
+
+class _SqliteStatements(_BulkStatements):
+    """SQLite's: multi-row ``VALUES``, and queries that answer in one row.
+
+    sqlite3 releases the GIL around every step of a statement, one per row inserted by
+    ``executemany`` and one per row fetched, and a thread taking the GIL back from a busy event
+    loop waits up to Python's switch interval each time. Measured beside a busy thread: 2,000
+    rows by ``executemany`` 4.5 s, by 2 statements 32 ms; a group of 200 batches whose keys
+    and trials were fetched a row at a time 71 ms, 6.7 ms alone."""
+
+    #: Rows one statement takes (7 parameters each; SQLite allows 32,766 per statement).
+    ROWS_PER_INSERT = 1000
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
+        self._insert_metrics = self.insert_into(self.metrics, METRIC_COLUMNS) + " VALUES {values}"
+        self._insert_keys = self.insert_into(self.batches, BATCH_COLUMNS) + " VALUES {values}"
+        key = ("trial_id", "run_id", "sender", "seq")
+        on = " AND ".join(f"b.{self._quote(c)} = k.{self._quote(c)}" for c in key)
+        self._stored_keys = (
+            f"WITH k ({self.names(key)}) AS (VALUES {{values}}) "
+            f"SELECT json_group_array(json_array({self.names(key, 'b.')})) "
+            f"FROM k JOIN {self._quote(self.batches.name)} AS b ON {on}"
+        )
+        self._current_runs = (
+            f"SELECT json_group_array(json_array(id, run_id, state)) FROM {self.trials} "
+            "WHERE id IN ({marks})"
+        )
+
+    def current_runs(self, cursor: Any, ids: list[int]) -> list[tuple[Any, ...]]:
+        cursor.execute(self._current_runs.format(marks=", ".join("?" * len(ids))), ids)
+        return cast(list[tuple[Any, ...]], json.loads(cursor.fetchone()[0]))
+
+    def claim(self, cursor: Any, keys: list[tuple[Any, ...]]) -> set[_Key]:
+        """The keys not stored before are inserted, once each (a key twice in one group is
+        new once). A plain INSERT: should another writer have stored one meanwhile, the
+        primary key fails the transaction rather than storing its rows twice."""
+        first = {k[:4]: k for k in keys}  # in order, the first of each key
+        stored: set[_Key] = set()
+        for chunk in self._chunks(list(first)):
+            cursor.execute(self._stored_keys.format(values=self._marks(chunk)), _flat(chunk))
+            stored.update((t, r, s, q) for t, r, s, q in json.loads(cursor.fetchone()[0]))
+        new = [k for key, k in first.items() if key not in stored]
+        for chunk in self._chunks(new):
+            cursor.execute(self._insert_keys.format(values=self._marks(chunk)), _flat(chunk))
+        return {k[:4] for k in new}
 
     def insert_metrics(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
         for chunk in self._chunks(rows):
             cursor.execute(self._insert_metrics.format(values=self._marks(chunk)), _flat(chunk))
 
-    def _chunks(self, rows: list[tuple[Any, ...]]) -> list[list[tuple[Any, ...]]]:
+    def _chunks(self, rows: list[Any]) -> list[list[Any]]:
         step = self.ROWS_PER_INSERT
         return [rows[i : i + step] for i in range(0, len(rows), step)]
 
-    def _marks(self, rows: list[tuple[Any, ...]]) -> str:
+    @staticmethod
+    def _marks(rows: list[tuple[Any, ...]]) -> str:
         """``(?, ?), (?, ?)``: a row's worth of parameter marks per row."""
-        one = "(" + ", ".join([self.MARK] * len(rows[0])) + ")"
+        one = "(" + ", ".join("?" * len(rows[0])) + ")"
         return ", ".join([one] * len(rows))
 
 
-class _PostgresBulkStatements(_BulkStatements):
+class _PostgresStatements(_BulkStatements):
     """PostgreSQL's: ``COPY`` for the rows, arrays for the keys and ids. psycopg parses a
     statement's text in Python and caches the result only for short ones, so a multi-row
     ``VALUES`` of 1,000 rows cost ~30 ms of the writer's CPU each (measured: 2,000 rows took
     62 ms by ``VALUES``, 9 ms by ``COPY``; at 200 trials the writer fell behind for good). Every
     statement here has the same text whatever the group's size."""
 
-    MARK = "%s"
-
     def __init__(self, engine: Engine) -> None:
         super().__init__(engine)
-        names = ", ".join(self._quote(c) for c in METRIC_COLUMNS)
-        self._copy_metrics = f"COPY {self._quote(self.metrics.name)} ({names}) FROM STDIN"
+        self._copy_metrics = (
+            f"COPY {self._quote(self.metrics.name)} ({self.names(METRIC_COLUMNS)}) FROM STDIN"
+        )
         arrays = ", ".join(f"%s::{self._sql_type(c)}[]" for c in BATCH_COLUMNS)
-        self._claim_once = self._claim.format(values=f"SELECT * FROM unnest({arrays})")
+        # A key stored before inserts nothing and is not returned; a concurrent insert of the
+        # same key waits for the other transaction, then does nothing.
+        self._claim = (
+            self.insert_into(self.batches, BATCH_COLUMNS)
+            + f" SELECT * FROM unnest({arrays})"
+            + " ON CONFLICT DO NOTHING RETURNING trial_id, run_id, sender, seq"
+        )
+        self._current_runs = f"SELECT id, run_id, state FROM {self.trials} WHERE id = ANY(%s)"
 
     def _sql_type(self, column: str) -> str:
         return str(self.batches.columns[column].type.compile(dialect=self._dialect))
 
     def current_runs(self, cursor: Any, ids: list[int]) -> list[tuple[Any, ...]]:
-        cursor.execute(self._current_runs + "= ANY(%s)", (ids,))
+        cursor.execute(self._current_runs, (ids,))
         return cast(list[tuple[Any, ...]], cursor.fetchall())
 
     def claim(self, cursor: Any, keys: list[tuple[Any, ...]]) -> set[_Key]:
-        cursor.execute(self._claim_once, [list(column) for column in zip(*keys, strict=True)])
+        cursor.execute(self._claim, [list(column) for column in zip(*keys, strict=True)])
         return {(int(t), int(r), str(s), int(q)) for t, r, s, q in cursor.fetchall()}
 
     def insert_metrics(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
@@ -178,7 +216,7 @@ class MetricWrites:
         """Build the driver-level statements once: the hot path skips SQLAlchemy's per-row bind
         processing, several times cheaper per row."""
         postgres = self._engine.dialect.name == "postgresql"
-        self._bulk = (_PostgresBulkStatements if postgres else _BulkStatements)(self._engine)
+        self._bulk = (_PostgresStatements if postgres else _SqliteStatements)(self._engine)
 
     def add_metrics(self, reports: Sequence[NewMetric], batch: MetricBatch | None = None) -> bool:
         """Store ``reports``; with ``batch``, at most once: False when that batch was already
