@@ -4,6 +4,7 @@ trial's current run."""
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import json
 import time
@@ -71,8 +72,8 @@ def _metric_rows(reports: Sequence[NewMetric], now: float) -> list[tuple[Any, ..
     ]
 
 
-class _BulkStatements:
-    """The hot path's statements (a database's own kind below), built once from the tables."""
+class _BulkStatements(abc.ABC):
+    """The hot path's statements (each database's own kind below), built once from the tables."""
 
     def __init__(self, engine: Engine) -> None:
         metrics, batches = cast(Table, MetricRow.__table__), cast(Table, MetricBatchRow.__table__)
@@ -89,17 +90,17 @@ class _BulkStatements:
     def insert_into(self, table: Table, columns: tuple[str, ...]) -> str:
         return f"INSERT INTO {self._quote(table.name)} ({self.names(columns)})"
 
+    @abc.abstractmethod
     def current_runs(self, cursor: Any, ids: list[int]) -> list[tuple[Any, ...]]:
         """(id, run_id, state) of the trials ``ids``."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def claim(self, cursor: Any, keys: list[tuple[Any, ...]]) -> set[_Key]:
         """Insert the batch keys (BATCH_COLUMNS order); those that were new."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def insert_metrics(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
         """Insert the metric rows (METRIC_COLUMNS order)."""
-        raise NotImplementedError
 
 
 class _SqliteStatements(_BulkStatements):
