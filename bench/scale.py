@@ -477,17 +477,16 @@ def main() -> int:
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
     server = None
-    kinds: list[tuple[str, Any]] = [] if args.skip_sqlite else [("sqlite", None)]
-    db_cpu: dict[str, Any] = {}
+    # (store, a new database's URL, the database server's CPU seconds so far): None for SQLite
+    kinds: list[tuple[str, Any, Any]] = [] if args.skip_sqlite else [("sqlite", None, None)]
     try:
         if not args.skip_postgres:
             from tests.postgres_server import PostgresServer
 
             server = PostgresServer()
-            kinds.append(("postgresql", server.new_database))
-            db_cpu["postgresql"] = server.cpu_seconds
+            kinds.append(("postgresql", server.new_database, server.cpu_seconds))
         if not args.skip_scheduling:
-            engine = {k: engine_schedule(k, new() if new else None) for k, new in kinds}
+            engine = {k: engine_schedule(k, new() if new else None) for k, new, _ in kinds}
             print_scheduling(searcher_alone(), place_alone(), engine)
             print()
         if not args.skip_ingest:
@@ -499,9 +498,9 @@ def main() -> int:
                     args.seconds,
                     args.burst,
                     new() if new else None,
-                    db_cpu.get(k),
+                    cpu,
                 )
-                for k, new in kinds
+                for k, new, cpu in kinds
             ]
             print_ingest(rows, args.rate, args.seconds, args.burst)
             if any(r["stored"] != r["reported"] for r in rows):

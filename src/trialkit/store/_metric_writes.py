@@ -28,8 +28,9 @@ _TERMINAL = frozenset(s.value for s in TERMINAL_TRIAL_STATES)
 METRIC_COLUMNS = (
     "trial_id", "run_id", "group", "steps_completed", "values", "batch_metrics", "reported_at"
 )  # fmt: skip
-#: Batch keys, as claimed.
-BATCH_COLUMNS = ("trial_id", "run_id", "sender", "seq", "stored_at")
+#: A batch's key (its row's primary key), and the columns of its row, as claimed.
+BATCH_KEY = ("trial_id", "run_id", "sender", "seq")
+BATCH_COLUMNS = (*BATCH_KEY, "stored_at")
 
 
 def _check_columns(table: Table, expected: tuple[str, ...]) -> None:
@@ -119,11 +120,10 @@ class _SqliteStatements(_BulkStatements):
         super().__init__(engine)
         self._insert_metrics = self.insert_into(self.metrics, METRIC_COLUMNS) + " VALUES {values}"
         self._insert_keys = self.insert_into(self.batches, BATCH_COLUMNS) + " VALUES {values}"
-        key = ("trial_id", "run_id", "sender", "seq")
-        on = " AND ".join(f"b.{self._quote(c)} = k.{self._quote(c)}" for c in key)
+        on = " AND ".join(f"b.{self._quote(c)} = k.{self._quote(c)}" for c in BATCH_KEY)
         self._stored_keys = (
-            f"WITH k ({self.names(key)}) AS (VALUES {{values}}) "
-            f"SELECT json_group_array(json_array({self.names(key, 'b.')})) "
+            f"WITH k ({self.names(BATCH_KEY)}) AS (VALUES {{values}}) "
+            f"SELECT json_group_array(json_array({self.names(BATCH_KEY, 'b.')})) "
             f"FROM k JOIN {self._quote(self.batches.name)} AS b ON {on}"
         )
         self._current_runs = (
@@ -139,7 +139,7 @@ class _SqliteStatements(_BulkStatements):
         """The keys not stored before are inserted, once each (a key twice in one group is
         new once). A plain INSERT: should another writer have stored one meanwhile, the
         primary key fails the transaction rather than storing its rows twice."""
-        first = {k[:4]: k for k in keys}  # in order, the first of each key
+        first = {k[: len(BATCH_KEY)]: k for k in keys}  # each key once, in order
         stored: set[_Key] = set()
         for chunk in self._chunks(list(first)):
             cursor.execute(self._stored_keys.format(values=self._marks(chunk)), _flat(chunk))
@@ -147,7 +147,7 @@ class _SqliteStatements(_BulkStatements):
         new = [k for key, k in first.items() if key not in stored]
         for chunk in self._chunks(new):
             cursor.execute(self._insert_keys.format(values=self._marks(chunk)), _flat(chunk))
-        return {k[:4] for k in new}
+        return first.keys() - stored
 
     def insert_metrics(self, cursor: Any, rows: list[tuple[Any, ...]]) -> None:
         for chunk in self._chunks(rows):
@@ -182,7 +182,7 @@ class _PostgresStatements(_BulkStatements):
         self._claim = (
             self.insert_into(self.batches, BATCH_COLUMNS)
             + f" SELECT * FROM unnest({arrays})"
-            + " ON CONFLICT DO NOTHING RETURNING trial_id, run_id, sender, seq"
+            + f" ON CONFLICT DO NOTHING RETURNING {self.names(BATCH_KEY)}"
         )
         self._current_runs = f"SELECT id, run_id, state FROM {self.trials} WHERE id = ANY(%s)"
 
@@ -282,9 +282,8 @@ class MetricWrites:
 
     def metric_batch_stored(self, batch: MetricBatch) -> bool:
         """Whether ``batch`` was stored already."""
-        key = (batch.trial_id, batch.run_id, batch.sender, batch.seq)
         with self._session() as s:
-            return s.get(MetricBatchRow, key) is not None
+            return s.get(MetricBatchRow, _key(batch)) is not None
 
     def forget_metric_batches(self, trial_id: int, through_run: int) -> int:
         """Delete the batch keys of the trial's runs up to ``through_run`` (they ended, so no
