@@ -175,28 +175,31 @@ def _kill_trials(home: Path) -> None:
                 pass
 
 
-def _stored(home: Path, db_url: str | None) -> tuple[int, list[float], list[float], list[float]]:
+def _stored(
+    home: Path, db_url: str | None
+) -> tuple[int, list[float], list[float], list[float], int]:
     """Training rows stored, each one's latency in ms (reported_at - sent), the master's
-    part of it (reported_at - shipped: from the batch's sending to the insert) and its ``sent``
-    time."""
+    part of it (reported_at - shipped: from the batch's sending to the insert), its ``sent``
+    time, and the number of batches they came in (the master's messages)."""
     from sqlalchemy import create_engine, text
 
     from trialkit.store import sqlite_url
 
     url = db_url.replace("postgresql://", "postgresql+psycopg://", 1) if db_url else None
     engine = create_engine(url or sqlite_url(home / "trialkit.db"))
-    latencies, master_part, sent = [], [], []
+    latencies, master_part, sent, batches = [], [], [], set()
     with engine.connect() as conn:
         rows = conn.execute(
-            text('SELECT reported_at, "values" FROM metrics WHERE "group" = \'training\'')
+            text('SELECT trial_id, reported_at, "values" FROM metrics WHERE "group" = \'training\'')
         )
-        for reported_at, values in rows:
+        for trial_id, reported_at, values in rows:
             v = json.loads(values) if isinstance(values, str) else values
             latencies.append((reported_at - v["sent"]) * 1e3)
             master_part.append((reported_at - v["shipped"]) * 1e3)
             sent.append(v["sent"])
+            batches.add((trial_id, v["shipped"]))
     engine.dispose()
-    return len(latencies), latencies, master_part, sent
+    return len(latencies), latencies, master_part, sent, len(batches)
 
 
 def _timeline(lat: list[float], sent: list[float], windows: int = 6) -> str:
@@ -279,7 +282,7 @@ def run_ingest(
             _kill_trials(home)
         done = [json.loads(p.read_text()) for p in sync.glob("done-*.json")]
         reported = sum(d["reported"] for d in done)
-        stored, lat, master_part, sent = _stored(home, db_url)
+        stored, lat, master_part, sent, batches = _stored(home, db_url)
         return {
             "store": kind,
             "state": state,
@@ -289,6 +292,7 @@ def run_ingest(
             "stored": stored,
             "window_s": t1 - t0,
             "rows_per_s": reported / (t1 - t0),
+            "batches_per_s": batches / (t1 - t0),
             "max_behind_s": max(d["behind"] for d in done),
             "p50_ms": _pct(lat, 0.50),
             "p99_ms": _pct(lat, 0.99),
@@ -309,7 +313,7 @@ def print_ingest(rows: list[dict[str, Any]], rate: float, seconds: float, burst:
         f"goal rows stored/reported = 1.0, p99 < {GOAL_P99_MS:.0f} ms"
     )
     head = (
-        f"{'store':<10} {'N':>4} {'state':>9} {'reported':>9} {'stored/rep':>10} {'rows/s':>8} "
+        f"{'store':<10} {'N':>4} {'state':>9} {'reported':>9} {'stored/rep':>10} {'rows/s':>8} {'msgs/s':>7} "
         f"{'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'send p50':>8} {'send p99':>8} {'behind s':>8} {'cpu cores':>9} {'db cores':>8} {'trials cpu':>10} {'rss MB':>7} {'ready s':>7}"
     )
     print(head)
@@ -317,7 +321,8 @@ def print_ingest(rows: list[dict[str, Any]], rate: float, seconds: float, burst:
     for r in rows:
         print(
             f"{r['store']:<10} {r['trials']:>4} {r['state']:>9} {r['reported']:>9,} "
-            f"{r['stored'] / max(r['reported'], 1):>10.4f} {r['rows_per_s']:>8,.0f} {r['p50_ms']:>8.1f} "
+            f"{r['stored'] / max(r['reported'], 1):>10.4f} {r['rows_per_s']:>8,.0f} "
+            f"{r['batches_per_s']:>7,.0f} {r['p50_ms']:>8.1f} "
             f"{r['p99_ms']:>8.1f} {r['max_ms']:>8.1f} {r['post_p50_ms']:>8.1f} {r['post_p99_ms']:>8.1f} {r['max_behind_s']:>8.2f} {r['cpu_cores']:>9.2f} "
             f"{'-' if r['db_cores'] is None else format(r['db_cores'], '.2f'):>8} "
             f"{r['trials_cpu_cores']:>10.2f} {r['peak_rss_mb']:>7.0f} {r['ready_s']:>7.1f}"
@@ -327,6 +332,7 @@ def print_ingest(rows: list[dict[str, Any]], rate: float, seconds: float, burst:
     print("p50/p99/max: report_training_metrics() call -> row inserted by the master (end to end,")
     print("  including the Core API shipper's batching wait, 50 ms at most over the stream); send")
     print("  p50/p99: the batch sent -> its rows inserted (the network and the master's part)")
+    print("msgs/s: the batches (stream messages) the master stored / the same window")
     print("behind s: the most a trial's report call ran late of its schedule (the trial starved)")
     print("cpu cores: the master's CPU time / wall time over the reporting window; rss: its peak")
     print("db cores: the PostgreSQL server's CPU time (all its processes) / the same window")

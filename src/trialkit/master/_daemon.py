@@ -71,10 +71,6 @@ def _stop_when_idle(
             return
 
 
-#: Seconds a thread holds the GIL before handing it to a waiting one (see ``serve``).
-SWITCH_INTERVAL = 0.001
-
-
 def _free_port(preferred: int | None, host: str) -> int:
     """The preferred port (the previous master's, so trials find it again) if free, else any."""
     for port in ([preferred] if preferred else []) + [0]:
@@ -141,6 +137,7 @@ def serve(
     from ._auth import load_trial_key
     from ._engine import Engine, EngineSettings
     from ._metric_routes import STREAM_MAX_BYTES
+    from ._runtime import tune_for_serving
 
     # Everything this process and the trials it starts create is private to the user.
     os.umask(PRIVATE_UMASK)
@@ -194,10 +191,6 @@ def serve(
         ws_ping_interval=None,
     )
     server = uvicorn.Server(config)
-    # The event loop and the metric writer share the GIL. A thread coming back from the
-    # database waits for the busy one to let go, a switch interval each time (5 ms by
-    # default): several times per group commit, the writer's latency was mostly that wait.
-    sys.setswitchinterval(SWITCH_INTERVAL)
     engine.start()
 
     def announce() -> None:
@@ -226,6 +219,7 @@ def serve(
             name="trialkit-idle",
             daemon=True,
         ).start()
+    tune_for_serving()
     try:
         with _signals_end_the_server_only():
             server.run()
