@@ -7,9 +7,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
+
+import pytest
+
+from trialkit.master._runtime import SWITCH_INTERVAL
 
 # The master's own path for each message (the stream's parse, then the group commit's rows):
-# deliveries accumulate until a commit of `group` of them builds its rows and frees them all.
+# deliveries accumulate until a commit of 200 of them builds its rows and frees them all.
 INGEST = """
 import gc, json, sys
 from trialkit.master._metric_routes import plain_stream_delivery
@@ -34,16 +39,23 @@ print(json.dumps({"collections": [a - b for a, b in zip(after, before)],
 """
 
 
-def _ingest(mode: str) -> dict:
+def _ingest(mode: str) -> dict[str, Any]:
     run = subprocess.run(
         [sys.executable, "-c", INGEST, mode], capture_output=True, text=True, timeout=120
     )
     assert run.returncode == 0, run.stderr
-    return json.loads(run.stdout)
+    result: dict[str, Any] = json.loads(run.stdout)
+    return result
 
 
-def test_ingest_makes_no_full_collection_in_the_tuned_master() -> None:
-    default, tuned = _ingest("default"), _ingest("tuned")
+@pytest.fixture(scope="module")
+def tuned() -> dict[str, Any]:
+    """One run of the tuned interpreter, for both tests."""
+    return _ingest("tuned")
+
+
+def test_ingest_makes_no_full_collection_in_the_tuned_master(tuned: dict[str, Any]) -> None:
+    default = _ingest("default")
     # The pattern is one that costs full collections under CPython's defaults (each scans
     # every object the master has: ~200 ms at 200 trials) ...
     assert default["collections"][2] >= 1, default
@@ -54,7 +66,6 @@ def test_ingest_makes_no_full_collection_in_the_tuned_master() -> None:
     assert tuned["collections"][0] <= 5, tuned
 
 
-def test_startup_objects_leave_the_collectors_reach() -> None:
-    tuned = _ingest("tuned")
+def test_startup_objects_leave_the_collectors_reach(tuned: dict[str, Any]) -> None:
     assert tuned["frozen"] > 10_000  # the modules' objects: a full collection skips them
-    assert tuned["switch"] == 0.001
+    assert tuned["switch"] == SWITCH_INTERVAL == 0.001
