@@ -182,6 +182,43 @@ def test_shipper_delivers_in_order_on_flush(master: MemoryMaster, shipper: Metri
     assert shipper.shipped == 50
 
 
+class CountingEvent(threading.Event):
+    def __init__(self) -> None:
+        super().__init__()
+        self.sets = 0
+
+    def set(self) -> None:
+        self.sets += 1
+        super().set()
+
+
+def test_a_burst_of_reports_wakes_the_idle_shipping_thread_once(master: MemoryMaster) -> None:
+    """Every report of a burst used to set the wake-up Event (its lock contended by the waking
+    thread); the first one is enough. The training thread keeps the GIL through the burst (a
+    long switch interval), as it does for the few microseconds a burst takes in a trial."""
+    import sys
+
+    shipper = MetricsShipper(master, interval=0.01)
+    wake = shipper._wake = CountingEvent()
+    try:
+        deadline = time.monotonic() + 10
+        while not shipper._idle:  # the thread has found nothing to send and waits
+            assert time.monotonic() < deadline, "the shipping thread never went idle"
+            time.sleep(0.01)
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(1.0)
+        try:
+            for i in range(10):
+                shipper.put({"group": "training", "steps_completed": i, "metrics": {"loss": 1.0}})
+        finally:
+            sys.setswitchinterval(interval)
+        assert wake.sets == 1
+        shipper.flush()
+        assert [r["steps_completed"] for r in master.reports] == list(range(10))
+    finally:
+        shipper.close()
+
+
 def test_flush_waits_for_a_batch_already_in_flight() -> None:
     master = SlowMaster()
     shipper = MetricsShipper(master, interval=0.01)

@@ -341,6 +341,30 @@ def test_a_refusal_in_an_answer_fails_the_shipper(api: InProcessMaster) -> None:
     assert api.store.count_metrics(1, "training") == 0
 
 
+def wait_for(predicate: Any, what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def test_the_stream_opens_before_the_first_report(api: InProcessMaster) -> None:
+    """The shipping thread connects as it starts: the first batch does not wait for the
+    handshake, and the master does not see every handshake at the first report."""
+    with served(api.app) as url:
+        backend = HttpBackend(MasterClient(url, TOKEN), 1, 1, 0)
+        shipper = MetricsShipper(backend)
+        try:
+            assert backend._stream is not None
+            stream = backend._stream
+            wait_for(lambda: stream._conn is not None, "the stream to open with nothing sent")
+            shipper.put({"group": "training", "steps_completed": 1, "metrics": {"x": 1}})
+            shipper.close()
+        finally:
+            backend.close()
+    assert api.store.count_metrics(1, "training") == 1
+
+
 def test_without_a_stream_the_backend_posts(api: InProcessMaster) -> None:
     # A master without the stream route (an older one) refuses the handshake: the trial POSTs.
     from starlette.routing import WebSocketRoute
@@ -355,6 +379,8 @@ def test_without_a_stream_the_backend_posts(api: InProcessMaster) -> None:
         backend = HttpBackend(MasterClient(url, TOKEN), 1, 1, 0)
         shipper = MetricsShipper(backend)
         try:
+            # Found out as the shipping thread starts, before any report.
+            wait_for(lambda: backend._stream is None, "the backend to turn to the POST")
             for step in range(1, 21):
                 shipper.put({"group": "training", "steps_completed": step, "metrics": {"x": 1}})
             shipper.close()

@@ -38,6 +38,11 @@ class TrialBackend(abc.ABC):
         self.ship_metric_batch(reports, sender, seq)
         return False
 
+    def prepare_metrics(self) -> None:
+        """Set up the way batches will go (the stream's connection), on the shipping thread as
+        it starts; a failure here is left for the first send to meet and report."""
+        return None  # nothing to set up for a backend that stores each batch when sent
+
     def metric_outcomes(self, wait: bool) -> list[tuple[int, Exception | None]]:
         """What became of batches in flight, oldest first: (seq, None) stored, (seq, error)
         not. With ``wait``, block until at least one is known. Raises when the connection

@@ -124,7 +124,10 @@ class MetricsShipper:
         self._queue.append(report)
         if self._idle:
             # Nothing was queued: the thread sends this one as soon as the interval since the
-            # last batch allows (the very first at once: "is it running?").
+            # last batch allows (the very first at once: "is it running?"). Once per idle
+            # spell: the rest of a burst finds the flag down and skips the Event's lock, which
+            # the waking thread contends for (each report paid for a wake-up it did not need).
+            self._idle = False
             self._wake.set()
 
     def _count(self, change: int) -> int:
@@ -251,6 +254,10 @@ class MetricsShipper:
                 self._back_off(error)
 
     def _run(self) -> None:
+        try:
+            self._backend.prepare_metrics()
+        except Exception as e:  # the first batch meets the same trouble and retries it
+            logger.debug("preparing to ship metrics failed: %s", e)
         try:
             self._rounds()
         finally:

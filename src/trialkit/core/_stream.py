@@ -87,6 +87,12 @@ class MetricStream:
             self._break(e)
         self._unanswered.append(int(body["seq"]))
 
+    def open(self) -> None:
+        """Connect now unless connected (``send_nowait`` connects when it must): MasterUnavailable
+        or StreamUnsupported as a send would raise."""
+        if self._conn is None:
+            self._connect()
+
     def outcomes(self, wait: bool) -> list[tuple[int, Exception | None]]:
         """(seq, None) for each batch the master stored (or had stored), (seq, APIError) for
         each it refused, oldest first: those answered so far (with ``wait``, at least one while
