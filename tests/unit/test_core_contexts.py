@@ -199,8 +199,10 @@ def test_a_burst_of_reports_wakes_the_idle_shipping_thread_once(master: MemoryMa
     import sys
 
     shipper = MetricsShipper(master, interval=0.01)
+    shipper.IDLE_ROUND = 60.0  # no idle round ends (and lowers the flag itself) mid-burst
     wake = shipper._wake = CountingEvent()
     try:
+        time.sleep(MetricsShipper.IDLE_ROUND + 0.1)  # past a first wait begun with the default
         deadline = time.monotonic() + 10
         while not shipper._idle:  # the thread has found nothing to send and waits
             assert time.monotonic() < deadline, "the shipping thread never went idle"
