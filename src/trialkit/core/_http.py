@@ -76,8 +76,7 @@ class HttpBackend(TrialBackend):
         try:
             self._stream.open()
         except StreamUnsupported as e:
-            logger.info("%s; metrics go by POST", e)
-            self._stream = None
+            self._post_from_now(e)
         except MasterUnavailable:
             pass  # the first batch retries, and says so if the master stays away
 
@@ -91,10 +90,14 @@ class HttpBackend(TrialBackend):
             except BatchTooLarge:
                 pass  # this batch goes by POST
             except StreamUnsupported as e:
-                logger.info("%s; metrics go by POST", e)
-                self._stream = None
+                self._post_from_now(e)
         self.client.report_metrics(self.trial_id, self.run_id, reports, sender=sender, seq=seq)
         return False
+
+    def _post_from_now(self, why: StreamUnsupported) -> None:
+        """The master offers no stream (an older one, a proxy): every batch goes by POST."""
+        logger.info("%s; metrics go by POST", why)
+        self._stream = None
 
     def metric_outcomes(self, wait: bool) -> list[tuple[int, Exception | None]]:
         return self._stream.outcomes(wait) if self._stream is not None else []
