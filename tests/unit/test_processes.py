@@ -84,6 +84,31 @@ def test_a_process_environment_is_read_once_however_often_the_table_is_scanned(
     assert not set(reads[read_first:]) & set(reads[:read_first])
 
 
+def _bare_supervisor(runs: list[TrialProcess], monkeypatch: pytest.MonkeyPatch) -> Supervisor:
+    """A Supervisor of ``runs`` with only its process bookkeeping (logs and slots left out)."""
+    supervisor = Supervisor.__new__(Supervisor)
+    supervisor._procs = {r.trial_id: r for r in runs}
+    supervisor._slots = {}
+    supervisor.logs = LogCapture.__new__(LogCapture)
+    monkeypatch.setattr(LogCapture, "tail", lambda self, proc, final: True)
+    monkeypatch.setattr(Supervisor, "release_slots", lambda self, slots, pool: None, raising=False)
+    return supervisor
+
+
+def test_a_tick_asks_once_whether_each_running_run_is_alive(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The engine reaps ten times a second: at 200 runs a second look per run was ~0.04 cores.
+    run = _spawn(tmp_path, 1, "import time; time.sleep(60)")
+    try:
+        asked = []
+        monkeypatch.setattr(run, "alive", lambda real=run.alive: asked.append(1) or real())
+        assert _bare_supervisor([run], monkeypatch).reap() == []
+        assert asked == [1]
+    finally:
+        run.signal_group(signal.SIGKILL)
+
+
 def test_runs_ending_together_share_one_scan(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -97,15 +122,7 @@ def test_runs_ending_together_share_one_scan(
         monkeypatch.setattr(
             PROCESSES, "scan", lambda real=PROCESSES.scan: scans.append(1) or real()
         )
-        supervisor = Supervisor.__new__(Supervisor)  # only its process bookkeeping is used here
-        supervisor._procs = {r.trial_id: r for r in runs}
-        supervisor._slots = {}
-        supervisor.logs = LogCapture.__new__(LogCapture)
-        monkeypatch.setattr(LogCapture, "tail", lambda self, proc, final: True)
-        monkeypatch.setattr(
-            Supervisor, "release_slots", lambda self, slots, pool: None, raising=False
-        )
-        ended = supervisor.reap()
+        ended = _bare_supervisor(runs, monkeypatch).reap()
         assert sorted(p.trial_id for p in ended) == [1, 2, 3] and scans == [1]
         # The scan still finds a run's process that left the group, by its tag.
         deadline = time.monotonic() + 30

@@ -112,7 +112,9 @@ class Supervisor:
         gone = {t for t, p in self._procs.items() if not p.ended and p.pid and not p.alive()}
         scan = PROCESSES.scan() if gone else None
         for trial_id, proc in list(self._procs.items()):
-            if not proc.ended:
+            # A run with a live supervisor is not over; one with no process here (on Ray) is
+            # moved on by finished() every tick.
+            if not proc.ended and (trial_id in gone or not proc.pid):
                 proc.ended = proc.finished(scan if trial_id in gone else None)
             drained = self.logs.tail(proc, final=proc.ended)
             if proc.ended and drained:
