@@ -17,14 +17,21 @@ searcher producing its 1,000 trials alone. Spawning a process is left out (the l
 recorder: ``create_to_first_metric.py`` measures spawning); the store, transitions and searcher
 driver are the master's own.
 
+With ``--master-cpus`` and ``--trial-cpus`` (e.g. ``0`` and ``1``), from the go on the master
+and the database server run on the first CPUs and the trials on the others: the master's figures
+with the load generator kept off its cores, as on a machine of its own (the trials may then
+starve on theirs: "behind s" says how late they ran).
+
 Usage: ``python bench/scale.py [--trials N] [--rate R] [--seconds T] [--burst B] [--skip-sqlite] [--skip-postgres]
-[--skip-ingest] [--skip-scheduling]`` (defaults N=200, R=100, T=60 as the issue says). Exits 0
-whether or not the goals are met; 1 when the benchmark broke (a trial failed, a barrier timed out).
+[--skip-ingest] [--skip-scheduling] [--master-cpus LIST --trial-cpus LIST]`` (defaults N=200,
+R=100, T=60 as the issue says). Exits 0 whether or not the goals are met; 1 when the benchmark
+broke (a trial failed, a barrier timed out).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -160,6 +167,18 @@ def _wait(predicate: Any, timeout: float, what: str) -> None:
         time.sleep(0.2)
 
 
+def _pin(processes: list[Any], cpus: set[int]) -> None:
+    """Every thread of ``processes`` onto ``cpus`` (sched_setaffinity moves one thread; threads
+    and processes started later inherit it from their parent)."""
+    import psutil
+
+    for p in processes:
+        with contextlib.suppress(psutil.Error):
+            for thread in p.threads():
+                with contextlib.suppress(OSError):  # it ended meanwhile
+                    os.sched_setaffinity(thread.id, cpus)
+
+
 def _kill_trials(home: Path) -> None:
     """Kill what is left of the trials (a broken run's: trials outlive a stopped master, to
     be picked up by the next one, and these would load the machine for the next figure)."""
@@ -225,9 +244,14 @@ def run_ingest(
     seconds: float,
     burst: int,
     db_url: str | None,
-    db_cpu: Any = None,
+    db: Any = None,
+    pin: tuple[set[int], set[int]] | None = None,
 ) -> dict[str, Any]:
-    """One ingest run; ``db_cpu``: the database server's CPU seconds so far (PostgreSQL)."""
+    """One ingest run; ``db``: the PostgreSQL server (its CPU time and processes); ``pin``: the
+    master's CPUs and the trials' CPUs from the go on."""
+    import psutil
+
+    db_cpu = db.cpu_seconds if db else None
     from trialkit.master import start_background, stop_master
 
     with tempfile.TemporaryDirectory(prefix=f"trialkit-bench-scale-{kind}-") as tmp_s:
@@ -255,6 +279,10 @@ def run_ingest(
             t_ready = time.monotonic()
             _wait(lambda: len(list(sync.glob("ready-*"))) >= trials, 900, f"{trials} trials ready")
             ready_s = time.monotonic() - t_ready
+            if pin:
+                master_cpus, trial_cpus = pin
+                _pin([psutil.Process(pid), *(db.processes() if db else [])], master_cpus)
+                _pin(psutil.Process(pid).children(recursive=True), trial_cpus)  # the runs
             cpu0, t0 = sampler.cpu(), time.monotonic()
             db0 = db_cpu() if db_cpu else 0.0
             (sync / "go").touch()
@@ -307,11 +335,22 @@ def run_ingest(
         }
 
 
-def print_ingest(rows: list[dict[str, Any]], rate: float, seconds: float, burst: int) -> None:
+def print_ingest(
+    rows: list[dict[str, Any]],
+    rate: float,
+    seconds: float,
+    burst: int,
+    pin: tuple[set[int], set[int]] | None = None,
+) -> None:
     print(
         f"ingest: N trials x {rate:g} metrics/s (in bursts of {burst}) x {seconds:g} s; "
         f"goal rows stored/reported = 1.0, p99 < {GOAL_P99_MS:.0f} ms"
     )
+    if pin:
+        print(
+            f"pinned from the go on: the master and the database on CPUs {_cpu_list(pin[0])}, "
+            f"the trials on CPUs {_cpu_list(pin[1])}"
+        )
     head = (
         f"{'store':<10} {'N':>4} {'state':>9} {'reported':>9} {'stored/rep':>10} {'rows/s':>8} {'msgs/s':>7} "
         f"{'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'send p50':>8} {'send p99':>8} {'behind s':>8} {'cpu cores':>9} {'db cores':>8} {'trials cpu':>10} {'rss MB':>7} {'ready s':>7}"
@@ -464,6 +503,25 @@ def print_scheduling(
         )
 
 
+def _cpu_list(cpus: set[int]) -> str:
+    return ",".join(map(str, sorted(cpus)))
+
+
+def _cpus(parser: argparse.ArgumentParser, option: str, value: str | None) -> set[int] | None:
+    """``value`` ("0,1") as a set of this machine's CPUs; a parser error naming ``option``."""
+    if value is None:
+        return None
+    usable = os.sched_getaffinity(0)
+    try:
+        cpus = {int(c) for c in value.split(",")}
+    except ValueError:
+        parser.error(f"{option}: give CPU numbers separated by commas, e.g. 0,1 (got {value!r})")
+    if not cpus <= usable:
+        unknown, known = _cpu_list(cpus - usable), _cpu_list(usable)
+        parser.error(f"{option}: CPU {unknown} is not usable here (usable: {known})")
+    return cpus
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=200, help="concurrent trial processes (N)")
@@ -480,17 +538,24 @@ def main() -> int:
     parser.add_argument("--skip-postgres", action="store_true")
     parser.add_argument("--skip-ingest", action="store_true")
     parser.add_argument("--skip-scheduling", action="store_true")
+    parser.add_argument("--master-cpus", help="ingest: the master's (and the database's) CPUs")
+    parser.add_argument("--trial-cpus", help="ingest: the trials' CPUs (with --master-cpus)")
     args = parser.parse_args()
+    master_cpus = _cpus(parser, "--master-cpus", args.master_cpus)
+    trial_cpus = _cpus(parser, "--trial-cpus", args.trial_cpus)
+    if (master_cpus is None) != (trial_cpus is None):
+        parser.error("--master-cpus and --trial-cpus go together")
+    pin = (master_cpus, trial_cpus) if master_cpus and trial_cpus else None
     sys.path.insert(0, str(REPO))
     server = None
-    # (store, a new database's URL, the database server's CPU seconds so far): None for SQLite
+    # (store, a new database's URL, the database server): None for SQLite
     kinds: list[tuple[str, Any, Any]] = [] if args.skip_sqlite else [("sqlite", None, None)]
     try:
         if not args.skip_postgres:
             from tests.postgres_server import PostgresServer
 
             server = PostgresServer()
-            kinds.append(("postgresql", server.new_database, server.cpu_seconds))
+            kinds.append(("postgresql", server.new_database, server))
         if not args.skip_scheduling:
             engine = {k: engine_schedule(k, new() if new else None) for k, new, _ in kinds}
             print_scheduling(searcher_alone(), place_alone(), engine)
@@ -504,11 +569,12 @@ def main() -> int:
                     args.seconds,
                     args.burst,
                     new() if new else None,
-                    cpu,
+                    db,
+                    pin,
                 )
-                for k, new, cpu in kinds
+                for k, new, db in kinds
             ]
-            print_ingest(rows, args.rate, args.seconds, args.burst)
+            print_ingest(rows, args.rate, args.seconds, args.burst, pin)
             if any(r["stored"] != r["reported"] for r in rows):
                 print("rows lost (stored != reported)", file=sys.stderr)
     except BenchmarkBroken as e:

@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,15 +77,22 @@ class PostgresServer:
             con.execute(f"CREATE DATABASE {name}")
         return self.url(name)
 
+    def processes(self) -> list[Any]:
+        """The server's live processes (psutil): the postmaster first, then its children."""
+        import psutil
+
+        postmaster = psutil.Process(int((self._data / "postmaster.pid").read_text().split()[0]))
+        return [postmaster, *postmaster.children(recursive=True)]
+
     def cpu_seconds(self) -> float:
         """CPU time the server has used so far: the postmaster, its live processes and the
         exited ones it reaped."""
         import psutil
 
-        postmaster = psutil.Process(int((self._data / "postmaster.pid").read_text().split()[0]))
+        postmaster, *children = self.processes()
         t = postmaster.cpu_times()
         total = t.user + t.system + t.children_user + t.children_system
-        for child in postmaster.children(recursive=True):
+        for child in children:
             try:
                 c = child.cpu_times()
             except psutil.NoSuchProcess:
