@@ -251,7 +251,6 @@ def run_ingest(
     master's CPUs and the trials' CPUs from the go on."""
     import psutil
 
-    db_cpu = db.cpu_seconds if db else None
     from trialkit.master import start_background, stop_master
 
     with tempfile.TemporaryDirectory(prefix=f"trialkit-bench-scale-{kind}-") as tmp_s:
@@ -280,11 +279,11 @@ def run_ingest(
             _wait(lambda: len(list(sync.glob("ready-*"))) >= trials, 900, f"{trials} trials ready")
             ready_s = time.monotonic() - t_ready
             if pin:
-                master_cpus, trial_cpus = pin
-                _pin([psutil.Process(pid), *(db.processes() if db else [])], master_cpus)
-                _pin(psutil.Process(pid).children(recursive=True), trial_cpus)  # the runs
+                master = psutil.Process(pid)
+                _pin([master, *(db.processes() if db else [])], pin[0])
+                _pin(master.children(recursive=True), pin[1])  # the runs
             cpu0, t0 = sampler.cpu(), time.monotonic()
-            db0 = db_cpu() if db_cpu else 0.0
+            db0 = db.cpu_seconds() if db else 0.0
             (sync / "go").touch()
             _wait(
                 lambda: len(list(sync.glob("done-*.json"))) >= trials,
@@ -292,7 +291,7 @@ def run_ingest(
                 f"{trials} trials done",
             )
             cpu1, t1 = sampler.cpu(), time.monotonic()
-            db1 = db_cpu() if db_cpu else 0.0
+            db1 = db.cpu_seconds() if db else 0.0
             exp = int(found.group(1))
             _wait(
                 lambda: (
@@ -329,7 +328,7 @@ def run_ingest(
             "post_p99_ms": _pct(master_part, 0.99),
             "timeline": _timeline(lat, sent),
             "cpu_cores": (cpu1 - cpu0) / (t1 - t0),
-            "db_cores": (db1 - db0) / (t1 - t0) if db_cpu else None,
+            "db_cores": (db1 - db0) / (t1 - t0) if db else None,
             "trials_cpu_cores": sum(d["cpu"] for d in done) / (t1 - t0),
             "peak_rss_mb": sampler.peak_rss / 2**20,
         }
