@@ -114,6 +114,9 @@ def _decode_model_def(text: str | None) -> bytes | None:
     return archive
 
 
+#: Actions on a search that runs: refused (409) once the experiment has ended.
+_RUN_ACTIONS = ("pause", "activate", "kill")
+
 _BEARER = HTTPBearer(auto_error=False, description="the master token or a trial's own token")
 
 
@@ -250,6 +253,11 @@ def create_app(
 
     def _command(experiment_id: int, action: str) -> ExperimentReply:
         exp = store.get_experiment(experiment_id)
+        if action in _RUN_ACTIONS and exp.state.terminal:
+            # A 200 that changed nothing read as success to every client (the UI said nothing).
+            raise HTTPException(
+                409, f"experiment {exp.id} is already {exp.state.value}; nothing to {action}"
+            )
         if action == "pause":
             exp = engine.pause(exp)
         elif action == "activate":
