@@ -54,12 +54,13 @@ from ..store import (
     ExperimentState,
     NotFound,
     Store,
+    StoreError,
     Trial,
 )
 from ._auth import TokenAuth
 from ._create import CreateError, prepare_experiment
 from ._engine import Engine
-from ._errors import UnexpectedErrors
+from ._errors import UnexpectedErrors, full_disk_message
 from ._experiment_config import searcher_config_of
 from ._gc import GONE_STATES
 from ._gc_routes import add_gc_routes
@@ -143,7 +144,10 @@ def create_app(
         checkpoint_trial=lambda uuid: _checkpoint_trial(store, uuid),
         ui_sessions=ui_sessions,
     )
-    app.add_middleware(UnexpectedErrors)  # added last: the outermost, around TokenAuth too
+    # added last: the outermost, around TokenAuth too
+    app.add_middleware(
+        UnexpectedErrors, full_disk=full_disk_message(store.url, engine.settings.home)
+    )
     started = time.time()
     # Set once a shutdown is asked for: long polls then answer at once, so the server is not
     # left waiting for them (their clients simply ask the next master).
@@ -230,6 +234,9 @@ def create_app(
             raise
         try:
             engine.start_experiment(exp)  # an experiment that cannot start ends ERROR there
+        except StoreError:  # the store could not start it: the engine deleted it
+            discard_warm_start_copy(store, config)
+            raise
         except ValueError as e:  # its search rejected the config (an unknown optuna sampler)
             lines = [line.strip() for line in str(e).splitlines() if line.strip()]
             raise HTTPException(400, {"errors": lines}) from e

@@ -19,6 +19,7 @@ from .._json import dumps
 from ..rest import MetricsStored, routes
 from ..store import Delivered, MetricBatch, MetricDelivery, NewMetric, Store, StoreError, Trial
 from ._engine import Engine
+from ._errors import full_disk_message, store_failure
 from ._ingest import MetricIngest
 from ._schemas import MAX_INT, MetricsBody, TrialId, encode_storable, encoded_text, error_lines
 
@@ -131,6 +132,7 @@ def add_metric_routes(
     """Register the metrics POST and stream routes; ``reporting_trial`` raises the 409 that
     says why a run may not report (or returns the trial when it now may)."""
     ingest = MetricIngest(store)
+    full_disk = full_disk_message(store.url, engine.settings.home)
 
     async def store_delivery(delivery: MetricDelivery) -> MetricsStored:
         outcome = await ingest.deliver(delivery)
@@ -191,7 +193,7 @@ def add_metric_routes(
             return _refusal(seq, e.status_code, e.detail)
         except StoreError as e:
             logger.warning("trial %d's metrics were not stored: %s", trial_id, e)
-            return _refusal(seq, 503, f"the store failed; send again: {e}")
+            return _refusal(seq, *store_failure(e, full_disk))
         return dumps({"seq": seq, "stored": stored.stored, "duplicate": stored.duplicate})
 
 
