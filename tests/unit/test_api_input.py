@@ -151,3 +151,60 @@ def test_values_that_cannot_be_stored_and_sent_back_are_refused(
     assert_refused(api.call("POST", path, body), field)
     assert api.call("GET", "/api/v1/trials/1").status_code == 200
     assert api.store.count_metrics(1) == 0 and api.store.list_checkpoints() == []
+
+
+LONG_NAME = "loss_" + "x" * 1_000_000
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"progress": 1e308}, "body.progress"),
+        ({"progress": -5}, "body.progress"),
+        ({"progress": 1.5}, "body.progress"),
+        ({"progress": -1, "is_raw": True}, "body.progress"),
+    ],
+)
+def test_progress_out_of_bounds_is_a_422_naming_the_field(
+    api: InProcessMaster, body: dict[str, Any], field: str
+) -> None:
+    """Issue 31 item 7: a trial's progress is a share in [0, 1] (a raw length: not negative)."""
+    api.create()
+    resp = api.call("POST", "/api/v1/trials/1/progress", body)
+    assert resp.status_code == 422, resp.text
+    assert field in resp.text, resp.text
+    assert api.store.get_trial(1).progress in (None, 0.0)
+
+
+def test_progress_within_bounds_is_stored(api: InProcessMaster) -> None:
+    api.create()
+    for value in (0, 0.5, 1):
+        assert api.call("POST", "/api/v1/trials/1/progress", {"progress": value}).status_code == 200
+        assert api.store.get_trial(1).progress == value
+
+
+@pytest.mark.parametrize(
+    ("report", "field"),
+    [
+        ({"metrics": {LONG_NAME: 1.0}}, "body.reports.0.metrics"),
+        (
+            {"metrics": {"loss": 1.0}, "batch_metrics": [{"a": 1}, {LONG_NAME: 1}]},
+            "body.reports.0.batch_metrics",
+        ),
+    ],
+)
+def test_a_metric_name_over_256_characters_is_refused_naming_it(
+    api: InProcessMaster, report: dict[str, Any], field: str
+) -> None:
+    """Issue 31 item 7: a 1,000,000-character name was stored; now a 422 naming the metric."""
+    api.create()
+    body = {"reports": [{"group": "training", "steps_completed": 1, **report}]}
+    resp = api.call("POST", "/api/v1/trials/1/metrics", body)
+    assert resp.status_code == 422, resp.text[:500]
+    [line] = resp.json()["detail"]["errors"]
+    assert line.startswith(field), line[:300]
+    assert "metric name 'loss_xxx" in line and "1000005 characters, over the 256" in line, line
+    assert len(line) < 300
+    assert api.store.count_metrics(1) == 0
+    ok = {"reports": [{"group": "training", "steps_completed": 1, "metrics": {"y" * 256: 1}}]}
+    assert api.call("POST", "/api/v1/trials/1/metrics", ok).json()["stored"] == 1

@@ -330,6 +330,28 @@ def test_reports_after_close_are_refused_not_dropped() -> None:
 # TrainContext ----------------------------------------------------------------------------------
 
 
+def test_a_metric_name_the_master_refuses_raises_in_the_script(
+    master: MemoryMaster, shipper: MetricsShipper, tmp_path: Path
+) -> None:
+    """Issue 31 item 7: a name over 256 characters is refused at the call, naming the metric,
+    not found out by the shipper later; a name of 256 goes."""
+    train = train_ctx(master, shipper, tmp_path)
+    long = "loss_" + "x" * 1_000_000
+    with pytest.raises(
+        ValueError, match=r"metric name 'loss_xxx.*is 1000005 characters, over the 256"
+    ):
+        train.report_training_metrics(steps_completed=1, metrics={long: 1.0})
+    with pytest.raises(ValueError, match="over the 256"):
+        train.report_training_metrics(
+            steps_completed=1, metrics={"loss": 1.0}, batch_metrics=[{"a": 1}, {long: 1}]
+        )
+    with pytest.raises(ValueError, match="validation metrics at step 2: metric name"):
+        train.report_validation_metrics(steps_completed=2, metrics={long: 1.0})
+    train.report_metrics("training", 3, {"y" * 256: 1.0})
+    shipper.flush()
+    assert [r["steps_completed"] for r in master.reports] == [3]
+
+
 def test_report_metrics_checks_group_names(
     master: MemoryMaster, shipper: MetricsShipper, tmp_path: Path
 ) -> None:

@@ -39,6 +39,19 @@ def test_same_batch_posted_twice_is_stored_once(api: InProcessMaster) -> None:
     assert api.store.count_metrics(1, "training") == 2
 
 
+def test_batch_without_sender_and_seq_sent_again_is_stored_once(api: InProcessMaster) -> None:
+    """Issue 31 item 7: a POST without a batch key is keyed by its content, so a client that
+    sends it again after a lost reply does not store it twice; other content is stored."""
+    body = {"run_id": 0, "reports": [report(1), report(2)]}
+    first = api.call("POST", "/api/v1/trials/1/metrics", body)
+    again = api.call("POST", "/api/v1/trials/1/metrics", body)
+    assert first.json() == {"stored": 2, "duplicate": False}
+    assert again.status_code == 200 and again.json() == {"stored": 0, "duplicate": True}
+    other = api.call("POST", "/api/v1/trials/1/metrics", {"run_id": 0, "reports": [report(3)]})
+    assert other.json() == {"stored": 1, "duplicate": False}
+    assert api.store.count_metrics(1, "training") == 3
+
+
 class LostReplyBackend(HttpBackend):
     """The master stores the batch, then the reply is lost (as when it dies right after commit)."""
 

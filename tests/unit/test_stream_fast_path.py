@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from trialkit.master._metric_routes import _delivery, plain_stream_delivery
 from trialkit.master._schemas import MAX_INT, MetricsBody
+from trialkit.rest import MAX_METRIC_NAME
 
 _numbers = st.one_of(
     st.integers(-(2**70), 2**70),
@@ -53,9 +55,18 @@ _places = st.sampled_from(
 )  # fmt: skip
 
 
+#: Metric names about the limit (MAX_METRIC_NAME), escaped in JSON or not.
+_names = st.builds(
+    lambda length, char: char * length,
+    st.sampled_from([MAX_METRIC_NAME - 1, MAX_METRIC_NAME, MAX_METRIC_NAME + 1, 1000]),
+    st.sampled_from(["m", '"', "é"]),
+)
+
+
 @st.composite
 def _bodies(draw: st.DrawFn) -> dict[str, Any]:
-    """A body the Core API could send, with up to two fields changed to odd values."""
+    """A body the Core API could send, with up to two fields changed to odd values and maybe
+    a metric name about the length limit."""
     body = draw(_valid_body)
     for _ in range(draw(st.integers(0, 2))):
         place, value = draw(_places), draw(_odd)
@@ -64,6 +75,13 @@ def _bodies(draw: st.DrawFn) -> dict[str, Any]:
             body[place] = value
         elif isinstance(reports, list) and reports and isinstance(reports[0], dict):
             reports[0]["extra" if place == "report_extra" else place] = value
+    reports = body["reports"]
+    if draw(st.booleans()) and isinstance(reports, list) and reports:
+        report = reports[-1]
+        if isinstance(report, dict):
+            where = draw(st.sampled_from(["metrics", "batch_metrics"]))
+            metrics = {draw(_names): 1.0}
+            report[where] = metrics if where == "metrics" else [{"ok": 1}, metrics]
     return body
 
 
@@ -118,6 +136,26 @@ def test_the_core_apis_messages_take_the_fast_path(reports: list[Any], seq: int)
     assert fast is not None
     validated = _pydantic(message)
     assert validated is not None and fast == _delivery(3, validated)
+
+
+@pytest.mark.parametrize("where", ["metrics", "batch_metrics"])
+def test_both_paths_refuse_a_metric_name_over_the_limit_and_take_one_at_it(where: str) -> None:
+    """Issue 31 item 7: the fast path leaves a long name to pydantic, which names the metric."""
+
+    def message(name: str) -> str:
+        metrics = {name: 1.0}
+        report: dict[str, Any] = {"group": "training", "steps_completed": 1, "metrics": {}}
+        report[where] = metrics if where == "metrics" else [metrics]
+        return json.dumps({"run_id": 0, "sender": "s", "seq": 1, "reports": [report]})
+
+    at_limit = message("m" * MAX_METRIC_NAME)
+    fast = plain_stream_delivery(3, at_limit)
+    validated = _pydantic(at_limit)
+    assert fast is not None and validated is not None and fast == _delivery(3, validated)
+    over = message("m" * (MAX_METRIC_NAME + 1))
+    assert plain_stream_delivery(3, over) is None
+    with pytest.raises(ValidationError, match="metric name 'mmm.*257 characters, over the 256"):
+        MetricsBody.model_validate_json(over)
 
 
 def test_non_finite_literals_are_left_to_pydantic() -> None:

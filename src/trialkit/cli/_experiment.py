@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..errors import APIError
 from ._common import (
     CLIError,
     exit_with_error,
@@ -233,13 +234,12 @@ def _simple(action: str, help_text: str) -> None:
     @click.argument("experiment_ref", metavar="EXPERIMENT")
     def cmd(experiment_ref: str) -> None:
         client, experiment_id = experiment_client(experiment_ref)
-        if action in ("pause", "activate", "kill"):
-            state = client.experiment_summary(experiment_id).experiment.state
-            if state in TERMINAL:
-                exit_with_error(
-                    f"experiment {experiment_id} is already {state}; nothing to {action}", 1
-                )
-        exp = client.experiment_action(experiment_id, action).experiment
+        try:
+            exp = client.experiment_action(experiment_id, action).experiment
+        except APIError as e:
+            if e.status != 409:
+                raise
+            exit_with_error(str(e), 1)  # the master says why: e.g. the experiment has ended
         click.echo(
             f"experiment {experiment_id}: {exp.state}{' (archived)' if exp.archived else ''}"
         )

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import APIError
+from ..rest import metric_name_error, metric_names_error
 from ._backend import TrialBackend
 
 logger = logging.getLogger("trialkit.core")
@@ -115,7 +116,15 @@ class MetricsShipper:
             sink(delivered)
 
     def put(self, report: dict[str, Any]) -> None:
-        """Queue one report; never blocks on the network."""
+        """Queue one report; never blocks on the network. A metric name the master would
+        refuse raises here, in the trial's script, rather than stopping the shipping later."""
+        error = metric_name_error(report["metrics"]) or metric_names_error(
+            report.get("batch_metrics") or ()
+        )
+        if error is not None:
+            raise ValueError(
+                f"{report['group']} metrics at step {report['steps_completed']}: {error}"
+            )
         if self._closing:
             raise RuntimeError("cannot report metrics after the core context was closed")
         if self._error is not None:

@@ -54,12 +54,13 @@ from ..store import (
     ExperimentState,
     NotFound,
     Store,
+    StoreError,
     Trial,
 )
 from ._auth import TokenAuth
 from ._create import CreateError, prepare_experiment
 from ._engine import Engine
-from ._errors import UnexpectedErrors
+from ._errors import UnexpectedErrors, full_disk_message
 from ._experiment_config import searcher_config_of
 from ._gc import GONE_STATES
 from ._gc_routes import add_gc_routes
@@ -114,6 +115,9 @@ def _decode_model_def(text: str | None) -> bytes | None:
     return archive
 
 
+#: Actions on a search that runs: refused (409) once the experiment has ended.
+_RUN_ACTIONS = ("pause", "activate", "kill")
+
 _BEARER = HTTPBearer(auto_error=False, description="the master token or a trial's own token")
 
 
@@ -140,7 +144,10 @@ def create_app(
         checkpoint_trial=lambda uuid: _checkpoint_trial(store, uuid),
         ui_sessions=ui_sessions,
     )
-    app.add_middleware(UnexpectedErrors)  # added last: the outermost, around TokenAuth too
+    # added last: the outermost, around TokenAuth too
+    app.add_middleware(
+        UnexpectedErrors, full_disk=full_disk_message(store.url, engine.settings.home)
+    )
     started = time.time()
     # Set once a shutdown is asked for: long polls then answer at once, so the server is not
     # left waiting for them (their clients simply ask the next master).
@@ -227,6 +234,9 @@ def create_app(
             raise
         try:
             engine.start_experiment(exp)  # an experiment that cannot start ends ERROR there
+        except StoreError:  # the store could not start it: the engine deleted it
+            discard_warm_start_copy(store, config)
+            raise
         except ValueError as e:  # its search rejected the config (an unknown optuna sampler)
             lines = [line.strip() for line in str(e).splitlines() if line.strip()]
             raise HTTPException(400, {"errors": lines}) from e
@@ -250,6 +260,11 @@ def create_app(
 
     def _command(experiment_id: int, action: str) -> ExperimentReply:
         exp = store.get_experiment(experiment_id)
+        if action in _RUN_ACTIONS and exp.state.terminal:
+            # A 200 that changed nothing read as success to every client (the UI said nothing).
+            raise HTTPException(
+                409, f"experiment {exp.id} is already {exp.state.value}; nothing to {action}"
+            )
         if action == "pause":
             exp = engine.pause(exp)
         elif action == "activate":

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..config import MasterConfig
 from ..searcher import Operation
-from ..store import Experiment, ExperimentState, Store, Trial
+from ..store import Experiment, ExperimentState, Store, StoreError, Trial
 from ._experiment_config import config_of
 from ._gc import finish_pending_deletes_after
 from ._lifecycle import ExperimentEvent, adopted_phase
@@ -92,6 +92,8 @@ class Engine:
         self._supervision = TrialSupervision(
             store, settings, self._procs, self._searchers, self._states, self._runs
         )
+        #: experiments whose creation failed in the store, still to delete
+        self._abandoned: set[int] = set()
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="trialkit-engine", daemon=True)
@@ -134,8 +136,9 @@ class Engine:
             self._wake.clear()
 
     def _tick(self) -> None:
+        self._delete_abandoned()
         for exp in self.store.list_experiments(states=_LIVE_EXPERIMENT_STATES):
-            if not exp.unmanaged:
+            if not exp.unmanaged and exp.id not in self._abandoned:
                 self._supervision.advance(exp)
         self._supervision.schedule()
 
@@ -200,15 +203,46 @@ class Engine:
     def start_experiment(self, exp: Experiment) -> None:
         """Load (or start) the experiment's search. One that cannot even be loaded (not a
         searcher error: that fails the experiment the usual way) ends it ERROR, never left
-        ACTIVE with nothing to advance it, and the exception is raised again."""
+        ACTIVE with nothing to advance it, and the exception is raised again. One the store
+        failed to start (a full disk) is deleted, as if never created: its creator was told
+        it failed, and a second try must not leave two."""
         with self._lock:
+            self._delete_abandoned()
             try:
-                error = self._searchers.load(exp)
-            except Exception as e:
-                self._states.could_not_start(exp, f"could not start: {e}")
+                try:
+                    error = self._searchers.load(exp)
+                except StoreError:
+                    raise
+                except Exception as e:
+                    self._states.could_not_start(exp, f"could not start: {e}")
+                    raise
+                self._states.searcher_said(exp, error)
+            except StoreError:
+                self._abandon(exp)
                 raise
-            self._states.searcher_said(exp, error)
         self.wake()
+
+    def _abandon(self, exp: Experiment) -> None:
+        """Forget an experiment whose creation failed and delete its rows (now, or once the
+        store takes writes again: the next tick or creation tries again)."""
+        self._searchers.forget(exp.id)
+        self._abandoned.add(exp.id)
+        self._delete_abandoned()
+
+    def _delete_abandoned(self) -> None:
+        for experiment_id in sorted(self._abandoned):
+            try:
+                self.store.delete_experiment_rows(experiment_id)
+            except StoreError as e:
+                logger.warning(
+                    "experiment %d: its creation failed; deleting it failed too "
+                    "(tried again later): %s",
+                    experiment_id,
+                    e,
+                )
+                continue
+            self._abandoned.discard(experiment_id)
+            logger.info("experiment %d: its creation failed; deleted", experiment_id)
 
     def pause(self, exp: Experiment) -> Experiment:
         return self._command(exp, ExperimentEvent.PAUSE)

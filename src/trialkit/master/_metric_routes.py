@@ -5,10 +5,11 @@ HTTP status."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, WebSocket, WebSocketDisconnect
@@ -16,9 +17,10 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from .._json import dumps
-from ..rest import MetricsStored, routes
+from ..rest import MAX_METRIC_NAME, MetricsStored, metric_names_error, routes
 from ..store import Delivered, MetricBatch, MetricDelivery, NewMetric, Store, StoreError, Trial
 from ._engine import Engine
+from ._errors import full_disk_message, store_failure
 from ._ingest import MetricIngest
 from ._schemas import MAX_INT, MetricsBody, TrialId, encode_storable, encoded_text, error_lines
 
@@ -29,9 +31,6 @@ STREAM_MAX_BYTES = 16 * 2**20
 
 
 def _delivery(trial_id: int, body: MetricsBody) -> MetricDelivery:
-    batch = None
-    if body.sender is not None and body.seq is not None:
-        batch = MetricBatch(trial_id, body.run_id, body.sender, body.seq)
     reports = [
         NewMetric(
             trial_id=trial_id,
@@ -45,7 +44,26 @@ def _delivery(trial_id: int, body: MetricsBody) -> MetricDelivery:
         )
         for r in body.reports
     ]
+    if body.sender is not None and body.seq is not None:
+        batch = MetricBatch(trial_id, body.run_id, body.sender, body.seq)
+    else:
+        batch = _content_key(trial_id, body.run_id, reports)
     return MetricDelivery(reports, batch, trial_id=trial_id, run_id=body.run_id)
+
+
+#: Starts the sender of a content key: a character no client's sender may hold.
+_CONTENT_SENDER = "~"
+
+
+def _content_key(trial_id: int, run_id: int, reports: list[NewMetric]) -> MetricBatch:
+    """The key of a batch sent without sender and seq: its content, so that the same batch
+    sent again (a retry after a lost reply) is stored once, as a keyed batch is."""
+    digest = hashlib.sha256()
+    for r in reports:
+        text = dumps([r.group, r.steps_completed, r.values_json, r.batch_metrics_json])
+        digest.update(text.encode())
+    sender = _CONTENT_SENDER + digest.hexdigest()[:31]  # the column holds 32 characters
+    return MetricBatch(trial_id, run_id, sender, 0)
 
 
 _BODY_KEYS = frozenset({"run_id", "reports", "sender", "seq"})
@@ -109,11 +127,21 @@ def plain_stream_delivery(trial_id: int, message: str) -> MetricDelivery | None:
             batch_json = None if batch is None else encode_storable(batch)
         except ValueError:
             return None
+        if _long_names(values_json, (metrics,)) or (
+            batch is not None and batch_json is not None and _long_names(batch_json, batch)
+        ):
+            return None
         new.append(
             NewMetric(trial_id, group, steps, metrics, run_id, batch, 0.0, values_json, batch_json)
         )
     batch_key = MetricBatch(trial_id, run_id, sender, seq)
     return MetricDelivery(new, batch_key, trial_id=trial_id, run_id=run_id)
+
+
+def _long_names(text: str, dicts: Iterable[dict[str, Any]]) -> bool:
+    """Whether a name in ``dicts`` (whose JSON is ``text``) is too long to store. A text no
+    longer than the limit holds no such name: the names of most reports are not looked at."""
+    return len(text) > MAX_METRIC_NAME and metric_names_error(dicts) is not None
 
 
 def _check_batch_key(body: MetricsBody) -> None:
@@ -131,6 +159,7 @@ def add_metric_routes(
     """Register the metrics POST and stream routes; ``reporting_trial`` raises the 409 that
     says why a run may not report (or returns the trial when it now may)."""
     ingest = MetricIngest(store)
+    full_disk = full_disk_message(store.url, engine.settings.home)
 
     async def store_delivery(delivery: MetricDelivery) -> MetricsStored:
         outcome = await ingest.deliver(delivery)
@@ -191,7 +220,7 @@ def add_metric_routes(
             return _refusal(seq, e.status_code, e.detail)
         except StoreError as e:
             logger.warning("trial %d's metrics were not stored: %s", trial_id, e)
-            return _refusal(seq, 503, f"the store failed; send again: {e}")
+            return _refusal(seq, *store_failure(e, full_disk))
         return dumps({"seq": seq, "stored": stored.stored, "duplicate": stored.duplicate})
 
 

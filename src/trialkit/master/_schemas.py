@@ -9,8 +9,9 @@ from typing import Annotated, Any
 import pydantic_core
 from fastapi import Path, Query
 from fastapi.exceptions import RequestValidationError
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field, ValidationInfo, field_validator
 
+from ..rest import metric_name_error, metric_names_error
 from ..storage import CheckpointNotFound, StorageConfigError, build, check_storage_id
 
 #: Ids, counts and step numbers live in INTEGER columns, 32 bits wide on PostgreSQL: anything
@@ -120,11 +121,19 @@ def encoded_text(value: object) -> str | None:
     return value.text if isinstance(value, (EncodedObject, EncodedList)) else None
 
 
-def _encoded_object(value: dict[str, Any]) -> EncodedObject:
+def _encoded_metrics(value: dict[str, Any]) -> EncodedObject:
+    """Metrics whose names can be stored, with their JSON text."""
+    error = metric_name_error(value)
+    if error is not None:
+        raise ValueError(error)
     return EncodedObject(value, encode_storable(value))
 
 
-def _encoded_list(value: list[dict[str, Any]]) -> EncodedList:
+def _encoded_batch_metrics(value: list[dict[str, Any]]) -> EncodedList:
+    """Per-batch metrics whose names can be stored, with their JSON text."""
+    error = metric_names_error(value)
+    if error is not None:
+        raise ValueError(error)
     return EncodedList(value, encode_storable(value))
 
 
@@ -134,8 +143,10 @@ class MetricReport(BaseModel):
 
     group: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^.]+$")]
     steps_completed: Count
-    metrics: Annotated[dict[str, Any], AfterValidator(_encoded_object)]
-    batch_metrics: Annotated[list[dict[str, Any]], AfterValidator(_encoded_list)] | None = None
+    metrics: Annotated[dict[str, Any], AfterValidator(_encoded_metrics)]
+    batch_metrics: (
+        Annotated[list[dict[str, Any]], AfterValidator(_encoded_batch_metrics)] | None
+    ) = None
 
 
 class MetricsBody(BaseModel):
@@ -193,12 +204,23 @@ class CompletedOp(BaseModel):
 class SearcherOperations(BaseModel):
     operations: list[JsonObject]
     last_event_id: Count
-    progress: FiniteFloat | None = None
+    #: The search's progress, a share in [0, 1].
+    progress: Annotated[FiniteFloat, Field(ge=0.0, le=1.0)] | None = None
 
 
 class ProgressBody(BaseModel):
-    progress: FiniteFloat
+    #: Before ``progress``, which is checked against it (fields validate in this order).
     is_raw: bool = False
+    #: A share of the trial's training in [0, 1]; with ``is_raw``, a length (units of the
+    #: searcher's operation, 0.37), which only has to be finite and not negative.
+    progress: Annotated[FiniteFloat, Field(ge=0.0)]
+
+    @field_validator("progress")
+    @classmethod
+    def _a_share(cls, value: float, info: ValidationInfo) -> float:
+        if not info.data.get("is_raw") and value > 1.0:
+            raise ValueError("a share of the trial's training, in [0, 1]")
+        return value
 
 
 class RunBody(BaseModel):

@@ -3,6 +3,7 @@
 
 from . import _routes as routes
 from ._decode import ResponseError, decode
+from ._limits import MAX_METRIC_NAME, metric_name_error, metric_names_error
 from ._models import (
     BatchMetricsList,
     BatchMetricsOut,
@@ -53,6 +54,9 @@ from ._models import (
 )
 
 __all__ = [
+    "MAX_METRIC_NAME",
+    "metric_name_error",
+    "metric_names_error",
     "BestCheckpoints",
     "CheckpointsDeleted",
     "ExperimentDeleted",

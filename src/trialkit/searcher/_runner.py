@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import pathlib
 import uuid
@@ -120,11 +121,13 @@ class LocalSearchRunner:
         raise SearcherError(f"unknown searcher event {event!r}")
 
     def _progress(self) -> float:
+        """The search method's progress, held to [0, 1] (the master refuses anything else)."""
         try:
-            return float(self.search_method.progress(self.state))
+            progress = float(self.search_method.progress(self.state))
         except Exception:
             logger.exception("custom searcher progress() failed")
             return 0.0
+        return min(max(progress, 0.0), 1.0) if math.isfinite(progress) else 0.0
 
     # -- state ----------------------------------------------------------------------------------
 

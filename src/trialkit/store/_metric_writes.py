@@ -17,7 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from .._json import dumps
-from ._errors import StoreError
+from ._errors import store_error
 from ._models import MetricBatchRow, MetricRow, TrialRow
 from ._types import TERMINAL_TRIAL_STATES, Delivered, MetricBatch, MetricDelivery, NewMetric
 
@@ -241,7 +241,7 @@ class MetricWrites:
                 finally:
                     cursor.close()
         except (SQLAlchemyError, dbapi_error) as e:
-            raise StoreError(f"store error: {e.__class__.__name__}: {e}") from e
+            raise store_error(e) from e
 
     def _deliver(
         self, cursor: Any, deliveries: Sequence[MetricDelivery], now: float

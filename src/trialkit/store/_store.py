@@ -41,7 +41,7 @@ from .._secrets import (
 from . import _convert as convert
 from ._charts import ChartQueries
 from ._deletes import DeleteQueries
-from ._errors import NotFound, StoreError
+from ._errors import NotFound, StoreError, driver_reason, store_error
 from ._metric_writes import MetricWrites
 from ._models import (
     CheckpointRow,
@@ -87,12 +87,6 @@ def _shown(url: str) -> str:
         return url
 
 
-def _reason(e: BaseException) -> str:
-    """One line saying what the database driver said (without SQLAlchemy's SQL echo and links)."""
-    orig = getattr(e, "orig", None) or e
-    return f"{type(orig).__name__}: {' '.join(str(orig).split())}"
-
-
 #: Connections the pool keeps: one per thread the master's FastAPI app runs sync routes on
 #: (anyio's default limiter, 40), so a burst of trial reports does not queue for a connection
 #: behind SQLAlchemy's default of 5 (+10 overflow); the overflow serves the master's own threads.
@@ -121,7 +115,7 @@ def _create_engine(url: str) -> Engine:
         hint = " (pip install 'trialkit[postgres]')" if url.startswith("postgres") else ""
         raise StoreError(f"cannot open the store at {_shown(url)}: {e}{hint}") from e
     except SQLAlchemyError as e:
-        raise StoreError(f"cannot open the store at {_shown(url)}: {_reason(e)}") from e
+        raise StoreError(f"cannot open the store at {_shown(url)}: {driver_reason(e)}") from e
     if is_sqlite:
         _configure_sqlite(engine)
     return engine
@@ -155,7 +149,7 @@ class Store(MetricWrites, DeleteQueries, ChartQueries):
             raise StoreError(str(e)) from e
         except SQLAlchemyError as e:
             self._engine.dispose()
-            raise StoreError(f"cannot open the store at {_shown(url)}: {_reason(e)}") from e
+            raise StoreError(f"cannot open the store at {_shown(url)}: {driver_reason(e)}") from e
         self._sessions = sessionmaker(self._engine, expire_on_commit=False)
         self._prepare_metric_writes()
 
@@ -182,7 +176,7 @@ class Store(MetricWrites, DeleteQueries, ChartQueries):
             session.commit()
         except SQLAlchemyError as e:
             session.rollback()
-            raise StoreError(f"store error: {e.__class__.__name__}: {e}") from e
+            raise store_error(e) from e
         except BaseException:
             session.rollback()
             raise
