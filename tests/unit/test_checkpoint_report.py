@@ -67,22 +67,29 @@ def test_current_run_of_an_active_trial_registers_its_checkpoint(
     assert [c.uuid for c in api.store.list_checkpoints()] == ["c1"]
 
 
-def test_trial_side_refusal_is_one_line_and_leaves_no_files(
-    api: InProcessMaster, tmp_path: Path
-) -> None:
-    api.store.update_trial(1, run_id=3)  # this process is run 2: a replaced run
-    storage = {"type": "shared_fs", "host_path": str(tmp_path / "ck")}
+def _refused_save(api: InProcessMaster, where: Path) -> tuple[APIError, str]:
+    """Save a checkpoint in ``where`` as run 2 of trial 1 through the Core API; the master's
+    refusal as the trial raises it, and the checkpoint's uuid."""
+    storage = {"type": "shared_fs", "host_path": str(where)}
     with served(api.app) as url:
         backend = HttpBackend(MasterClient(url, TOKEN), 1, 1, 2)
         ctx = CheckpointContext(
-            DummyDistributedContext(), SharedFSStorageManager(tmp_path / "ck"), storage, backend
+            DummyDistributedContext(), SharedFSStorageManager(where), storage, backend
         )
         with pytest.raises(APIError) as info:
             with ctx.store_path({"steps_completed": 5}) as (path, uuid):
                 (path / "state.bin").write_bytes(b"x" * 100)
         backend.close()
-    message = str(info.value)
-    assert info.value.status == 409 and "\n" not in message
+    return info.value, uuid
+
+
+def test_trial_side_refusal_is_one_line_and_leaves_no_files(
+    api: InProcessMaster, tmp_path: Path
+) -> None:
+    api.store.update_trial(1, run_id=3)  # this process is run 2: a replaced run
+    error, uuid = _refused_save(api, tmp_path / "ck")
+    message = str(error)
+    assert error.status == 409 and "\n" not in message
     assert f"checkpoint {uuid} was not registered" in message
     assert "not its current run" in message and "its files were deleted" in message
     assert not (tmp_path / "ck" / uuid).exists()
@@ -129,3 +136,17 @@ def test_a_uuid_that_leaves_the_storage_directory_is_refused(
     assert resp.status_code == 422, resp.text
     assert "without '/' or '..'" in resp.text
     assert api.store.list_checkpoints() == []
+
+
+def test_a_trial_saving_outside_its_storage_gets_one_line_and_no_files_left(
+    api: InProcessMaster, tmp_path: Path
+) -> None:
+    """core.init(checkpoint_storage=...) under a master, naming other storage than the config."""
+    api.store.update_trial(1, run_id=2, state=TrialState.ACTIVE)
+    other = tmp_path / "other"
+    error, uuid = _refused_save(api, other)
+    message = str(error)
+    assert error.status == 403 and "\n" not in message
+    assert f"checkpoint {uuid} was not registered: storage: host_path" in message
+    assert message.endswith("its files were deleted")
+    assert not (other / uuid).exists() and api.store.list_checkpoints() == []
