@@ -7,6 +7,7 @@ import io
 import os
 import posixpath
 import re
+import stat
 import tarfile
 import zlib
 from pathlib import Path
@@ -84,7 +85,13 @@ def _check_link(root: Path, link: Path, rel: str) -> None:
             f"model directory: {rel!r} is a symlink to the absolute path {target!r}; "
             "copy the file into the model directory or use a relative link inside it"
         )
-    resolved = (link.parent / target).resolve()
+    try:
+        resolved = (link.parent / target).resolve()
+    except (RuntimeError, OSError):  # RuntimeError before Python 3.13, ELOOP after
+        raise ModelDirError(
+            f"model directory: {rel!r} is a symlink loop (to {target!r}); remove or fix it, "
+            f"or add it to {IGNORE_FILES[0]}"
+        ) from None
     if not resolved.is_relative_to(root.resolve()):
         raise ModelDirError(
             f"model directory: {rel!r} is a symlink to {target!r}, outside the model directory; "
@@ -96,8 +103,31 @@ def _check_link(root: Path, link: Path, rel: str) -> None:
         )
 
 
+#: What a model directory may not hold, by file type: nothing could be packed for it.
+_SPECIAL_FILES = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _check_special(path: Path, rel: str) -> None:
+    """Only regular files, directories and links are packed: anything else is refused by name
+    (tar would pack a FIFO or device the master refuses, and skip a socket without a word)."""
+    mode = path.lstat().st_mode
+    for is_kind, what in _SPECIAL_FILES:
+        if is_kind(mode):
+            raise ModelDirError(
+                f"model directory: {rel!r} is {what}, which cannot be packed; remove it or "
+                f"add it to {IGNORE_FILES[0]}"
+            )
+
+
 def pack(model_dir: str | os.PathLike[str], limit: int = MAX_MODEL_DEF_BYTES) -> bytes:
-    """A gzipped tar of the model directory, without ignored files; ModelDirError if too big."""
+    """A gzipped tar of the model directory, without ignored files. ModelDirError, one line, if
+    it is too big or holds what cannot be packed (links leading out, dangling or looping;
+    FIFOs, sockets, devices): ``create`` and ``create --dry-run`` both go through here."""
     root = Path(model_dir)
     if not root.is_dir():
         raise ModelDirError(f"model directory {str(root)!r} does not exist or is not a directory")
@@ -115,6 +145,8 @@ def pack(model_dir: str | os.PathLike[str], limit: int = MAX_MODEL_DEF_BYTES) ->
             path = Path(dirpath) / f
             if path.is_symlink():
                 _check_link(root, path, rel)
+            else:
+                _check_special(path, rel)
             total += path.stat().st_size
             files.append((path, rel))
         for d in dirnames:
@@ -163,6 +195,11 @@ def check_archive(archive: bytes) -> None:
             members = tar.getmembers()
             for member in members:
                 tarfile.data_filter(member, _NOWHERE)
+    except tarfile.FilterError as e:  # a readable archive with a member unpack refuses
+        raise ModelDirError(
+            f"cannot be unpacked: {e}; a model directory may hold only regular files, "
+            f"directories and links inside it: remove what it names or add it to {IGNORE_FILES[0]}"
+        ) from None
     except (tarfile.TarError, EOFError, zlib.error, OSError, ValueError) as e:
         raise ModelDirError(
             f"cannot be unpacked ({e}); send a gzipped tar of the model directory, as "

@@ -1,13 +1,17 @@
 """``trialkit checkpoint download`` against a real master (issue 12 item 11): it copies regular
 files only (a link to /etc/passwd-like files stays behind) and reads only from the experiment's
-configured checkpoint storage unless the user names another with --storage-path."""
+configured checkpoint storage unless the user names another with --storage-path (a trial
+cannot register a checkpoint elsewhere: the master answers 403)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+import pytest
+
 from tests.integration.conftest import Master
+from trialkit.errors import APIError
 from trialkit.storage import build
 
 SLEEPER = {
@@ -53,11 +57,11 @@ def test_download_stays_inside_the_checkpoint_and_its_storage(
     elsewhere = tmp_path / "elsewhere"
     (elsewhere / "c2").mkdir(parents=True)
     (elsewhere / "c2" / "f").write_text("x")
-    report(master, "c2", {"type": "shared_fs", "host_path": str(elsewhere)})
-    refused = master.cli("checkpoint", "download", "c2", "-o", str(tmp_path / "o2"), check=False)
-    assert refused.returncode == 2, refused.stderr
-    assert "--storage-path" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
-    assert not (tmp_path / "o2").exists()
+    with pytest.raises(APIError) as refused:  # a trial registers only in its storage
+        report(master, "c2", {"type": "shared_fs", "host_path": str(elsewhere)})
+    assert refused.value.status == 403 and "checkpoint storage" in str(refused.value)
+    # Its files moved by hand: --storage-path reads them where the user says they are.
+    report(master, "c2", storage)
     trusted = tmp_path / "o3"
     master.cli("checkpoint", "download", "c2", "-o", str(trusted), "--storage-path", str(elsewhere))
     assert (trusted / "f").read_text() == "x"

@@ -97,15 +97,19 @@ def store(tmp_path: Path) -> Iterator[Store]:
     s.close()
 
 
-def _trial(store: Store) -> Trial:
-    exp = store.create_experiment(name="e", config={"searcher": {"name": "single"}})
+def _trial(store: Store, storage: Path) -> Trial:
+    config = {
+        "searcher": {"name": "single"},
+        "checkpoint_storage": {"type": "shared_fs", "host_path": str(storage)},
+    }
+    exp = store.create_experiment(name="e", config=config)
     return store.create_trial(experiment_id=exp.id, request_id="r1", hparams={}, seed=1)
 
 
 def test_master_registers_the_journal_once(
     tmp_path: Path, trial_dir: Path, unreachable: HttpBackend, store: Store
 ) -> None:
-    trial = _trial(store)
+    trial = _trial(store, tmp_path / "ck")
     assert trial.id == 1
     _save(_ckpt_ctx(tmp_path, unreachable))
     [entry_file] = list((trial_dir / "unregistered-checkpoints").iterdir())
@@ -125,7 +129,7 @@ def test_master_registers_the_journal_once(
 def test_master_drops_a_journal_entry_whose_files_are_missing(
     tmp_path: Path, trial_dir: Path, unreachable: HttpBackend, store: Store
 ) -> None:
-    trial = _trial(store)
+    trial = _trial(store, tmp_path / "ck")
     _save(_ckpt_ctx(tmp_path, unreachable))
     _save(_ckpt_ctx(tmp_path, unreachable))
     gone, truncated = sorted((trial_dir / "unregistered-checkpoints").iterdir())
@@ -145,3 +149,14 @@ def test_without_a_trial_directory_the_error_is_unchanged(
         with _ckpt_ctx(tmp_path, unreachable).store_path({"steps_completed": 5}):
             pass
     assert not list(tmp_path.rglob("unregistered-checkpoints"))
+
+
+def test_master_drops_a_journal_entry_outside_the_experiments_storage(
+    tmp_path: Path, trial_dir: Path, unreachable: HttpBackend, store: Store
+) -> None:
+    # The experiment keeps checkpoints in "elsewhere"; the entry names the trial's "ck".
+    trial = _trial(store, tmp_path / "elsewhere")
+    _save(_ckpt_ctx(tmp_path, unreachable))
+    assert register_journaled_checkpoints(store, trial, trial_dir) == []
+    assert store.list_checkpoints(trial_id=trial.id) == []
+    assert not list((trial_dir / "unregistered-checkpoints").iterdir())

@@ -99,3 +99,19 @@ def test_create_refuses_an_archive_that_cannot_be_unpacked(api: InProcessMaster,
     [error] = resp.json()["detail"]["errors"]
     assert error.startswith("model_def: cannot be unpacked") and "\n" not in error, error
     assert api.store.list_experiments() == []
+
+
+def _fifo(name: str) -> tuple[tarfile.TarInfo, None]:
+    info = tarfile.TarInfo(name)
+    info.type = tarfile.FIFOTYPE
+    return info, None
+
+
+def test_a_refused_member_is_named_without_blaming_the_packing_tool(api: InProcessMaster) -> None:
+    # An archive as an older trialkit packed a model directory holding a FIFO.
+    model_def = base64.b64encode(_tar(TRAIN, _fifo("data/pipe"))).decode()
+    resp = api.call("POST", "/api/v1/experiments", {"config": SINGLE, "model_def": model_def})
+    assert resp.status_code == 400, resp.text
+    [error] = resp.json()["detail"]["errors"]
+    assert error.startswith("model_def: cannot be unpacked: 'data/pipe' is a special file"), error
+    assert "add it to .trialkitignore" in error and "packs it" not in error, error

@@ -178,6 +178,22 @@ def delete(uuids: tuple[str, ...]) -> None:
     when one belongs to a trial that is still running or is a warm-start source."""
     client = get_client()
     result = client.delete_checkpoints([resolve_checkpoint(client, u) for u in uuids])
-    for uuid in result.deleted:
+    echo_deleted(result.deleted, result.missing)
+    click.echo(deleted_summary(len(result.deleted), result.bytes_freed, len(result.missing)))
+
+
+def echo_deleted(deleted: list[str], missing: list[str]) -> None:
+    """A line per checkpoint whose files were deleted, and per record that had none."""
+    for uuid in deleted:
         click.echo(f"deleted checkpoint {uuid}")
-    click.echo(f"{len(result.deleted)} checkpoints deleted, {fmt_bytes(result.bytes_freed)} freed")
+    for uuid in missing:
+        click.echo(
+            f"checkpoint {uuid}: no files in the experiment's checkpoint storage; its record "
+            "is marked deleted, nothing freed"
+        )
+
+
+def deleted_summary(deleted: int, bytes_freed: int, missing: int) -> str:
+    """``N checkpoints deleted, B freed``, and the records without files if there were any."""
+    text = f"{deleted} checkpoints deleted, {fmt_bytes(bytes_freed)} freed"
+    return f"{text}; {missing} without files in storage marked deleted" if missing else text

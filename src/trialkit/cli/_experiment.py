@@ -319,16 +319,13 @@ def preview(config_file: Path, overrides: tuple[str, ...], seed: int | None, as_
 def gc(experiment_ref: str) -> None:
     """Apply a finished experiment's checkpoint GC policy now (checkpoint_storage's
     save_experiment_best, save_trial_best, save_trial_latest) and print what it deleted."""
-    from ._checkpoint import fmt_bytes
+    from ._checkpoint import deleted_summary, echo_deleted
 
     client, experiment_id = experiment_client(experiment_ref)
     result = client.experiment_gc(experiment_id)
-    for uuid in result.deleted:
-        click.echo(f"deleted checkpoint {uuid}")
-    click.echo(
-        f"experiment {experiment_id}: {len(result.deleted)} checkpoints deleted, "
-        f"{fmt_bytes(result.bytes_freed)} freed"
-    )
+    echo_deleted(result.deleted, result.missing)
+    summary = deleted_summary(len(result.deleted), result.bytes_freed, len(result.missing))
+    click.echo(f"experiment {experiment_id}: {summary}")
 
 
 @experiment.command("delete")
@@ -349,7 +346,9 @@ def delete(experiment_ref: str, yes: bool) -> None:
             f"Delete experiment {experiment_id} with all its checkpoints and logs?", abort=True
         )
     result = client.delete_experiment(experiment_id)
+    missing = result.checkpoints_missing
     click.echo(
         f"deleted experiment {experiment_id}: {result.checkpoints_deleted} checkpoints, "
         f"{fmt_bytes(result.bytes_freed)} freed"
+        + (f"; {missing} checkpoint records had no files in storage" if missing else "")
     )

@@ -147,14 +147,15 @@ class CheckpointContext:
                 raise
             raise journaled from None  # its message carries the connection error
         except APIError as e:
-            if e.status != 409:
+            if e.status not in (403, 409):
                 raise
             raise self._refused(storage_id, e) from None
         logger.info("saved checkpoint %s", storage_id)
 
     def _refused(self, storage_id: str, error: APIError) -> APIError:
-        """The master refused the checkpoint (this run was replaced or the trial ended): it
-        will never be registered, so its files are deleted; the one-line error to raise."""
+        """The master refused the checkpoint (this run was replaced, the trial ended, or the
+        storage is not its experiment's): it will never be registered, so its files are
+        deleted; the one-line error to raise."""
         try:
             self._storage.delete(storage_id)
             fate = "its files were deleted"

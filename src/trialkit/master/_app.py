@@ -58,6 +58,7 @@ from ..store import (
     Trial,
 )
 from ._auth import TokenAuth
+from ._checkpoint_place import registration_problem
 from ._create import CreateError, prepare_experiment
 from ._engine import Engine
 from ._errors import UnexpectedErrors, full_disk_message
@@ -448,6 +449,9 @@ def create_app(
         # A trial's final checkpoint comes while it is still ACTIVE; checkpoints journaled in an
         # outage are registered by the master itself (_journal), not through this route.
         t = reporting_trial(trial_id, body.run_id)
+        problem = registration_problem(store, t.experiment_id, body.uuid, body.storage)
+        if problem is not None:
+            raise HTTPException(403, problem)
         ckpt = store.add_checkpoint(
             uuid=body.uuid,
             trial_id=t.id,

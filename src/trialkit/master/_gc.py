@@ -74,13 +74,20 @@ class GCPolicy:
 
 @dataclass(frozen=True)
 class GCResult:
-    """What one collection deleted."""
+    """What one collection really removed: the checkpoints whose files it deleted and the
+    bytes those took in storage; ``missing``: records marked deleted whose files were not in
+    the experiment's storage (nothing was freed for them)."""
 
     deleted: list[str] = field(default_factory=list)
     bytes_freed: int = 0
+    missing: list[str] = field(default_factory=list)
 
     def __add__(self, other: GCResult) -> GCResult:
-        return GCResult(self.deleted + other.deleted, self.bytes_freed + other.bytes_freed)
+        return GCResult(
+            self.deleted + other.deleted,
+            self.bytes_freed + other.bytes_freed,
+            self.missing + other.missing,
+        )
 
 
 def _metric_key(c: GCCandidate, smaller_is_better: bool) -> tuple[Any, ...]:
@@ -197,22 +204,33 @@ def delete_checkpoints(
     # Marked first: a master that dies mid-delete leaves DELETING rows, which the next master
     # finishes, never a COMPLETED record (a trial's latest) whose files are gone.
     store.set_checkpoints_state([c.uuid for c in doomed], DELETING)
+    result = GCResult()
     done = 0
     try:
         for c in doomed:
-            _delete_files(storage, c, done)
+            freed = _delete_files(storage, c, done)
+            result += GCResult([c.uuid], freed) if freed is not None else GCResult(missing=[c.uuid])
             done += 1
     except BaseException:
         store.set_checkpoints_state([c.uuid for c in doomed[:done]], DELETED)
         _restore(store, doomed[done:])
         raise
     store.set_checkpoints_state([c.uuid for c in doomed], DELETED)
-    return GCResult([c.uuid for c in doomed], sum(checkpoint_bytes(c) for c in doomed))
+    if result.missing:
+        logger.warning(
+            "%d checkpoints had no files in storage %s (records marked deleted, nothing freed): %s",
+            len(result.missing),
+            storage.location,
+            ", ".join(result.missing),
+        )
+    return result
 
 
-def _delete_files(storage: StorageManager, checkpoint: Checkpoint, done_before: int) -> None:
-    """Delete one checkpoint's files; CheckpointStorageError when some stay (e.g. no
-    permission), saying how many of its run were deleted before it."""
+def _delete_files(storage: StorageManager, checkpoint: Checkpoint, done_before: int) -> int | None:
+    """Delete one checkpoint's files; the bytes they took, None when none were in storage.
+    CheckpointStorageError when some stay (e.g. no permission), saying how many of its run
+    were deleted before it."""
+    freed = storage.stored_bytes(checkpoint.uuid)
     storage.delete(checkpoint.uuid)
     if storage.exists(checkpoint.uuid):
         done = f" ({done_before} others were deleted before it)" if done_before else ""
@@ -220,6 +238,7 @@ def _delete_files(storage: StorageManager, checkpoint: Checkpoint, done_before: 
             f"checkpoint {checkpoint.uuid}: its files could not all be deleted from storage; "
             f"check the permissions of its directory and try again{done}"
         )
+    return freed
 
 
 def _restore(store: Store, checkpoints: Sequence[Checkpoint]) -> None:
@@ -230,11 +249,6 @@ def _restore(store: Store, checkpoints: Sequence[Checkpoint]) -> None:
         by_state[c.state].append(c.uuid)
     for state, uuids in by_state.items():
         store.set_checkpoints_state(uuids, state)
-
-
-def checkpoint_bytes(checkpoint: Checkpoint) -> int:
-    """The total size of the checkpoint's files, as its record lists them."""
-    return sum(int(size) for size in checkpoint.resources.values())
 
 
 def collect_garbage(store: Store, experiment: Experiment) -> GCResult:

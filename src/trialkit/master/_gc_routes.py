@@ -22,6 +22,7 @@ from ._experiment_config import searcher_config_of
 from ._gc import (
     DELETED,
     DeleteRefused,
+    GCResult,
     best_checkpoints,
     check_not_a_warm_start_source,
     collect_garbage,
@@ -39,6 +40,12 @@ class DeleteCheckpoints(BaseModel):
 def _refused(e: Exception) -> HTTPException:
     """A refusal (409), or storage that cannot be used or refused the delete (400): one line."""
     return HTTPException(409 if isinstance(e, DeleteRefused) else 400, str(e))
+
+
+def _deleted(result: GCResult) -> CheckpointsDeleted:
+    return CheckpointsDeleted(
+        deleted=result.deleted, bytes_freed=result.bytes_freed, missing=result.missing
+    )
 
 
 def add_gc_routes(app: FastAPI, store: Store, auth: Any, trials_dir: Path) -> None:
@@ -59,7 +66,7 @@ def add_gc_routes(app: FastAPI, store: Store, auth: Any, trials_dir: Path) -> No
             result = collect_garbage(store, exp)
         except (CheckpointStorageError, StorageConfigError) as e:
             raise _refused(e) from None
-        return CheckpointsDeleted(deleted=result.deleted, bytes_freed=result.bytes_freed)
+        return _deleted(result)
 
     @app.post(routes.EXPERIMENT_DELETE, dependencies=[auth])
     def experiment_delete(experiment_id: ExperimentId) -> ExperimentDeleted:
@@ -73,6 +80,7 @@ def add_gc_routes(app: FastAPI, store: Store, auth: Any, trials_dir: Path) -> No
             experiment_id=exp.id,
             checkpoints_deleted=len(result.deleted),
             bytes_freed=result.bytes_freed,
+            checkpoints_missing=len(result.missing),
         )
 
     @app.post(routes.CHECKPOINTS_DELETE, dependencies=[auth])
@@ -82,7 +90,7 @@ def add_gc_routes(app: FastAPI, store: Store, auth: Any, trials_dir: Path) -> No
             result = delete_checkpoints_by_uuid(store, body.uuids)
         except (DeleteRefused, CheckpointStorageError, StorageConfigError) as e:
             raise _refused(e) from None
-        return CheckpointsDeleted(deleted=result.deleted, bytes_freed=result.bytes_freed)
+        return _deleted(result)
 
     @app.delete(routes.CHECKPOINT, dependencies=[auth])
     def delete_checkpoint(uuid: CheckpointUuid) -> Ok:

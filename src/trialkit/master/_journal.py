@@ -11,6 +11,7 @@ from typing import Any
 from .. import _journal
 from ..storage import build as build_storage
 from ..store import NotFound, Store, Trial
+from ._checkpoint_place import registration_problem
 
 logger = logging.getLogger("trialkit.master")
 
@@ -52,6 +53,9 @@ def _register(store: Store, trial: Trial, path: Path) -> str | None:
         return ""
     except NotFound:
         pass
+    refused = registration_problem(store, trial.experiment_id, uuid, storage)
+    if refused is not None:
+        return refused
     missing = _missing_files(storage, uuid, resources)
     if missing:
         return missing

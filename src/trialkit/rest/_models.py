@@ -287,10 +287,12 @@ class UuidList:
 
 @dataclass(frozen=True)
 class CheckpointsDeleted:
-    """What a GC run or a delete removed: the checkpoints and the bytes their files held."""
+    """What a GC run or a delete removed: the checkpoints whose files it deleted and the bytes
+    those took in storage; ``missing``: records marked deleted that had no files in storage."""
 
     deleted: list[str]
     bytes_freed: int
+    missing: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -298,6 +300,8 @@ class ExperimentDeleted:
     experiment_id: int
     checkpoints_deleted: int
     bytes_freed: int
+    #: Checkpoint records that had no files in storage (not counted in checkpoints_deleted).
+    checkpoints_missing: int = 0
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from ._base import (
 )
 from ._build import StorageConfigError, build, from_string, shared_fs_path
 from ._cloud import StorageExtraMissing
+from ._location import location_mismatch
 from ._manifest import MANIFEST_NAME, CheckpointIntegrityError
 from ._object_store import ObjectStoreManager
 from ._shared_fs import SharedFSStorageManager
@@ -33,5 +34,6 @@ __all__ = [
     "check_storage_id",
     "from_string",
     "list_directory",
+    "location_mismatch",
     "shared_fs_path",
 ]

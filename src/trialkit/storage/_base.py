@@ -172,6 +172,14 @@ class StorageManager(abc.ABC):
     def exists(self, storage_id: str) -> bool:
         """Whether the checkpoint is in storage."""
 
+    def stored_bytes(self, storage_id: str) -> int | None:
+        """The bytes the checkpoint's files take in storage now (what deleting it frees, as
+        ``list_files`` counts them: the manifest left out), or None when it is not there: a
+        delete reports what it really removed."""
+        if not self.exists(storage_id):
+            return None
+        return sum(self.list_files(storage_id).values())
+
     def remove_stale_partials(self) -> list[Path]:
         """Delete what writers that died mid-save left behind; return it (nothing by default)."""
         return []

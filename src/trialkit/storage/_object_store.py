@@ -254,6 +254,14 @@ class ObjectStoreManager(StorageManager):
         key = self._key(storage_id, MANIFEST_NAME)
         return bool(self._call("list", key, lambda: self.fs.exists(key)))
 
+    def stored_bytes(self, storage_id: str) -> int | None:
+        """The objects under the checkpoint's key but the manifest (None: there are none)."""
+        found = self._find(self._key(storage_id))
+        manifest = self._key(storage_id, MANIFEST_NAME)
+        if not found:
+            return None
+        return sum(int(v.get("size") or 0) for key, v in found.items() if key != manifest)
+
     # -- deleting -----------------------------------------------------------------------
 
     def delete(self, storage_id: str) -> None:

@@ -262,6 +262,21 @@ class SharedFSStorageManager(StorageManager):
     def exists(self, storage_id: str) -> bool:
         return self._final(storage_id).is_dir()
 
+    def stored_bytes(self, storage_id: str) -> int | None:
+        """The files under the checkpoint's directory as they are (links not followed, nothing
+        checked against the manifest, which is not counted)."""
+        final = self._final(storage_id)
+        if not final.is_dir():
+            return None
+        total = 0
+        for dirpath, _, filenames in os.walk(final):
+            for name in filenames:
+                if name == MANIFEST_NAME and dirpath == str(final):
+                    continue
+                with contextlib.suppress(OSError):  # gone meanwhile: it frees nothing
+                    total += os.lstat(os.path.join(dirpath, name)).st_size
+        return total
+
     @property
     def location(self) -> str:
         return str(self.base_path)
