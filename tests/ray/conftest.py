@@ -105,7 +105,7 @@ class RayCluster:
         """Until the cluster counts ``n`` CPUs (its worker nodes joined)."""
         probe = (
             "import ray,sys; ray.init(address=sys.argv[1], log_to_driver=False, "
-            "logging_level='ERROR'); print(int(ray.cluster_resources().get('CPU', 0)))"
+            "logging_level='ERROR'); print('CPUS', int(ray.cluster_resources().get('CPU', 0)))"
         )
         deadline = time.monotonic() + timeout
         got = None
@@ -120,7 +120,9 @@ class RayCluster:
                 )
             except subprocess.TimeoutExpired:  # joined a head still starting (loaded machine)
                 continue
-            got = out.stdout.strip().splitlines()[-1:] if out.returncode == 0 else None
+            # Ray may print warnings (a lost node's lagging heartbeats) around the count.
+            counts = [ln.split()[1] for ln in out.stdout.splitlines() if ln.startswith("CPUS ")]
+            got = counts[-1:] if out.returncode == 0 else None
             if got and int(got[0]) >= n:
                 return
             time.sleep(1)
