@@ -72,6 +72,7 @@ def test_the_one_machine_recipe_starts_joins_and_stops(tmp_path: Path) -> None:
         _run_block(start.text, work, env)
         started = time.monotonic() - began
         shown = _run_block(status.text, work, env)
+        assert "  pools    local: " in shown and " CPU slots on this machine\n" in shown, shown
         assert "ray: Ray cluster at 127.0.0.2:6390, 3 nodes, 2 CPU slots" in shown, shown
         as_json = subprocess.run(
             [sys.executable, "-m", "trialkit.cli", "master", "status", "--json"],
