@@ -198,7 +198,8 @@ class RayRun(TrialProcess):
             logger.warning("trial %d: Ray run not reachable: %s", self.trial_id, error)
         elif now - self._failing_since > _UNREACHABLE_S:
             self.supervisor_lost = True
-            self.failure = f"Ray cluster unreachable for {_UNREACHABLE_S:.0f}s ({error})"
+            why = (str(error).splitlines() or [type(error).__name__])[0][:200]
+            self.failure = f"Ray cluster unreachable for {_UNREACHABLE_S:.0f}s ({why})"
             self._append(f"[trialkit] run {self.run_id}: {self.failure}\n".encode())
             self._code = -int(signal.SIGKILL)
 
@@ -249,15 +250,17 @@ class RayRun(TrialProcess):
             return -int(signal.SIGKILL)
 
     def _lost(self, i: int, error: Exception) -> None:
-        """Bundle ``i``'s actor or node is gone: that is the run's failure, wherever shown."""
+        """Bundle ``i``'s actor or node is gone: that is the run's failure (the first such),
+        shown as the trial's error, not only in its log."""
         self.supervisor_lost = True
         addr, node = self._nodes[i] if i < len(self._nodes) else ("?", "?")
-        self.failure = (
+        lost = (
             f"Ray worker {i} lost ({type(error).__name__}): its node {addr} (node {node[:8]}) "
             "or its actor died"
         )
-        self._append(f"[trialkit] run {self.run_id}: {self.failure}\n".encode())
-        logger.warning("trial %d: %s", self.trial_id, self.failure)
+        self.failure = self.failure or lost
+        self._append(f"[trialkit] run {self.run_id}: {lost}\n".encode())
+        logger.warning("trial %d: %s", self.trial_id, lost)
 
     def _end(self, code: int) -> None:
         """Ask each actor to remove its copy of the run; the run ends once they did."""
