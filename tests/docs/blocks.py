@@ -5,6 +5,7 @@ A mark is an HTML comment on the line before a fence (invisible on the site):
 ``<!-- test: master -->`` runs a shell block's trialkit commands against a real master;
 ``<!-- test: repo -->`` runs a shell block from the repository root;
 ``<!-- test: torch -->`` / ``<!-- test: tf -->`` needs that framework (skipped without it);
+``<!-- test: ray -->`` starts or stops Ray nodes: tests/ray runs it (skipped here);
 ``<!-- test: skip WHY -->`` does not run the block (counted: keep them few).
 A block whose only line is ``--8<-- "PATH"`` shows the repository file PATH (pymdownx.snippets)
 and stands for that file's text.
@@ -21,7 +22,7 @@ DOCS = REPO / "docs"
 _FENCE = re.compile(r"^(```+)\s*([\w+-]*)[^\n]*$")
 _MARK = re.compile(r"^<!-- test: (.*?) -->$")
 _SNIPPET = re.compile(r'^--8<-- "([^"]+)"$')
-_FLAGS = {"master", "repo", "torch", "tf"}
+_FLAGS = {"master", "repo", "torch", "tf", "ray"}
 
 
 @dataclass

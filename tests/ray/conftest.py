@@ -1,6 +1,8 @@
 """A real local Ray cluster for the Ray pool tests: a head (no CPUs, so trials land on the
-workers) and two worker nodes, each a separate ``ray start --block`` process on loopback with its
-own temp dir, stopped by process id at the end; and a master whose ``ray`` pool joins it."""
+workers) and two worker nodes, each a separate ``ray start --block`` process on its own loopback
+address (127.0.1.x: with 127.0.0.1 Ray advertises the machine's network address) with its own
+temp dir and a small object store, stopped by process id at the end; and a master whose ``ray``
+pool joins it."""
 
 from __future__ import annotations
 
@@ -23,15 +25,16 @@ pytest.importorskip("ray", reason="the ray extra is not installed (tox -e ray ru
 
 from tests.integration.conftest import Master, _run_master  # noqa: E402
 
-#: Multi-node on one machine: Ray refuses it without the first; no usage stats; no OOM killer.
+#: No usage stats; no OOM killer. (Several nodes on one Linux machine need no setting.)
 RAY_ENV = {
-    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "1",
     "RAY_USAGE_STATS_ENABLED": "0",
     # Ray's memory monitor kills workers when the machine is over 95 % full, which a shared CI
     # machine often is (for other processes' memory): off, so the tests see only their faults.
     "RAY_memory_monitor_refresh_ms": "0",
 }
 RAY = str(Path(sys.executable).with_name("ray"))
+#: Each node's object store (Ray's default is 30 % of the machine's memory per node).
+OBJECT_STORE_BYTES = 100_000_000
 
 
 def _free_port() -> int:
@@ -67,8 +70,10 @@ class RayCluster:
     address: str
     root: Path
     nodes: list[RayNode] = field(default_factory=list)
+    started: int = 0  # nodes started so far: the next one's loopback address is 127.0.1.N+1
 
     def start_node(self, name: str, *args: str) -> RayNode:
+        self.started += 1
         tmp = self.root / name
         log = open(self.root / f"{name}.log", "wb")  # noqa: SIM115 (the node writes it)
         proc = subprocess.Popen(
@@ -76,7 +81,8 @@ class RayCluster:
                 RAY,
                 "start",
                 "--block",
-                "--node-ip-address=127.0.0.1",
+                f"--node-ip-address=127.0.1.{self.started}",
+                f"--object-store-memory={OBJECT_STORE_BYTES}",
                 f"--temp-dir={tmp}",
                 "--disable-usage-stats",
                 *args,
@@ -99,7 +105,7 @@ class RayCluster:
         """Until the cluster counts ``n`` CPUs (its worker nodes joined)."""
         probe = (
             "import ray,sys; ray.init(address=sys.argv[1], log_to_driver=False, "
-            "logging_level='ERROR'); print(int(ray.cluster_resources().get('CPU', 0)))"
+            "logging_level='ERROR'); print('CPUS', int(ray.cluster_resources().get('CPU', 0)))"
         )
         deadline = time.monotonic() + timeout
         got = None
@@ -114,7 +120,9 @@ class RayCluster:
                 )
             except subprocess.TimeoutExpired:  # joined a head still starting (loaded machine)
                 continue
-            got = out.stdout.strip().splitlines()[-1:] if out.returncode == 0 else None
+            # Ray may print warnings (a lost node's lagging heartbeats) around the count.
+            counts = [ln.split()[1] for ln in out.stdout.splitlines() if ln.startswith("CPUS ")]
+            got = counts[-1:] if out.returncode == 0 else None
             if got and int(got[0]) >= n:
                 return
             time.sleep(1)
@@ -130,7 +138,7 @@ def ray_cluster() -> Iterator[RayCluster]:
     # Short: Ray's unix sockets live under the temp dir (108 bytes at most for their path).
     root = Path(tempfile.mkdtemp(prefix="tkray-", dir="/tmp"))
     port = _free_port()
-    cluster = RayCluster(f"127.0.0.1:{port}", root)
+    cluster = RayCluster(f"127.0.1.1:{port}", root)
     try:
         cluster.start_node(
             "head", "--head", f"--port={port}", "--num-cpus=0", "--include-dashboard=false"
@@ -142,6 +150,21 @@ def ray_cluster() -> Iterator[RayCluster]:
     finally:
         cluster.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def run_copies(cluster: RayCluster) -> list[Path]:
+    """The runs' working copies on the cluster's nodes (``trialkit-run-*``, with the trial's
+    token): each one goes with its run."""
+    return sorted(cluster.root.glob("trialkit-run-*"))
+
+
+def assert_no_run_copies(cluster: RayCluster, timeout: float = 20) -> None:
+    """Within ``timeout`` of the runs' end, no run's copy is left on any node."""
+    deadline = time.monotonic() + timeout
+    while run_copies(cluster) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = run_copies(cluster)
+    assert not left, f"run copies left on the Ray nodes: {left}"
 
 
 def write_master_config(home: Path, cluster: RayCluster, shared: Path, **pool: object) -> None:

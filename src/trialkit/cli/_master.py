@@ -36,7 +36,25 @@ def _status_lines(url: str, info: dict[str, Any]) -> list[str]:
         f"  idle     stops after {_duration(idle)} idle"
         if idle
         else "  idle     never stops by itself",
+        *(
+            f"  {'pools' if i == 0 else '':<8} {_pool_line(pool)}"
+            for i, pool in enumerate(info.get("pools") or [])
+        ),
     ]
+
+
+def _pool_line(pool: dict[str, Any]) -> str:
+    """``ray: Ray cluster at 127.0.0.2:6390, 3 nodes, 2 CPU slots`` (or the local pool's)."""
+    kind = str(pool.get("slot_type") or "cpu").upper()
+    slots = pool.get("slots")
+    size = f"{slots} {kind} slots" if slots is not None else f"{kind} slots unknown"
+    if pool.get("type") != "ray":
+        return f"{pool.get('name')}: {size} on this machine"
+    nodes = pool.get("nodes")
+    where = f"Ray cluster at {pool.get('address')}"
+    if nodes is None:
+        return f"{pool.get('name')}: {where}, not answering"
+    return f"{pool.get('name')}: {where}, {nodes} nodes, {size}"
 
 
 @click.group("master")

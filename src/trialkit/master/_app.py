@@ -40,6 +40,7 @@ from ..rest import (
     MetricList,
     Ok,
     OperationsApplied,
+    PoolInfo,
     Preemption,
     SearcherEvents,
     SearcherOperation,
@@ -192,6 +193,7 @@ def create_app(
             uptime_seconds=round(time.time() - started, 1),
             running_trials=engine.running_trial_ids(),
             idle_timeout_seconds=idle_timeout,
+            pools=[PoolInfo(**pool) for pool in engine.pool_infos()],
         )
 
     @app.post(routes.SHUTDOWN, dependencies=[Auth])

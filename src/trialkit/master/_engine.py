@@ -170,6 +170,13 @@ class Engine:
             logger.warning("resource pool %s: capacity unknown: %s", pool, e)
             return None
 
+    def pool_infos(self) -> list[dict[str, Any]]:
+        """Each resource pool as ``master status`` shows it (fields of ``rest.PoolInfo``)."""
+        return [
+            {"name": name, "slot_type": "gpu" if pool.gpus else "cpu", **pool.describe()}
+            for name, pool in self._procs.pools.items()
+        ]
+
     def has_process(self, trial_id: int) -> bool:
         return self._procs.has(trial_id)
 

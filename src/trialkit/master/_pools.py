@@ -50,6 +50,8 @@ class Pool(Protocol):
 
     def spawn(self, launch: RunLaunch) -> TrialProcess: ...
 
+    def describe(self) -> dict[str, Any]: ...
+
 
 class LocalPool:
     """This machine's slots: ``slots`` numbered 0..slots-1; runs are local process groups."""
@@ -64,6 +66,10 @@ class LocalPool:
 
     def free_slots(self, taken: set[int]) -> list[int]:
         return [s for s in range(self.slots) if s not in taken]
+
+    def describe(self) -> dict[str, Any]:
+        """The pool as ``master status`` shows it (fields of ``rest.PoolInfo``)."""
+        return {"type": "local", "slots": self.slots}
 
     def spawn(self, launch: RunLaunch) -> TrialProcess:
         return TrialProcess.spawn(

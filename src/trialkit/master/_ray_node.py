@@ -18,6 +18,8 @@ from pathlib import Path
 
 from ._processes import _SUPERVISOR
 
+_JANITOR = str(Path(__file__).with_name("_ray_janitor.py"))
+
 #: The most log bytes handed back in one call.
 LOG_READ = 1 * 2**20
 _PR_SET_PDEATHSIG = 1
@@ -56,6 +58,7 @@ class NodeRunner:
 
         d = Path(tempfile.mkdtemp(prefix="trialkit-run-"))
         self._dir = d
+        _watch_over(d)
         for rel, (data, mode) in files.items():
             path = d / rel
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -118,12 +121,23 @@ class NodeRunner:
                 os.killpg(self._proc.pid, sig)
 
     def cleanup(self) -> None:
-        """Remove the run's directory (its checkpoints are in shared storage) and exit."""
-        import ray
-
+        """Remove the run's directory (its checkpoints are in shared storage); the master
+        waits for this before it removes the placement group, which ends the actor."""
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
-        ray.actor.exit_actor()
+
+
+def _watch_over(directory: Path) -> None:
+    """Have a detached janitor remove ``directory`` once this actor's process is gone, should
+    it go without its cleanup (the master stopped, the actor killed)."""
+    subprocess.run(
+        [sys.executable, _JANITOR, str(os.getpid()), str(directory)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        check=False,
+    )
 
 
 def _gpu_env() -> dict[str, str]:

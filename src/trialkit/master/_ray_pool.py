@@ -32,6 +32,9 @@ _PROBE_TIMEOUT = 5.0
 _UNREACHABLE_S = 60.0
 #: How long the cluster's size is reused before asking the cluster again.
 _CAPACITY_TTL = 1.0
+#: Seconds an ended run waits for its actors to remove their copies of the run (which hold the
+#: trial's token) before its placement group is removed, which ends the actors.
+_CLEANUP_TIMEOUT = 30.0
 
 
 def connect(cfg: RayPoolConfig, name: str) -> None:
@@ -53,6 +56,23 @@ def connect(cfg: RayPoolConfig, name: str) -> None:
             f"resource_pools.{name}.address: cannot connect to Ray at {cfg.address!r} ({e}); "
             "start the cluster (ray start --head) or fix the address"
         ) from None
+    nodes, slots = cluster_size(cfg.slot_type == "gpu")
+    logger.info(
+        "resource pool %s: joined the Ray cluster at %s (%d nodes, %d %s slots)",
+        name,
+        cfg.address,
+        nodes,
+        slots,
+        cfg.slot_type.upper(),
+    )
+
+
+def cluster_size(gpus: bool) -> tuple[int, int]:
+    """(alive nodes, CPUs or GPUs) of the cluster the master joined."""
+    import ray
+
+    nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
+    return nodes, int(ray.cluster_resources().get("GPU" if gpus else "CPU", 0))
 
 
 def _probe(address: str, name: str) -> None:
@@ -97,6 +117,17 @@ class RayPool:
     def spawn(self, launch: RunLaunch) -> RayRun:
         return RayRun(self, launch)
 
+    def describe(self) -> dict[str, Any]:
+        """The pool as ``master status`` shows it (fields of ``rest.PoolInfo``): its cluster's
+        address, alive nodes and slots now (None where the cluster does not answer)."""
+        shown: dict[str, Any] = {"type": "ray", "address": self.cfg.address}
+        try:
+            shown["nodes"], shown["slots"] = cluster_size(self.gpus)
+        except Exception as e:  # the cluster is unreachable: say so rather than fail status
+            logger.warning("resource pool %s: cluster size unknown: %s", self.name, e)
+            shown["nodes"] = shown["slots"] = None
+        return shown
+
 
 class RayRun(TrialProcess):
     """One run on the cluster. ``finished()`` (called every tick) moves it on: placement group
@@ -138,6 +169,8 @@ class RayRun(TrialProcess):
         self._offsets: list[int] = []
         self._code: int | None = None
         self._failing_since: float | None = None
+        self._cleanups: list[Any] | None = None  # the actors' cleanup() calls, once it ended
+        self._ending: tuple[int, float] = (0, 0.0)  # (exit code, monotonic time it ended)
         launch.log_file.parent.mkdir(parents=True, exist_ok=True)
 
     # The supervisor's view -----------------------------------------------------------------
@@ -149,7 +182,10 @@ class RayRun(TrialProcess):
         """Whether the run on Ray is over (``scan``, this machine's processes, is not needed)."""
         if self._code is None:
             try:
-                self._advance()
+                if self._cleanups is None:
+                    self._advance()
+                else:
+                    self._release_when_clean()
                 self._failing_since = None
             except Exception as e:  # the cluster is unwell: keep trying, then give the run up
                 self._give_up_after_errors(e)
@@ -162,10 +198,9 @@ class RayRun(TrialProcess):
             logger.warning("trial %d: Ray run not reachable: %s", self.trial_id, error)
         elif now - self._failing_since > _UNREACHABLE_S:
             self.supervisor_lost = True
-            line = (
-                f"[trialkit] run {self.run_id}: Ray cluster unreachable for {_UNREACHABLE_S:.0f}s"
-            )
-            self._append(line.encode() + b"\n")
+            why = (str(error).splitlines() or [type(error).__name__])[0][:200]
+            self.failure = f"Ray cluster unreachable for {_UNREACHABLE_S:.0f}s ({why})"
+            self._append(f"[trialkit] run {self.run_id}: {self.failure}\n".encode())
             self._code = -int(signal.SIGKILL)
 
     def exit_code(self) -> int:
@@ -173,7 +208,7 @@ class RayRun(TrialProcess):
 
     def signal_group(self, sig: signal.Signals) -> None:
         if not self._runs:  # still waiting for a place or for ports: nothing runs yet
-            if sig in (signal.SIGTERM, signal.SIGKILL, signal.SIGINT):
+            if sig in (signal.SIGTERM, signal.SIGKILL, signal.SIGINT) and self._cleanups is None:
                 self._end(-int(sig))
             return
         for actor in self._actors:  # the actor signals its run's processes (then cleans up)
@@ -211,22 +246,43 @@ class RayRun(TrialProcess):
         try:
             return int(self._ray.get(ref, timeout=_CALL_TIMEOUT))
         except Exception as e:  # RayActorError: the actor or its node is gone
-            self.supervisor_lost = True
-            line = f"[trialkit] run {self.run_id}: Ray worker {i} lost ({type(e).__name__})"
-            self._append(line.encode() + b"\n")
-            logger.warning("trial %d: %s", self.trial_id, line)
+            self._lost(i, e)
             return -int(signal.SIGKILL)
 
+    def _lost(self, i: int, error: Exception) -> None:
+        """Bundle ``i``'s actor or node is gone: that is the run's failure (the first such),
+        shown as the trial's error, not only in its log."""
+        self.supervisor_lost = True
+        addr, node = self._nodes[i] if i < len(self._nodes) else ("?", "?")
+        lost = (
+            f"Ray worker {i} lost ({type(error).__name__}): its node {addr} (node {node[:8]}) "
+            "or its actor died"
+        )
+        self.failure = self.failure or lost
+        self._append(f"[trialkit] run {self.run_id}: {lost}\n".encode())
+        logger.warning("trial %d: %s", self.trial_id, lost)
+
     def _end(self, code: int) -> None:
-        self._code = code
-        for actor in self._actors:
-            actor.cleanup.remote()  # removes the node's copy, then the actor exits
+        """Ask each actor to remove its copy of the run; the run ends once they did."""
+        self._ending = (code, time.monotonic())
+        self._cleanups = [actor.cleanup.remote() for actor in self._actors]
+        self._release_when_clean()
+
+    def _release_when_clean(self) -> None:
+        """Remove the placement group (which ends the actors) once every cleanup is done, or
+        after _CLEANUP_TIMEOUT (a lost actor never answers; its janitor removes its copy)."""
+        cleanups = self._cleanups or []
+        code, since = self._ending
+        done = self._ray.wait(cleanups, num_returns=len(cleanups), timeout=0)[0] if cleanups else []
+        if len(done) < len(cleanups) and time.monotonic() - since < _CLEANUP_TIMEOUT:
+            return
         from ray.util.placement_group import remove_placement_group
 
         try:
             remove_placement_group(self._pg)
         except Exception as e:  # the cluster may be gone with the node
             logger.warning("trial %d: placement group not removed: %s", self.trial_id, e)
+        self._code = code
 
     def _fail_placement(self) -> None:
         """The cluster never found room for the placement group: the run fails, saying why."""
@@ -278,9 +334,7 @@ class RayRun(TrialProcess):
         try:
             picked = self._ray.get(self._ports, timeout=_CALL_TIMEOUT)
         except Exception as e:  # RayActorError: the chief's actor or node is gone
-            self.supervisor_lost = True
-            line = f"[trialkit] run {self.run_id}: Ray worker 0 lost ({type(e).__name__})"
-            self._append(line.encode() + b"\n")
+            self._lost(0, e)
             self._end(-int(signal.SIGKILL))
             return
         self._start_runs(self._chief_env(picked))

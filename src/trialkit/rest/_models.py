@@ -25,6 +25,19 @@ class Ok:
 
 
 @dataclass(frozen=True)
+class PoolInfo:
+    """A resource pool of the master: its slots now and, for a Ray pool, its cluster's
+    address and alive nodes (slots and nodes None while the cluster does not answer)."""
+
+    name: str
+    type: str  # local or ray
+    slot_type: str  # cpu or gpu
+    slots: int | None
+    address: str | None = None
+    nodes: int | None = None
+
+
+@dataclass(frozen=True)
 class MasterInfo:
     version: str
     slots: int
@@ -35,6 +48,7 @@ class MasterInfo:
     uptime_seconds: float
     running_trials: list[int]
     idle_timeout_seconds: float
+    pools: list[PoolInfo] = field(default_factory=list)
 
 
 # Experiments -----------------------------------------------------------------------------------
