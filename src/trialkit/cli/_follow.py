@@ -17,6 +17,7 @@ from ._render import (
     fmt_metrics,
     pick_metrics,
     search_line,
+    terminal_text,
     trial_events,
     trial_state,
     validation_changed,
@@ -158,6 +159,13 @@ tail_option = click.option(
     help="Start with the last N lines (of each trial).",
 )
 
+color_option = click.option(
+    "--color",
+    is_flag=True,
+    help="Keep the colours (SGR sequences) of trial output; other control characters are"
+    " always removed.",
+)
+
 
 def follow_logs(
     client: MasterClient,
@@ -167,9 +175,11 @@ def follow_logs(
     prefix: bool,
     finished: Callable[[], bool],
     tail: int | None = None,
+    color: bool = False,
 ) -> None:
     """Print trial logs (only the last ``tail`` lines of each trial's past ones); with
-    ``follow``, keep printing until ``finished()`` and all logs are out."""
+    ``follow``, keep printing until ``finished()`` and all logs are out. Control characters of
+    the trials' output never reach the terminal (``color``: but SGR colours do)."""
     after: dict[int, int] = {}
     while True:
         over = finished()  # read before fetching, so no line written after it is missed
@@ -179,9 +189,10 @@ def follow_logs(
             while True:
                 resp = client.trial_logs(tid, after_id=after.get(tid, 0), retry_for=30)
                 for line in resp.logs:
-                    text = f"[trial {tid}] {line.line}" if prefix else line.line
+                    shown = terminal_text(line.line, color)
+                    text = f"[trial {tid}] {shown}" if prefix else shown
                     if kept.maxlen is None:
-                        click.echo(text)
+                        click.echo(text, color=color or None)
                     else:
                         kept.append(text)
                     after[tid] = line.id
@@ -189,7 +200,7 @@ def follow_logs(
                 if len(resp.logs) < 10_000:
                     break
             for text in kept:
-                click.echo(text)
+                click.echo(text, color=color or None)
         if not follow or over:
             return
         time.sleep(0.3)
