@@ -501,6 +501,10 @@ class MasterClient:
         """A single-use login code for a browser (needs the admin token)."""
         return self._call(rest.LoginCode, "POST", routes.UI_LOGIN_CODE)
 
+    def ui_revoke(self) -> rest.Ok:
+        """End every web UI session and unused login code (needs the admin token)."""
+        return self._call(rest.Ok, "POST", routes.UI_REVOKE)
+
     def ui_login_url(self, page: str = "") -> str:
         """A one-time login link to the web UI (``page``: a fragment such as ``experiments/3``)."""
         code = self.ui_login_code()

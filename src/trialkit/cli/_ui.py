@@ -30,12 +30,21 @@ def _has_display() -> bool:
 @click.command("ui")
 @click.argument("experiment", required=False)
 @click.option("--no-open", is_flag=True, help="Print the link only; do not open a browser.")
-def ui(experiment: str | None, no_open: bool) -> None:
+@click.option(
+    "--revoke", is_flag=True, help="End every browser session (and unused link); print no link."
+)
+def ui(experiment: str | None, no_open: bool, revoke: bool) -> None:
     """Print (and open) a one-time login link to the master's web UI.
 
     The link holds a code that works once, for two minutes; the browser then keeps a session
-    cookie. The master's token never appears in the link.
+    cookie for 12 hours at most. The master's token never appears in the link.
     """
+    if revoke:
+        if experiment:
+            raise CLIError("--revoke: give no experiment with it")
+        get_client(start=False).ui_revoke()
+        click.echo("every web UI session has ended; run 'trialkit ui' for a new link")
+        return
     client = get_client()
     page = f"experiments/{resolve_experiment(client, experiment)}" if experiment else ""
     url = client.ui_login_url(page)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import psutil
-from fastapi import FastAPI, Query, Request
+from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.responses import (
     FileResponse,
     HTMLResponse,
@@ -38,6 +38,7 @@ from ..rest import (
     ExperimentsEvent,
     LoginCode,
     MetricSeries,
+    Ok,
     TensorboardList,
     TensorboardOut,
     routes,
@@ -50,6 +51,8 @@ from ._views import experiment_rungs, searcher_of, view_cache
 _METRICS_JSON = TypeAdapter(ExperimentMetrics)
 WEBUI_DIR = Path(__file__).resolve().parent.parent / "webui"
 LOGIN_PATH = "/ui/login"
+#: Ends the browser's own session (the web UI's "Log out" button).
+LOGOUT_PATH = "/ui/logout"
 #: Seconds between the event stream's looks at the store, and between its keep-alive comments.
 EVENT_POLL_SECONDS = 0.5
 KEEPALIVE_SECONDS = 15.0
@@ -77,11 +80,28 @@ def add_ui_routes(
     app.add_middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES, compresslevel=1)
 
     @app.post(routes.UI_LOGIN_CODE, dependencies=[auth])
-    def login_code() -> LoginCode:
-        """A single-use login code for a browser (admin token only)."""
+    def login_code(request: Request) -> LoginCode:
+        """A single-use login code for a browser (admin token only: a browser session cannot
+        renew itself past its 12 hours)."""
+        _token_only(request, "a login code")
         return LoginCode(
             code=sessions.new_code(), expires_in_seconds=CODE_TTL, login_path=LOGIN_PATH
         )
+
+    @app.post(routes.UI_REVOKE, dependencies=[auth])
+    def revoke_sessions(request: Request) -> Ok:
+        """End every browser session and unused login code (admin token only)."""
+        _token_only(request, "ending every browser session")
+        sessions.revoke_all()
+        return Ok()
+
+    @app.post(LOGOUT_PATH, dependencies=[auth], include_in_schema=False)
+    def logout(request: Request) -> Response:
+        """End this browser's session: its cookie is refused from now on, and deleted."""
+        sessions.logout(request.cookies.get(COOKIE))
+        response = Response(status_code=204)
+        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+        return response
 
     @app.get(LOGIN_PATH, include_in_schema=False)
     def login(code: Annotated[str, Query(max_length=200)] = "") -> Response:
@@ -184,6 +204,14 @@ def add_ui_routes(
 
     # Last: the pages themselves (index.html at /ui/), behind the token or the cookie.
     app.mount("/ui", StaticFiles(directory=WEBUI_DIR, html=True), name="ui")
+
+
+def _token_only(request: Request, what: str) -> None:
+    """403 unless the request carries the master token (not a browser's session cookie)."""
+    if request.scope["state"]["principal"].browser:
+        raise HTTPException(
+            403, f"{what} needs the master token, not a browser session: run 'trialkit ui'"
+        )
 
 
 class _Body:
