@@ -39,6 +39,7 @@ from .._secrets import (
     split_storage,
 )
 from . import _convert as convert
+from ._changes import WriteCounter
 from ._charts import ChartQueries
 from ._deletes import DeleteQueries
 from ._errors import NotFound, StoreError
@@ -157,6 +158,7 @@ class Store(MetricWrites, DeleteQueries, ChartQueries):
             self._engine.dispose()
             raise StoreError(f"cannot open the store at {_shown(url)}: {_reason(e)}") from e
         self._sessions = sessionmaker(self._engine, expire_on_commit=False)
+        self._writes = WriteCounter(self._engine)
         self._prepare_metric_writes()
 
     @classmethod
@@ -173,6 +175,12 @@ class Store(MetricWrites, DeleteQueries, ChartQueries):
 
     def close(self) -> None:
         self._engine.dispose()
+
+    @property
+    def changes(self) -> int:
+        """A number that changes after each write this process committed: while it stays the
+        same, nothing this process stores has changed (writes of other processes are not seen)."""
+        return self._writes.value
 
     @contextlib.contextmanager
     def _session(self) -> Iterator[Session]:
