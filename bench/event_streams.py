@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _common import BenchmarkBroken, clean_env, cli_path
+from _common import BenchmarkBroken, master_process, src_env
 
 EXPERIMENTS = 20
 TRIALS = 5
@@ -51,21 +49,8 @@ for e in range({EXPERIMENTS}):
 store.close()
 """
     subprocess.run(
-        [sys.executable, "-c", script], env=_env(home, src), check=True, capture_output=True
+        [sys.executable, "-c", script], env=src_env(home, src), check=True, capture_output=True
     )
-
-
-def _env(home: Path, src: str) -> dict[str, str]:
-    env = clean_env(home)
-    env["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [env.get("PYTHONPATH")])])
-    return env
-
-
-def _cli(home: Path, src: str, *args: str) -> None:
-    cmd = [sys.executable, cli_path(), *args]
-    done = subprocess.run(cmd, env=_env(home, src), capture_output=True, text=True)
-    if done.returncode != 0:
-        raise BenchmarkBroken(f"trialkit {' '.join(args)}: {done.stdout}{done.stderr}")
 
 
 def _cpu_seconds(proc: object) -> float:
@@ -121,15 +106,11 @@ def measure(src: str, streams: int, seconds: float) -> tuple[float, float]:
     with tempfile.TemporaryDirectory(prefix="event-streams-") as tmp:
         home = Path(tmp)
         populate(home, src)
-        _cli(home, src, "master", "up", "--idle-timeout", "0")
-        try:
-            info = json.loads((home / "master.json").read_text())
+        with master_process(home, src) as info:
             proc = psutil.Process(int(info["pid"]))
             time.sleep(2)
             idle = asyncio.run(_cores(proc, seconds))
             busy = asyncio.run(_streams(info["url"], info["token"], streams, seconds, proc))
-        finally:
-            _cli(home, src, "master", "down")
     return idle, busy
 
 
