@@ -182,6 +182,6 @@ def test_best_trial_is_told_by_its_keys_not_by_dict_order() -> None:
 
 
 def test_a_trial_error_is_told_without_its_control_characters() -> None:
-    now = {"id": 2, "state": "ERROR", "run_id": 1, "error": "\x1b[2J\x07boom\x18\nmore"}
-    lines = trial_events({"id": 2, "state": "ACTIVE", "run_id": 1}, now, None)
-    assert lines[-1] == "trial 2 failed: boom"
+    started = _trial(2, "ACTIVE", pid=7)
+    failed = {**started, "state": "ERROR", "error": "\x1b[2J\x07boom\x18\nmore"}
+    assert trial_events(started, failed, None) == ["trial 2 failed: boom"]
