@@ -27,7 +27,7 @@ class WriteCounter:
         self._count = 0
         self._lock = threading.Lock()
         event.listen(engine, "after_cursor_execute", self._mark)
-        event.listen(engine.pool, "checkin", self._count_if_marked)
+        event.listen(engine, "checkin", self._count_if_marked)  # the pool's, kept by dispose()
 
     @property
     def value(self) -> int:
