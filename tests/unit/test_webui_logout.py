@@ -10,8 +10,9 @@ import pytest
 from click.testing import CliRunner
 from tests.inprocess_master import AUTH, TOKEN, InProcessMaster, inprocess_master, served
 
+from trialkit import _discovery
 from trialkit._client import MasterClient
-from trialkit.cli import _ui, cli
+from trialkit.cli import cli
 
 UI = {"X-Trialkit-UI": "1"}
 
@@ -57,7 +58,7 @@ def test_revoke_ends_every_session(api: InProcessMaster, monkeypatch: pytest.Mon
     first, second = _log_in(api), _log_in(api)
     unused = api.client.post("/api/v1/ui/login_code", headers=AUTH).json()["code"]
     with served(api.app) as url:
-        monkeypatch.setattr(_ui, "get_client", lambda start=True: MasterClient(url, TOKEN))
+        monkeypatch.setattr(_discovery, "client_for", lambda home: MasterClient(url, TOKEN))
         out = CliRunner().invoke(cli, ["ui", "--revoke"])
     assert out.exit_code == 0, out.output
     assert "every web UI session has ended" in out.output
@@ -69,3 +70,11 @@ def test_revoke_ends_every_session(api: InProcessMaster, monkeypatch: pytest.Mon
     assert api.client.get(f"/ui/login?code={unused}").status_code == 401
     _log_in(api)  # a new link works
     assert api.client.get("/api/v1/experiments").status_code == 200
+
+
+def test_revoke_without_a_master_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRIALKIT_HOME", str(tmp_path / "home"))
+    out = CliRunner().invoke(cli, ["ui", "--revoke"])
+    assert out.exit_code == 0, out.output
+    assert out.output == "no master is running: no web UI session to end\n"
+    assert not (tmp_path / "home" / "master.json").exists()  # none was started for it

@@ -42,8 +42,7 @@ def ui(experiment: str | None, no_open: bool, revoke: bool) -> None:
     if revoke:
         if experiment:
             raise CLIError("--revoke: give no experiment with it")
-        get_client(start=False).ui_revoke()
-        click.echo("every web UI session has ended; run 'trialkit ui' for a new link")
+        _revoke()
         return
     client = get_client()
     page = f"experiments/{resolve_experiment(client, experiment)}" if experiment else ""
@@ -54,6 +53,18 @@ def ui(experiment: str | None, no_open: bool, revoke: bool) -> None:
         import webbrowser
 
         webbrowser.open(url)
+
+
+def _revoke() -> None:
+    """End every web UI session of the running master (none runs: there is none to end)."""
+    from .._discovery import client_for
+
+    client = client_for(trialkit_home())
+    if client is None:
+        click.echo("no master is running: no web UI session to end")
+        return
+    client.ui_revoke()
+    click.echo("every web UI session has ended; run 'trialkit ui' for a new link")
 
 
 def _logdir_spec(root: Path, experiment_ids: list[int], trial_id: int | None) -> str:
