@@ -229,3 +229,33 @@ def served_master(home: Path) -> Iterator[tuple[str, Any]]:
         server.should_exit = True
         thread.join(timeout=10)
         store.close()
+
+
+def src_env(home: Path, src: str) -> dict[str, str]:
+    """``clean_env(home)`` with the trialkit of source tree ``src`` first on the path."""
+    env = clean_env(home)
+    env["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+def run_cli(home: Path, src: str, *args: str) -> None:
+    """``trialkit ARGS`` of source tree ``src`` for ``home``; BenchmarkBroken when it fails."""
+    import subprocess
+
+    cmd = [sys.executable, cli_path(), *args]
+    done = subprocess.run(cmd, env=src_env(home, src), capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BenchmarkBroken(f"trialkit {' '.join(args)}: {done.stdout}{done.stderr}")
+
+
+@contextmanager
+def master_process(home: Path, src: str) -> Iterator[dict[str, Any]]:
+    """A real master (``trialkit master up``, never idle-stopped) of source tree ``src`` for
+    ``home``: its master.json (url, token, pid); stopped on exit."""
+    import json
+
+    run_cli(home, src, "master", "up", "--idle-timeout", "0")
+    try:
+        yield json.loads((home / "master.json").read_text())
+    finally:
+        run_cli(home, src, "master", "down")

@@ -47,8 +47,9 @@ def test_login_link_gives_a_cookie_once(master: Master) -> None:
             headers={"Origin": "http://127.0.0.1:9", "Access-Control-Request-Method": "POST"},
         )
         assert "access-control-allow-origin" not in preflight.headers
-        code2 = browser.post("/api/v1/ui/login_code", headers={"X-Trialkit-UI": "1"})
-        assert code2.status_code == 200 and code2.json()["code"] != code
+        # Nor can the page renew its own session: a code needs the master token.
+        renewal = browser.post("/api/v1/ui/login_code", headers={"X-Trialkit-UI": "1"})
+        assert renewal.status_code == 403
     with httpx.Client(base_url=base, trust_env=False) as other:
         again = other.get(f"/ui/login?code={code}")
         assert again.status_code == 401 and "trialkit ui" in again.text

@@ -189,3 +189,15 @@ def test_the_steps_column_counts_a_trial_that_reports_only_validations(
         )
         assert steps == "3"
         assert b.errors == []
+
+
+def test_the_log_out_button_ends_the_session(master: Master) -> None:
+    with browser() as b:
+        page = b.page
+        page.goto(login_url(master))
+        page.wait_for_function("document.body.dataset.ready === 'experiments'")
+        page.click("#logout")
+        page.wait_for_selector("#logged-out")
+        assert b.errors == []
+        # The cookie is gone, and the master refuses the session from now on.
+        assert page.goto(page.url.split("#")[0]).status == 401

@@ -179,3 +179,9 @@ def test_best_trial_is_told_by_its_keys_not_by_dict_order() -> None:
     desc = _desc("COMPLETED", trials, max_trials=1) | {"best_trial": best}
     assert search_line(desc).endswith("best trial 2 trial_id=0.0123")
     assert best_line(desc) == "best: trial 2 trial_id=0.0123 (lr=0.1), checkpoint abc"
+
+
+def test_a_trial_error_is_told_without_its_control_characters() -> None:
+    started = _trial(2, "ACTIVE", pid=7)
+    failed = {**started, "state": "ERROR", "error": "\x1b[2J\x07boom\x18\nmore"}
+    assert trial_events(started, failed, None) == ["trial 2 failed: boom"]

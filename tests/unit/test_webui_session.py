@@ -52,3 +52,29 @@ def test_the_cookie_does_not_hold_the_token() -> None:
     sessions = UiSessions(token, Clock())
     cookie = sessions.redeem(sessions.new_code())
     assert cookie is not None and token not in cookie
+
+
+def test_logout_ends_that_session_only() -> None:
+    sessions = UiSessions("admin-token", Clock())
+    mine, other = sessions.redeem(sessions.new_code()), sessions.redeem(sessions.new_code())
+    sessions.logout(mine)
+    assert not sessions.valid(mine) and sessions.valid(other)
+    sessions.logout("a.b.c")  # not a session: nothing happens
+    assert sessions.valid(other)
+
+
+def test_revoke_all_ends_every_session_and_unused_code() -> None:
+    sessions = UiSessions("admin-token", Clock())
+    cookies = [sessions.redeem(sessions.new_code()) for _ in range(3)]
+    unused = sessions.new_code()
+    sessions.revoke_all()
+    assert not any(sessions.valid(c) for c in cookies)
+    assert sessions.redeem(unused) is None
+    assert sessions.valid(sessions.redeem(sessions.new_code()))  # a new login works
+
+
+def test_a_restarted_master_does_not_accept_the_old_cookie() -> None:
+    clock = Clock()
+    first = UiSessions("admin-token", clock)
+    cookie = first.redeem(first.new_code())
+    assert cookie is not None and not UiSessions("admin-token", clock).valid(cookie)

@@ -22,7 +22,7 @@ from ._common import (
     print_json,
     print_table,
 )
-from ._follow import follow_experiment, follow_logs, tail_option
+from ._follow import color_option, follow_experiment, follow_logs, tail_option
 from ._render import (
     TERMINAL,
     best_line,
@@ -32,6 +32,7 @@ from ._render import (
     pick_metrics,
     search_line,
     searcher_line,
+    terminal_text,
     trial_state,
 )
 
@@ -207,7 +208,7 @@ def show_experiment(desc: dict[str, Any]) -> None:
     if best:
         click.echo(best)
     if e.get("error"):
-        click.echo(f"error: {e['error']}")
+        click.echo(f"error: {terminal_text(e['error'])}")
     rows = [
         (
             t["id"],
@@ -256,7 +257,8 @@ _simple("unarchive", "Show an archived experiment again.")
 @click.argument("experiment_ref", metavar="EXPERIMENT")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing until the experiment ends.")
 @tail_option
-def logs(experiment_ref: str, follow: bool, tail: int | None) -> None:
+@color_option
+def logs(experiment_ref: str, follow: bool, tail: int | None, color: bool) -> None:
     """Print the logs of every trial of an experiment (id or name)."""
     client, experiment_id = experiment_client(experiment_ref)
 
@@ -268,7 +270,9 @@ def logs(experiment_ref: str, follow: bool, tail: int | None) -> None:
 
     if not trials() and not follow:
         raise CLIError(f"experiment {experiment_id} has no trials yet")
-    follow_logs(client, trials, follow=follow, prefix=True, finished=finished, tail=tail)
+    follow_logs(
+        client, trials, follow=follow, prefix=True, finished=finished, tail=tail, color=color
+    )
 
 
 @experiment.command("preview")

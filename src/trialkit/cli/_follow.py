@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +16,7 @@ from ._render import (
     fmt_metrics,
     pick_metrics,
     search_line,
+    terminal_text,
     trial_events,
     trial_state,
     validation_changed,
@@ -149,6 +149,9 @@ def _follow_lines(client: MasterClient, experiment_id: int, interval: float) -> 
         time.sleep(interval)
 
 
+#: Lines in the first page of a trial's log (later pages: the master's default, 10,000).
+FIRST_PAGE_LINES = 1_000
+
 tail_option = click.option(
     "-n",
     "--tail",
@@ -156,6 +159,13 @@ tail_option = click.option(
     default=None,
     metavar="N",
     help="Start with the last N lines (of each trial).",
+)
+
+color_option = click.option(
+    "--color",
+    is_flag=True,
+    help="Keep the colours (SGR sequences) of trial output; other control characters are"
+    " always removed.",
 )
 
 
@@ -167,29 +177,33 @@ def follow_logs(
     prefix: bool,
     finished: Callable[[], bool],
     tail: int | None = None,
+    color: bool = False,
 ) -> None:
     """Print trial logs (only the last ``tail`` lines of each trial's past ones); with
-    ``follow``, keep printing until ``finished()`` and all logs are out."""
-    after: dict[int, int] = {}
+    ``follow``, keep printing until ``finished()`` and all logs are out. Control characters of
+    the trials' output never reach the terminal (``color``: but SGR colours do)."""
+    after: dict[int, int] = {}  # the last line printed of each trial
     while True:
         over = finished()  # read before fetching, so no line written after it is missed
         for tid in trial_ids():
             first = tid not in after
-            kept: deque[str] = deque(maxlen=tail if first and tail is not None else None)
-            while True:
-                resp = client.trial_logs(tid, after_id=after.get(tid, 0), retry_for=30)
-                for line in resp.logs:
-                    text = f"[trial {tid}] {line.line}" if prefix else line.line
-                    if kept.maxlen is None:
-                        click.echo(text)
-                    else:
-                        kept.append(text)
-                    after[tid] = line.id
-                after.setdefault(tid, 0)
-                if len(resp.logs) < 10_000:
-                    break
-            for text in kept:
-                click.echo(text)
+            after.setdefault(tid, 0)
+            more = True
+            while more:  # page by page, each printed as it arrives
+                resp = client.trial_logs(
+                    tid,
+                    after_id=after[tid],
+                    tail=tail if first else None,  # the master finds where the tail starts
+                    limit=FIRST_PAGE_LINES if first else None,  # a long log's start at once
+                    retry_for=30,
+                )
+                first, more = False, resp.more
+                if not resp.logs:
+                    continue
+                shown = [terminal_text(line.line, color) for line in resp.logs]
+                lines = [f"[trial {tid}] {text}" for text in shown] if prefix else shown
+                click.echo("\n".join(lines), color=color or None)  # a page a write
+                after[tid] = resp.logs[-1].id
         if not follow or over:
             return
         time.sleep(0.3)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,6 +10,27 @@ TERMINAL = frozenset({"COMPLETED", "CANCELED", "ERROR"})
 
 # Columns whose values are identifiers to copy whole: never folded or cut.
 WHOLE_COLUMNS = frozenset({"uuid", "latest checkpoint", "checkpoint"})
+
+
+# An escape sequence (CSI, OSC, or ESC and one character) or any other control character but
+# tab and newline: C0, DEL and C1 (a lone 0x9b is a CSI to some terminals).
+_UNSAFE = re.compile(
+    r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[ -~]?)"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+)
+# Select Graphic Rendition: colours and bold, nothing that moves the cursor or clears.
+_SGR = re.compile(r"\x1b\[[0-9;:]*m")
+
+
+def terminal_text(text: str, color: bool = False) -> str:
+    """``text`` (a trial's output) safe to print: every escape sequence and control character
+    removed but newline and tab, so a trial cannot ring the bell, move the cursor or retitle the
+    terminal; with ``color``, SGR colour sequences are kept."""
+
+    def keep(m: re.Match[str]) -> str:
+        return m[0] if color and _SGR.fullmatch(m[0]) else ""
+
+    return _UNSAFE.sub(keep, text)
 
 
 def fmt_value(v: Any) -> str:
@@ -119,8 +141,10 @@ def failure_reason(desc: dict[str, Any]) -> str | None:
 
 
 def first_line(text: str) -> str:
-    """The first non-empty line of a (possibly multi-line) error."""
-    return next((ln.strip() for ln in str(text).splitlines() if ln.strip()), "")
+    """The first non-empty line of a (possibly multi-line) error, safe to print (an error may
+    quote a trial's output)."""
+    lines = terminal_text(str(text)).splitlines()
+    return next((ln.strip() for ln in lines if ln.strip()), "")
 
 
 def ended_line(experiment_id: int, desc: dict[str, Any]) -> str:

@@ -8,8 +8,8 @@ from typing import Any
 import click
 
 from ._common import experiment_client, get_client, json_option, print_json, print_table
-from ._follow import follow_logs, tail_option
-from ._render import TERMINAL, fmt_metrics, trial_state
+from ._follow import color_option, follow_logs, tail_option
+from ._render import TERMINAL, fmt_metrics, terminal_text, trial_state
 
 
 @click.group("trial")
@@ -75,7 +75,7 @@ def describe(trial_id: int, with_metrics: bool, as_json: bool) -> None:
     )
     click.echo(f"hparams: {fmt_metrics(t['hparams'])}")
     if t.get("error"):
-        click.echo(f"error: {t['error']}")
+        click.echo(f"error: {terminal_text(t['error'])}")
     rows = [(m["steps_completed"], fmt_metrics(m["values"])) for m in desc["validation_metrics"]]
     print_table("validations", ["steps", "metrics"], rows)
     crow = [(c["uuid"], c["steps_completed"], c["state"]) for c in desc["checkpoints"]]
@@ -100,7 +100,8 @@ def _show_training(reports: list[dict[str, Any]], batches: list[dict[str, Any]])
 @click.argument("trial_id", type=int)
 @click.option("-f", "--follow", is_flag=True, help="Keep printing until the trial ends.")
 @tail_option
-def logs(trial_id: int, follow: bool, tail: int | None) -> None:
+@color_option
+def logs(trial_id: int, follow: bool, tail: int | None, color: bool) -> None:
     """Print a trial's logs."""
     client = get_client()
 
@@ -110,5 +111,11 @@ def logs(trial_id: int, follow: bool, tail: int | None) -> None:
 
     client.describe_trial(trial_id)  # a clear error for a trial that does not exist
     follow_logs(
-        client, lambda: [trial_id], follow=follow, prefix=False, finished=finished, tail=tail
+        client,
+        lambda: [trial_id],
+        follow=follow,
+        prefix=False,
+        finished=finished,
+        tail=tail,
+        color=color,
     )

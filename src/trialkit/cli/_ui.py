@@ -30,12 +30,20 @@ def _has_display() -> bool:
 @click.command("ui")
 @click.argument("experiment", required=False)
 @click.option("--no-open", is_flag=True, help="Print the link only; do not open a browser.")
-def ui(experiment: str | None, no_open: bool) -> None:
+@click.option(
+    "--revoke", is_flag=True, help="End every browser session (and unused link); print no link."
+)
+def ui(experiment: str | None, no_open: bool, revoke: bool) -> None:
     """Print (and open) a one-time login link to the master's web UI.
 
     The link holds a code that works once, for two minutes; the browser then keeps a session
-    cookie. The master's token never appears in the link.
+    cookie for 12 hours at most. The master's token never appears in the link.
     """
+    if revoke:
+        if experiment:
+            raise CLIError("--revoke: give no experiment with it")
+        _revoke()
+        return
     client = get_client()
     page = f"experiments/{resolve_experiment(client, experiment)}" if experiment else ""
     url = client.ui_login_url(page)
@@ -45,6 +53,18 @@ def ui(experiment: str | None, no_open: bool) -> None:
         import webbrowser
 
         webbrowser.open(url)
+
+
+def _revoke() -> None:
+    """End every web UI session of the running master (none runs: there is none to end)."""
+    from .._discovery import client_for
+
+    client = client_for(trialkit_home())
+    if client is None:
+        click.echo("no master is running: no web UI session to end")
+        return
+    client.ui_revoke()
+    click.echo("every web UI session has ended; run 'trialkit ui' for a new link")
 
 
 def _logdir_spec(root: Path, experiment_ids: list[int], trial_id: int | None) -> str:

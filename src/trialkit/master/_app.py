@@ -35,7 +35,6 @@ from ..rest import (
     ExperimentSummary,
     Health,
     LastValidation,
-    LogLineOut,
     MasterInfo,
     MetricList,
     Ok,
@@ -46,7 +45,6 @@ from ..rest import (
     SearcherOperation,
     TrialDescription,
     TrialList,
-    TrialLogs,
     UuidList,
     routes,
 )
@@ -66,6 +64,7 @@ from ._errors import UnexpectedErrors, full_disk_message
 from ._experiment_config import searcher_config_of
 from ._gc import GONE_STATES
 from ._gc_routes import add_gc_routes
+from ._log_routes import add_log_routes
 from ._metric_routes import add_metric_routes
 from ._preemption import PreemptionWaits
 from ._schemas import (
@@ -397,20 +396,6 @@ def create_app(
         _, trials = trial_outs(store, store.get_experiment(experiment_id))
         return TrialList(trials=trials)
 
-    @app.get(routes.TRIAL_LOGS, dependencies=[Auth])
-    def trial_logs(
-        trial_id: TrialId,
-        after_id: QueryCount = 0,
-        limit: Annotated[int, Query(ge=0, le=100_000)] = 10_000,  # 0: only the state
-    ) -> TrialLogs:
-        t = trial_or_404(trial_id)
-        logs = store.list_logs(trial_id, after_id=after_id, limit=limit)
-        return TrialLogs(
-            logs=[LogLineOut(**ln.to_dict()) for ln in logs],
-            trial_state=t.state.value,
-            running=engine.has_process(trial_id),
-        )
-
     @app.get(routes.TRIAL_METRICS, dependencies=[Auth])
     def trial_metrics(
         trial_id: TrialId, group: Annotated[str | None, Query(max_length=64)] = None
@@ -535,6 +520,7 @@ def create_app(
         return checkpoint_out(store.get_checkpoint(uuid))
 
     add_gc_routes(app, store, Auth, engine.settings.home / "trials")
+    add_log_routes(app, store, Auth, engine.has_process)
     add_ui_routes(
         app, store, ui_sessions, Auth, stopping, engine.settings.home
     )  # last: it mounts the pages at /ui

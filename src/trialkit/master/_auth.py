@@ -40,10 +40,12 @@ _TRIAL_TOKEN = re.compile(r"trial\.([1-9][0-9]{0,17})\.([1-9][0-9]{0,17})\.([0-9
 
 @dataclass(frozen=True)
 class Principal:
-    """Who sent a request: the admin, or the trial a trial token was minted for."""
+    """Who sent a request: the admin (by the token, or a browser by its session cookie), or
+    the trial a trial token was minted for."""
 
     trial_id: int | None = None
     experiment_id: int | None = None
+    browser: bool = False
 
     @property
     def admin(self) -> bool:
@@ -51,6 +53,7 @@ class Principal:
 
 
 ADMIN = Principal()
+BROWSER = Principal(browser=True)
 
 
 def load_trial_key(home: Path) -> str:
@@ -141,7 +144,7 @@ class TokenAuth:
         header = Headers(scope=scope).get("authorization")
         principal = authenticate(header, self.admin_token, self.trial_key)
         if principal is None and self._browser_session(scope):
-            principal = ADMIN  # the web UI's cookie stands for the admin token
+            principal = BROWSER  # the web UI's cookie stands for the admin token
         if principal is None:
             if not scope["path"].startswith("/api/"):
                 await HTMLResponse(_LOGIN_NEEDED, status_code=401)(scope, receive, send)

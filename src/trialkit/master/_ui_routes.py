@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import psutil
-from fastapi import FastAPI, Query, Request
+from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.responses import (
     FileResponse,
     HTMLResponse,
@@ -38,6 +38,7 @@ from ..rest import (
     ExperimentsEvent,
     LoginCode,
     MetricSeries,
+    Ok,
     TensorboardList,
     TensorboardOut,
     routes,
@@ -50,9 +51,14 @@ from ._views import experiment_rungs, searcher_of, view_cache
 _METRICS_JSON = TypeAdapter(ExperimentMetrics)
 WEBUI_DIR = Path(__file__).resolve().parent.parent / "webui"
 LOGIN_PATH = "/ui/login"
-#: Seconds between the event stream's looks at the store, and between its keep-alive comments.
+#: Ends the browser's own session (the web UI's "Log out" button).
+LOGOUT_PATH = "/ui/logout"
+#: Seconds between the event stream's looks for a change, and between its keep-alive comments.
 EVENT_POLL_SECONDS = 0.5
 KEEPALIVE_SECONDS = 15.0
+#: Seconds after which an event stream reads the store although this master wrote nothing:
+#: another process may have (a local-mode training script writes to the home's store).
+EVENT_REFRESH_SECONDS = 15.0
 #: Replies at least this long are gzipped when the client accepts it.
 GZIP_MIN_BYTES = 64 * 1024
 
@@ -77,11 +83,28 @@ def add_ui_routes(
     app.add_middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES, compresslevel=1)
 
     @app.post(routes.UI_LOGIN_CODE, dependencies=[auth])
-    def login_code() -> LoginCode:
-        """A single-use login code for a browser (admin token only)."""
+    def login_code(request: Request) -> LoginCode:
+        """A single-use login code for a browser (admin token only: a browser session cannot
+        renew itself past its 12 hours)."""
+        _token_only(request, "a login code")
         return LoginCode(
             code=sessions.new_code(), expires_in_seconds=CODE_TTL, login_path=LOGIN_PATH
         )
+
+    @app.post(routes.UI_REVOKE, dependencies=[auth])
+    def revoke_sessions(request: Request) -> Ok:
+        """End every browser session and unused login code (admin token only)."""
+        _token_only(request, "ending every browser session")
+        sessions.revoke_all()
+        return Ok()
+
+    @app.post(LOGOUT_PATH, dependencies=[auth], include_in_schema=False)
+    def logout(request: Request) -> Response:
+        """End this browser's session: its cookie is refused from now on, and deleted."""
+        sessions.logout(request.cookies.get(COOKIE))
+        response = Response(status_code=204)
+        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+        return response
 
     @app.get(LOGIN_PATH, include_in_schema=False)
     def login(code: Annotated[str, Query(max_length=200)] = "") -> Response:
@@ -145,14 +168,18 @@ def add_ui_routes(
         """Server-sent events: one ``data:`` JSON line (an ExperimentEvent) each time the
         experiment's state, a trial's state or its metrics change."""
         store.get_experiment(experiment_id)  # 404 before the stream starts
-        return _event_response(lambda: _snapshot(store, experiment_id), request, stopping)
+        return _event_response(
+            lambda: _snapshot(store, experiment_id), lambda: store.changes, request, stopping
+        )
 
     @app.get(routes.EXPERIMENTS_EVENTS, dependencies=[auth], response_model=ExperimentsEvent)
     async def experiments_events(request: Request) -> Response:
         """Server-sent events: one ``data:`` JSON line (an ExperimentsEvent) each time an
         experiment is created or deleted, or one's state, progress, archived flag or metrics
         change."""
-        return _event_response(lambda: _list_snapshot(store), request, stopping)
+        return _event_response(
+            lambda: _list_snapshot(store), lambda: store.changes, request, stopping
+        )
 
     @app.get(routes.EXPERIMENT_TENSORBOARDS, dependencies=[auth])
     def tensorboards(experiment_id: ExperimentId) -> TensorboardList:
@@ -184,6 +211,14 @@ def add_ui_routes(
 
     # Last: the pages themselves (index.html at /ui/), behind the token or the cookie.
     app.mount("/ui", StaticFiles(directory=WEBUI_DIR, html=True), name="ui")
+
+
+def _token_only(request: Request, what: str) -> None:
+    """403 unless the request carries the master token (not a browser's session cookie)."""
+    if request.scope["state"]["principal"].browser:
+        raise HTTPException(
+            403, f"{what} needs the master token, not a browser session: run 'trialkit ui'"
+        )
 
 
 class _Body:
@@ -269,34 +304,46 @@ def _list_snapshot(store: Store) -> ExperimentsEvent:
 
 
 def _event_response(
-    snapshot: Callable[[], Any], request: Request, stopping: threading.Event
+    snapshot: Callable[[], Any],
+    changes: Callable[[], int],
+    request: Request,
+    stopping: threading.Event,
 ) -> StreamingResponse:
     """A server-sent event stream of ``snapshot()`` each time it changes."""
     return StreamingResponse(
-        _event_stream(snapshot, request, stopping),
+        _event_stream(snapshot, changes, request, stopping),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
 
 
 async def _event_stream(
-    snapshot: Callable[[], Any], request: Request, stopping: threading.Event
+    snapshot: Callable[[], Any],
+    changes: Callable[[], int],
+    request: Request,
+    stopping: threading.Event,
 ) -> AsyncIterator[str]:
     """Yield an event whenever the snapshot (a dataclass) changes, a keep-alive comment now
-    and then; end when the snapshot's subject is gone (NotFound)."""
+    and then; end when the snapshot's subject is gone (NotFound). The store is read only after
+    a write (``changes()`` moved) or every EVENT_REFRESH_SECONDS: a hundred open pages of an
+    idle master cost a comparison each per look, not a query."""
     yield "retry: 2000\n\n"
     last: Any = None
-    quiet = 0.0
+    seen: int | None = None  # changes() when the store was last read
+    quiet = stale = 0.0
     while not stopping.is_set() and not await request.is_disconnected():
-        try:
-            now = await asyncio.to_thread(snapshot)
-        except NotFound:
-            return  # the experiment was deleted
-        if now != last:
-            last, quiet = now, 0.0
-            yield f"data: {json.dumps(vars(now))}\n\n"
-        elif quiet >= KEEPALIVE_SECONDS:
+        if changes() != seen or stale >= EVENT_REFRESH_SECONDS:
+            seen, stale = changes(), 0.0  # read before the snapshot: a write during it is seen
+            try:
+                now = await asyncio.to_thread(snapshot)
+            except NotFound:
+                return  # the experiment was deleted
+            if now != last:
+                last, quiet = now, 0.0
+                yield f"data: {json.dumps(vars(now))}\n\n"
+        if quiet >= KEEPALIVE_SECONDS:
             quiet = 0.0
             yield ": keep-alive\n\n"
         await asyncio.sleep(EVENT_POLL_SECONDS)
         quiet += EVENT_POLL_SECONDS
+        stale += EVENT_POLL_SECONDS

@@ -240,6 +240,9 @@ class TrialLogs:
     logs: list[LogLineOut]
     trial_state: str
     running: bool
+    #: The page stopped short of the end of the log (its line or size limit): ask again after
+    #: its last line.
+    more: bool = False
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,8 @@ CHECKPOINT_ARCHIVE = "/ui/checkpoints/{uuid}.tar.gz"
 
 # The web UI (the pages themselves, /ui/..., are not API routes)
 UI_LOGIN_CODE = "/api/v1/ui/login_code"
+#: End every browser session (``trialkit ui --revoke``; the master token only).
+UI_REVOKE = "/api/v1/ui/revoke"
 #: One metric of all trials, for the experiment page's chart.
 EXPERIMENT_METRICS = "/api/v1/experiments/{experiment_id}/metrics"
 #: An ASHA search's rungs from its searcher's saved state (the experiment page's rungs view).

@@ -17,6 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from .._json import dumps
+from ._changes import mark_written
 from ._errors import store_error
 from ._models import MetricBatchRow, MetricRow, TrialRow
 from ._types import TERMINAL_TRIAL_STATES, Delivered, MetricBatch, MetricDelivery, NewMetric
@@ -233,6 +234,7 @@ class MetricWrites:
         dbapi_error = self._engine.dialect.loaded_dbapi.Error
         try:
             with self._engine.begin() as conn:
+                mark_written(conn)
                 # The driver's own cursor: a statement through SQLAlchemy costs ~10x more, and
                 # this runs for every batch of every trial.
                 cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]

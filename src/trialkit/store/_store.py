@@ -39,6 +39,7 @@ from .._secrets import (
     split_storage,
 )
 from . import _convert as convert
+from ._changes import WriteCounter
 from ._charts import ChartQueries
 from ._deletes import DeleteQueries
 from ._errors import NotFound, StoreError, driver_reason, store_error
@@ -151,6 +152,7 @@ class Store(MetricWrites, DeleteQueries, ChartQueries):
             self._engine.dispose()
             raise StoreError(f"cannot open the store at {_shown(url)}: {driver_reason(e)}") from e
         self._sessions = sessionmaker(self._engine, expire_on_commit=False)
+        self._writes = WriteCounter(self._engine)
         self._prepare_metric_writes()
 
     @classmethod
@@ -167,6 +169,12 @@ class Store(MetricWrites, DeleteQueries, ChartQueries):
 
     def close(self) -> None:
         self._engine.dispose()
+
+    @property
+    def changes(self) -> int:
+        """A number that changes after each write this process committed: while it stays the
+        same, nothing this process stores has changed (writes of other processes are not seen)."""
+        return self._writes.value
 
     @contextlib.contextmanager
     def _session(self) -> Iterator[Session]:
@@ -557,12 +565,42 @@ class Store(MetricWrites, DeleteQueries, ChartQueries):
                 [{"trial_id": trial_id, "run_id": run_id, "line": ln, "ts": now} for ln in lines],
             )
 
-    def list_logs(self, trial_id: int, *, after_id: int = 0, limit: int = 10_000) -> list[LogLine]:
+    def list_logs(
+        self,
+        trial_id: int,
+        *,
+        after_id: int = 0,
+        limit: int = 10_000,
+        max_chars: int | None = None,
+    ) -> list[LogLine]:
+        """The trial's lines after ``after_id``, oldest first: at most ``limit``, and none past
+        the first that brings their text to ``max_chars`` characters (a page of long lines)."""
+        cols = (LogRow.id, LogRow.run_id, LogRow.line, LogRow.ts)
+        q = (
+            select(*cols)
+            .where(LogRow.trial_id == trial_id, LogRow.id > after_id)
+            .order_by(LogRow.id)
+            .limit(limit)
+        )
+        lines: list[LogLine] = []
+        size = 0
         with self._session() as s:
-            q = (
-                select(LogRow)
-                .where(LogRow.trial_id == trial_id, LogRow.id > after_id)
-                .order_by(LogRow.id)
-                .limit(limit)
-            )
-            return [convert.domain(LogLine, r) for r in s.scalars(q)]
+            for id_, run_id, line, ts in s.execute(q):  # rows, not ORM objects: ~5x cheaper
+                lines.append(LogLine(id=id_, trial_id=trial_id, run_id=run_id, line=line, ts=ts))
+                size += len(line)
+                if max_chars is not None and size >= max_chars:
+                    break  # the rest is not read: the database steps through rows on demand
+        return lines
+
+    def log_id_before_last(self, trial_id: int, count: int) -> int:
+        """The id after which the trial's last ``count`` lines start (0: they are all of it),
+        found from the end of the log, whatever its length."""
+        q = (
+            select(LogRow.id)
+            .where(LogRow.trial_id == trial_id)
+            .order_by(LogRow.id.desc())
+            .offset(count)
+            .limit(1)
+        )
+        with self._session() as s:
+            return int(s.scalar(q) or 0)

@@ -1,5 +1,5 @@
 // The web UI: a hash router over three pages; JSON from the master's REST API.
-import { LoggedOut } from "./api.js";
+import { LoggedOut, post } from "./api.js";
 import { experimentPage } from "./page_experiment.js";
 import { experimentsPage } from "./page_experiments.js";
 import { trialPage } from "./page_trial.js";
@@ -25,5 +25,22 @@ async function route() {
   }
 }
 
+/** End this browser's session (the master refuses its cookie from now on). */
+async function logout() {
+  leave?.();
+  leave = null;
+  window.removeEventListener("hashchange", route);
+  try {
+    await post("/ui/logout");
+  } catch (e) {
+    if (!(e instanceof LoggedOut)) throw e;  // already logged out: the same end
+  }
+  document.getElementById("logout").remove();
+  main.replaceChildren(h("div", { class: "error-box", id: "logged-out" },
+    "Logged out. Run 'trialkit ui' for a new login link."));
+  document.body.dataset.ready = "logged-out";
+}
+
+document.getElementById("logout").addEventListener("click", logout);
 window.addEventListener("hashchange", route);
 route();

@@ -93,7 +93,7 @@ export async function trialPage(main, id) {
       logLines = logLines.concat(r.logs);
       lastLogId = r.logs[r.logs.length - 1].id;
       renderLogs();
-      if (r.logs.length === 5000) return loadLogs();
+      if (r.more) return loadLogs();  // the page stopped at its line or size limit
     }
     return r;
   }
