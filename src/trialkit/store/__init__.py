@@ -2,6 +2,7 @@
 
 from ._charts import TrialPoints
 from ._deletes import ValidationRecord
+from ._errors import StoreUnavailable
 from ._store import NotFound, Store, StoreError, sqlite_url
 from ._types import (
     TERMINAL_EXPERIMENT_STATES,
@@ -40,6 +41,7 @@ __all__ = [
     "SearcherFacts",
     "Store",
     "StoreError",
+    "StoreUnavailable",
     "Trial",
     "TrialState",
     "TrialView",

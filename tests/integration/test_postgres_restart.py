@@ -1,0 +1,148 @@
+"""The store on a PostgreSQL server that is killed with SIGKILL and restarted (issue 31, item 9):
+operations wait for the server instead of failing, connections the pool held from before the
+restart are replaced, a metric batch is stored once across it, an update whose commit got no
+answer is run again but an insert is not, and a server that stays down is one clear
+StoreUnavailable once the reconnect window is over. The fault suite
+(tests/faults/test_postgres_kill.py) does this under a running search."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+
+from tests.postgres_server import PostgresServer
+from trialkit.store import (
+    Delivered,
+    MetricBatch,
+    MetricDelivery,
+    NewMetric,
+    Store,
+    StoreUnavailable,
+    _retry,
+)
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def store(postgres: PostgresServer) -> Iterator[Store]:
+    store = Store(postgres.new_database())
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _restart_later(postgres: PostgresServer, delay: float) -> threading.Thread:
+    thread = threading.Thread(target=lambda: (time.sleep(delay), postgres.start()))
+    thread.start()
+    return thread
+
+
+def _trial(store: Store) -> int:
+    exp = store.create_experiment(name="e", config={})
+    trial = store.create_trial(experiment_id=exp.id, request_id="r", hparams={}, seed=0)
+    store.update_trial(trial.id, run_id=1)
+    return trial.id
+
+
+def _delivery(trial_id: int, seq: int) -> MetricDelivery:
+    report = NewMetric(
+        trial_id=trial_id, group="training", steps_completed=seq, values={}, run_id=1
+    )
+    return MetricDelivery([report], MetricBatch(trial_id, 1, "s", seq))
+
+
+def test_operations_wait_for_a_restarting_server(store: Store, postgres: PostgresServer) -> None:
+    trial_id = _trial(store)
+    postgres.kill()
+    restart = _restart_later(postgres, 1.0)
+    try:
+        store.update_trial(trial_id, progress=0.5)  # a write while the server is down
+        assert store.add_metric_deliveries([_delivery(trial_id, 1)]) == [Delivered.STORED]
+    finally:
+        restart.join()
+    assert store.get_trial(trial_id).progress == 0.5
+    assert store.count_metrics(trial_id) == 1
+
+
+def test_connections_from_before_a_restart_are_replaced(
+    store: Store, postgres: PostgresServer
+) -> None:
+    trial_id = _trial(store)
+    assert store.add_metric_deliveries([_delivery(trial_id, 1)]) == [Delivered.STORED]
+    postgres.kill()
+    postgres.start()  # the pool still holds the connections the kill broke
+    assert store.add_metric_deliveries([_delivery(trial_id, 2)]) == [Delivered.STORED]
+    assert store.add_metric_deliveries([_delivery(trial_id, 2)]) == [Delivered.DUPLICATE]
+    assert store.get_trial(trial_id).run_id == 1
+    assert store.count_metrics(trial_id) == 2
+
+
+def test_a_server_that_stays_down_is_one_store_unavailable(
+    store: Store, postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trial_id = _trial(store)
+    monkeypatch.setattr(_retry, "RECONNECT_WINDOW", 0.5)
+    postgres.kill()
+    try:
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable, match=r"still unreachable after 0\.5 s") as err:
+            store.get_trial(trial_id)
+        assert time.monotonic() - started < 5
+        assert "\n" not in str(err.value).strip().splitlines()[0]
+    finally:
+        postgres.start()
+    assert store.get_trial(trial_id).id == trial_id
+
+
+def _kill_before_the_next_commit(
+    store: Store, postgres: PostgresServer, restart_after: float | None
+) -> list[threading.Thread]:
+    """Kill the server when the next transaction is about to send its COMMIT (which then gets
+    no answer: its outcome is in doubt to the store); restart it later."""
+    restarts: list[threading.Thread] = []
+    killed: list[bool] = []
+
+    def kill(_connection: Any) -> None:
+        if killed:
+            return
+        killed.append(True)
+        postgres.kill()
+        if restart_after is not None:
+            restarts.append(_restart_later(postgres, restart_after))
+
+    event.listen(store._engine, "commit", kill)
+    return restarts
+
+
+def test_an_update_whose_commit_got_no_answer_is_run_again(
+    store: Store, postgres: PostgresServer
+) -> None:
+    trial_id = _trial(store)
+    restarts = _kill_before_the_next_commit(store, postgres, restart_after=1.0)
+    try:
+        store.update_trial(trial_id, progress=0.25)
+    finally:
+        [t.join() for t in restarts]
+    assert restarts, "the server was not killed"
+    assert store.get_trial(trial_id).progress == 0.25
+
+
+def test_an_insert_whose_commit_got_no_answer_is_not_run_again(
+    store: Store, postgres: PostgresServer
+) -> None:
+    exp = store.create_experiment(name="e", config={})
+    _kill_before_the_next_commit(store, postgres, restart_after=None)
+    try:
+        with pytest.raises(StoreUnavailable) as err:
+            store.create_trial(experiment_id=exp.id, request_id="r", hparams={}, seed=0)
+        assert err.value.in_doubt
+    finally:
+        postgres.start()
+    assert store.list_trials(exp.id) == []  # not stored twice, nor (as it was killed) once
