@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import event
 
+from tests.inprocess_master import SINGLE, inprocess_master
 from tests.postgres_server import PostgresServer
 from trialkit.store import (
     Delivered,
@@ -146,3 +148,37 @@ def test_an_insert_whose_commit_got_no_answer_is_not_run_again(
     finally:
         postgres.start()
     assert store.list_trials(exp.id) == []  # not stored twice, nor (as it was killed) once
+
+
+def test_a_run_ending_while_the_server_stays_down_is_still_handled(
+    postgres: PostgresServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine reaps a run that exited while the store fails for longer than the reconnect
+    window: its exit is handled once the server is back. (It was dropped: the trial, taken to
+    have no run, was given a second one, not counted as a restart.)"""
+    monkeypatch.setattr(_retry, "RECONNECT_WINDOW", 0.2)
+    with inprocess_master(tmp_path / "home", postgres.new_database()) as master:
+        exp = master.create({**SINGLE, "entrypoint": "sleep 1", "max_restarts": 0})
+        master.engine.start()
+        try:
+            [trial] = master.store.list_trials(exp)
+            # Its one log line (the launch) stored: the exit then needs no log write to be reaped.
+            _wait(lambda: master.store.get_trial(trial.id).log_offset > 0, "the run to start")
+            postgres.kill()
+            _wait(lambda: not master.engine.has_process(trial.id), "the run to be reaped")
+            time.sleep(0.5)  # ticks fail meanwhile
+            postgres.start()
+            _wait(lambda: master.store.get_trial(trial.id).state.terminal, "the exit handled")
+            # Run 1's exit ended the trial: no second run was started for a trial taken to
+            # have none.
+            launches = [ln.line for ln in master.store.list_logs(trial.id) if " run " in ln.line]
+            assert launches == ["[trialkit] run 1: sh -c 'sleep 1'"]
+        finally:
+            master.engine.stop()
+
+
+def _wait(predicate: Callable[[], bool], what: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
+        time.sleep(0.05)

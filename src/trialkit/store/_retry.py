@@ -88,11 +88,13 @@ def _with_retries(method: Callable[..., Any], repeat: bool, args: Any, kwargs: A
             if e.in_doubt and not repeat:
                 raise
             if time.monotonic() + delay > deadline:
-                raise StoreUnavailable(
-                    f"{e} (still unreachable after {RECONNECT_WINDOW:g} s)"
-                ) from e
+                message = f"{e} (still unreachable after {RECONNECT_WINDOW:g} s)"
+                raise StoreUnavailable(message, in_doubt=e.in_doubt) from e
             if not failed:
-                logger.warning("%s: the database is unreachable, retrying: %s", method.__name__, e)
+                first_line = str(e).splitlines()[0]
+                logger.warning(
+                    "%s: database unreachable, retrying: %s", method.__name__, first_line
+                )
             failed = True
             time.sleep(delay)
             delay = min(delay * 2, _MAX_DELAY)
