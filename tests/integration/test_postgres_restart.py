@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from tests.inprocess_master import SINGLE, inprocess_master
+from tests.inprocess_master import SINGLE, TOKEN, inprocess_master, served
 from tests.postgres_server import PostgresServer
+from trialkit._client import MasterClient
 from trialkit.store import (
     Delivered,
     MetricBatch,
@@ -182,3 +183,35 @@ def _wait(predicate: Callable[[], bool], what: str, timeout: float = 20) -> None
     while not predicate():
         assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
         time.sleep(0.05)
+
+
+def test_a_request_while_the_server_stays_down_is_a_503_the_client_retries(
+    postgres: PostgresServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the reconnect window a request is answered 503 with one line (it was a 500,
+    "internal error", and a traceback), and a client with a retry window sends it again
+    (a trial's checkpoint report died on it)."""
+    monkeypatch.setattr(_retry, "RECONNECT_WINDOW", 0.2)
+    with inprocess_master(tmp_path / "home", postgres.new_database()) as master:
+        exp = master.create()
+        postgres.kill()
+        restart = None
+        try:
+            resp = master.call("GET", f"/api/v1/experiments/{exp}")
+            assert resp.status_code == 503, resp.text
+            detail = resp.json()["detail"]
+            assert detail.startswith("the master's database is unreachable; try again: ")
+            assert "\n" not in detail
+            with served(master.app) as url:
+                client = MasterClient(url, TOKEN)
+                restart = _restart_later(postgres, 1.0)
+                try:
+                    found = client.describe_experiment(exp, retry_for=30)
+                finally:
+                    client.close()
+            assert found.experiment.id == exp
+        finally:
+            if restart is None:
+                postgres.start()
+            else:
+                restart.join()

@@ -54,6 +54,7 @@ from ..store import (
     ExperimentState,
     NotFound,
     Store,
+    StoreUnavailable,
     Trial,
 )
 from ._auth import TokenAuth
@@ -160,6 +161,12 @@ def create_app(
     @app.exception_handler(NotFound)
     async def not_found(_: Request, exc: NotFound) -> Any:
         return JSONResponse(status_code=404, content={"detail": str(exc)})
+
+    @app.exception_handler(StoreUnavailable)
+    async def store_unavailable(_: Request, exc: StoreUnavailable) -> Any:
+        reason = str(exc).splitlines()[0]
+        detail = f"the master's database is unreachable; try again: {reason}"
+        return JSONResponse(status_code=503, content={"detail": detail})
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, exc: RequestValidationError) -> Any:
