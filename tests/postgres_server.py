@@ -11,6 +11,7 @@ import glob
 import itertools
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -50,6 +51,10 @@ class PostgresServer:
         self.port = free_port()
         self._names = itertools.count()
         self._run("initdb", "-D", str(self._data), "--auth=trust", "-U", "postgres", "-E", "UTF8")
+        self.start()
+
+    def start(self) -> None:
+        """Start the server on its port and data directory (again, after ``kill``)."""
         self._run(
             "pg_ctl", "-D", str(self._data), "-l", str(self._root / "server.log"), "-w", "-t", "30",
             "-o", f"-p {self.port} -k {self._root} -c listen_addresses=127.0.0.1 -c fsync=off",
@@ -99,6 +104,19 @@ class PostgresServer:
                 continue
             total += c.user + c.system
         return float(total)
+
+    def kill(self) -> None:
+        """SIGKILL every process of the server at once, as a crash or an OOM kill would; the
+        next ``start`` recovers from its write-ahead log."""
+        import psutil
+
+        processes = self.processes()
+        for proc in processes:
+            try:
+                proc.send_signal(signal.SIGKILL)
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(processes, timeout=10)
 
     def stop(self) -> None:
         try:

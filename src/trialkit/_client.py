@@ -111,7 +111,8 @@ class MasterClient:
         retry_for: float = 0.0,
         timeout: float | None = None,
     ) -> Any:
-        """Send a request; keep retrying connection failures for ``retry_for`` seconds."""
+        """Send a request; keep retrying connection failures and 503 answers (the master is
+        there but cannot serve now) for ``retry_for`` seconds."""
         deadline = time.monotonic() + retry_for
         delay = 0.05
         while True:
@@ -133,6 +134,10 @@ class MasterClient:
                 continue
             if resp.status_code == 401 and self._rediscover_token():
                 continue  # a restarted master: same address, new token
+            if resp.status_code == 503 and time.monotonic() < deadline:
+                time.sleep(delay)  # e.g. its database restarting: the master asks to try again
+                delay = min(delay * 2, 2.0)
+                continue
             return self._decode(resp)
 
     @staticmethod

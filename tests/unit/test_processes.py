@@ -88,6 +88,7 @@ def _bare_supervisor(runs: list[TrialProcess], monkeypatch: pytest.MonkeyPatch) 
     """A Supervisor of ``runs`` with only its process bookkeeping (logs and slots left out)."""
     supervisor = Supervisor.__new__(Supervisor)
     supervisor._procs = {r.trial_id: r for r in runs}
+    supervisor._exits = []
     supervisor._slots = {}
     supervisor.logs = LogCapture.__new__(LogCapture)
     monkeypatch.setattr(LogCapture, "tail", lambda self, proc, final: True)

@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.engine import make_url
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..store import StoreError, StoreFull
+from ..store import StoreError, StoreFull, StoreUnavailable
 
 logger = logging.getLogger("trialkit.master._app")
 
@@ -37,6 +37,9 @@ def store_failure(exc: StoreError, full_disk: str) -> tuple[int, str]:
     """The HTTP status and the one line a client gets for a store that failed it."""
     if isinstance(exc, StoreFull):
         return DISK_FULL_STATUS, full_disk
+    if isinstance(exc, StoreUnavailable):
+        reason = str(exc).splitlines()[0]
+        return STORE_FAILED_STATUS, f"the master's database is unreachable; try again: {reason}"
     return STORE_FAILED_STATUS, f"the store failed ({exc}); retry, and see the master log"
 
 

@@ -65,6 +65,7 @@ class TrialSupervision:
         with self.states.settling_once():
             for proc in ended:
                 self._on_exit(proc)
+                self.procs.exit_handled(proc)  # not if it failed: the next tick tries again
         return bool(ended)
 
     def _on_exit(self, proc: TrialProcess) -> None:

@@ -33,6 +33,9 @@ class Supervisor:
         self.logs = LogCapture(store)
         self.pools: dict[str, Pool] = {LOCAL_POOL: LocalPool(slots, gpus), **(pools or {})}
         self._procs: dict[int, TrialProcess] = {}
+        #: Runs that ended, until the engine has handled their exit (it may fail to, the store
+        #: being unreachable: then they are handed to it again on the next reap).
+        self._exits: list[TrialProcess] = []
         self._slots: dict[int, tuple[str, list[int]]] = {}
         self._taken: dict[str, set[int]] = {name: set() for name in self.pools}
 
@@ -106,8 +109,8 @@ class Supervisor:
     def reap(self) -> list[TrialProcess]:
         """Tail every run's log; the runs that ended, once their whole log is stored (a long
         log takes a few ticks, a chunk each, so the engine is never held up for long). Their
-        processes are forgotten and their slots freed."""
-        ended = []
+        processes are forgotten and their slots freed; each is returned again by every reap
+        until ``exit_handled``."""
         # One scan of the machine's processes for every run whose supervisor is gone.
         gone = {t for t, p in self._procs.items() if not p.ended and p.pid and not p.alive()}
         scan = PROCESSES.scan() if gone else None
@@ -121,5 +124,9 @@ class Supervisor:
                 del self._procs[trial_id]
                 pool, slots = self._slots.pop(trial_id, (LOCAL_POOL, []))
                 self.release_slots(slots, pool)
-                ended.append(proc)
-        return ended
+                self._exits.append(proc)
+        return list(self._exits)
+
+    def exit_handled(self, proc: TrialProcess) -> None:
+        """The engine recorded the end of ``proc``'s run: it is not returned by reap again."""
+        self._exits.remove(proc)

@@ -2,7 +2,7 @@
 
 from ._charts import TrialPoints
 from ._deletes import ValidationRecord
-from ._errors import StoreFull
+from ._errors import StoreFull, StoreUnavailable
 from ._store import NotFound, Store, StoreError, sqlite_url
 from ._types import (
     TERMINAL_EXPERIMENT_STATES,
@@ -42,6 +42,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreFull",
+    "StoreUnavailable",
     "Trial",
     "TrialState",
     "TrialView",

@@ -16,6 +16,15 @@ class StoreFull(StoreError):
     """A write failed because the disk under the database is full: freeing space fixes it."""
 
 
+class StoreUnavailable(StoreError):
+    """The database server was unreachable (down, restarting, the connection dropped).
+    ``in_doubt``: the operation's commit got no answer, so it may have been stored."""
+
+    def __init__(self, message: str, *, in_doubt: bool = False) -> None:
+        super().__init__(message)
+        self.in_doubt = in_doubt
+
+
 class NotFound(LookupError):
     """No such experiment, trial or checkpoint."""
 
@@ -35,7 +44,7 @@ def is_disk_full(e: BaseException) -> bool:
     return getattr(orig, "sqlstate", None) == _PG_DISK_FULL or "disk is full" in str(orig)
 
 
-def store_error(e: BaseException) -> StoreError:
+def full_or_failed(e: BaseException) -> StoreError:
     """The store's error for a failed database call: ``StoreFull`` when the disk is full."""
     cls = StoreFull if is_disk_full(e) else StoreError
     return cls(f"store error: {driver_reason(e)}")

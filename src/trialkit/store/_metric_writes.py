@@ -18,8 +18,8 @@ from sqlalchemy.orm import Session
 
 from .._json import dumps
 from ._changes import mark_written
-from ._errors import store_error
 from ._models import MetricBatchRow, MetricRow, TrialRow
+from ._retry import repeatable, store_error
 from ._types import TERMINAL_TRIAL_STATES, Delivered, MetricBatch, MetricDelivery, NewMetric
 
 _TERMINAL = frozenset(s.value for s in TERMINAL_TRIAL_STATES)
@@ -231,7 +231,8 @@ class MetricWrites:
     def add_metric_deliveries(self, deliveries: Sequence[MetricDelivery]) -> list[Delivered]:
         """Store many batches in one transaction; what became of each, in order."""
         now = time.time()
-        dbapi_error = self._engine.dialect.loaded_dbapi.Error
+        dbapi = self._engine.dialect.loaded_dbapi
+        committing = False
         try:
             with self._engine.begin() as conn:
                 mark_written(conn)
@@ -239,11 +240,16 @@ class MetricWrites:
                 # this runs for every batch of every trial.
                 cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
                 try:
-                    return self._deliver(cursor, deliveries, now)
+                    outcomes = self._deliver(cursor, deliveries, now)
                 finally:
                     cursor.close()
-        except (SQLAlchemyError, dbapi_error) as e:
-            raise store_error(e) from e
+                committing = True
+            return outcomes
+        except (SQLAlchemyError, dbapi.Error) as e:
+            # A failed commit is in doubt only for reports without a batch key: a batch with
+            # one may be written again, it is stored once.
+            in_doubt = committing and any(d.batch is None for d in deliveries)
+            raise store_error(e, dbapi, in_doubt=in_doubt) from e
 
     def _deliver(
         self, cursor: Any, deliveries: Sequence[MetricDelivery], now: float
@@ -287,6 +293,7 @@ class MetricWrites:
         with self._session() as s:
             return s.get(MetricBatchRow, _key(batch)) is not None
 
+    @repeatable
     def forget_metric_batches(self, trial_id: int, through_run: int) -> int:
         """Delete the batch keys of the trial's runs up to ``through_run`` (they ended, so no
         resend of theirs can come); the number deleted. Their metric rows stay."""

@@ -27,7 +27,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import ORMExecuteState, Session, sessionmaker
 
 from .._json import dumps
 from .._secrets import (
@@ -42,7 +42,7 @@ from . import _convert as convert
 from ._changes import WriteCounter
 from ._charts import ChartQueries
 from ._deletes import DeleteQueries
-from ._errors import NotFound, StoreError, driver_reason, store_error
+from ._errors import NotFound, StoreError, driver_reason
 from ._metric_writes import MetricWrites
 from ._models import (
     CheckpointRow,
@@ -53,6 +53,7 @@ from ._models import (
     TrialRow,
 )
 from ._queries import experiment_trial_ids, latest_and_best, latest_checkpoints, metric_number
+from ._retry import repeatable, retry_public_methods, store_error
 from ._schema import SchemaError
 from ._schema import upgrade as upgrade_schema
 from ._types import (
@@ -133,12 +134,40 @@ def _configure_sqlite(engine: Engine) -> None:
         cur.close()
 
 
+#: ``Session.info`` key: the session flushed or executed a write (its commit decides it).
+_WROTE = "trialkit_wrote"
+
+
+def _note_writes(sessions: sessionmaker[Session]) -> None:
+    """Mark each session that writes, so that a commit without an answer is known to be in
+    doubt only where it was (``_retry``: a read-only one is run again)."""
+
+    def flushed(session: Session, _context: Any) -> None:
+        session.info[_WROTE] = True
+
+    def executed(state: ORMExecuteState) -> None:
+        if not state.is_select:
+            state.session.info[_WROTE] = True
+
+    event.listen(sessions, "after_flush", flushed)
+    event.listen(sessions, "do_orm_execute", executed)
+
+
+def _rollback(session: Session) -> None:
+    """Roll back what failed; on a connection the server dropped there is nothing to undo."""
+    with contextlib.suppress(SQLAlchemyError):
+        session.rollback()
+
+
+@retry_public_methods
 class Store(MetricWrites, DeleteQueries, ChartQueries):
     """Thread-safe access to experiments, trials, metrics, checkpoints and logs.
 
     Checkpoint storage credentials in a config or a checkpoint's storage are stored apart and
     read back as ``trialkit._secrets.MASK``; only ``config_with_secrets`` and
-    ``checkpoint_storage_with_secrets`` give them back, for the master's and the trial's use."""
+    ``checkpoint_storage_with_secrets`` give them back, for the master's and the trial's use.
+
+    Every public method waits out a database server that is down or restarting (``_retry``)."""
 
     def __init__(self, url: str) -> None:
         self.url = _normalize_url(url)
@@ -153,6 +182,8 @@ class Store(MetricWrites, DeleteQueries, ChartQueries):
             raise StoreError(f"cannot open the store at {_shown(url)}: {driver_reason(e)}") from e
         self._sessions = sessionmaker(self._engine, expire_on_commit=False)
         self._writes = WriteCounter(self._engine)
+        _note_writes(self._sessions)
+        self._dbapi = self._engine.dialect.loaded_dbapi
         self._prepare_metric_writes()
 
     @classmethod
@@ -179,14 +210,17 @@ class Store(MetricWrites, DeleteQueries, ChartQueries):
     @contextlib.contextmanager
     def _session(self) -> Iterator[Session]:
         session = self._sessions()
+        committing = False
         try:
             yield session
+            committing = True
             session.commit()
         except SQLAlchemyError as e:
-            session.rollback()
-            raise store_error(e) from e
+            _rollback(session)
+            in_doubt = committing and session.info.get(_WROTE, False)
+            raise store_error(e, self._dbapi, in_doubt=in_doubt) from e
         except BaseException:
-            session.rollback()
+            _rollback(session)
             raise
         finally:
             session.close()
@@ -294,6 +328,7 @@ class Store(MetricWrites, DeleteQueries, ChartQueries):
                 q = q.where(ExperimentRow.state.in_([st.value for st in states]))
             return [convert.experiment(r) for r in s.scalars(q)]
 
+    @repeatable
     def update_experiment(self, experiment_id: int, **fields: Any) -> Experiment:
         if isinstance(fields.get("state"), ExperimentState):
             fields["state"] = fields["state"].value
@@ -362,6 +397,7 @@ class Store(MetricWrites, DeleteQueries, ChartQueries):
             row = s.scalars(q.limit(1)).first()
             return None if row is None else convert.trial(row)
 
+    @repeatable
     def update_trial(self, trial_id: int, **fields: Any) -> Trial:
         if isinstance(fields.get("state"), TrialState):
             fields["state"] = fields["state"].value
@@ -481,6 +517,7 @@ class Store(MetricWrites, DeleteQueries, ChartQueries):
 
     # Checkpoints -------------------------------------------------------------------------------
 
+    @repeatable
     def add_checkpoint(
         self,
         *,
@@ -549,6 +586,7 @@ class Store(MetricWrites, DeleteQueries, ChartQueries):
             row = s.scalars(q).first()
             return convert.checkpoint(row) if row is not None else None
 
+    @repeatable
     def set_checkpoint_state(self, uuid: str, state: str) -> None:
         with self._session() as s:
             s.execute(update(CheckpointRow).where(CheckpointRow.uuid == uuid).values(state=state))
