@@ -10,10 +10,10 @@ No GPU needed. Two parts, each fails with one line per problem:
 2. install (``--install``): a fresh Python 3.12 venv holding only device packages (the subset
    DEVICE_SUBSET below, with whatever they pull in, which must itself be on the device list), the
    wheels installed exactly as scripts/gpu_check.sh does (``pip install --no-index --no-deps
-   --target``), then every carried top-level module imported (deepspeed and keras need torch: keras
-   and deepspeed import torch: they are checked by metadata only), and a real master started,
-   queried and stopped from that target: FastAPI, uvicorn, httptools, websockets, pydantic,
-   SQLAlchemy and alembic all run.
+   --target``), then every carried top-level module imported (deepspeed and keras import torch:
+   they are checked by metadata only), a real master started, queried and stopped from that
+   target (FastAPI, uvicorn, httptools, websockets, pydantic, SQLAlchemy and alembic all run), and
+   scripts/gpu_check.sh run with that 3.12: it installs the wheels itself and collects tests/gpu.
 
 Usage: python scripts/gpu_bundle_check.py [--wheels .whl] [--install] [--python PY3.12]
 """
@@ -46,7 +46,7 @@ NEEDED_ON_DEVICE = ("trialkit", "torch", "torchvision", "lightning", "deepspeed"
 #: without torch (the rest of the device list plays no part in that).
 DEVICE_SUBSET = (
     "numpy", "psutil", "rich", "click", "httpx", "pyyaml", "packaging",
-    "anyio", "h11", "markupsafe", "annotated-doc",
+    "anyio", "h11", "markupsafe", "annotated-doc", "pytest", "pytest-timeout",
 )  # fmt: skip
 
 #: Carried top-level modules that cannot be imported without torch (checked by metadata only;
@@ -145,6 +145,8 @@ def _unmet(
 
 
 def _run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
+    """``cmd``'s output; without PYTHONPATH unless ``env`` is given (the venv sees itself only)."""
+    kw.setdefault("env", {k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     return subprocess.run(cmd, capture_output=True, text=True, **kw)  # type: ignore[call-overload, no-any-return]
 
 
@@ -205,7 +207,8 @@ def install_problems(
             return [f"pip install --target failed: {r.stderr.strip()[-400:]}"]
         modules = [m for m in _top_level_modules(site) if m not in NEEDS_TORCH]
         env = {**os.environ, "PYTHONPATH": str(site)}
-        env.pop("TRIALKIT_CLUSTER_INFO", None)
+        for name in ("TRIALKIT_CLUSTER_INFO", "TRIALKIT_HOME"):
+            env.pop(name, None)
         r = _run([py, "-c", PROBE, *modules], env=env, timeout=240)
         if r.returncode:
             tail = r.stderr.strip().splitlines()[-1:] or r.stdout.strip().splitlines()[-1:]
@@ -213,6 +216,21 @@ def install_problems(
                 f"importing/running from the bundle failed: {tail[0] if tail else r.returncode}"
             ]
         print(r.stdout.strip())
+        return _check_script_problems(py, Path(tmp))
+    return []
+
+
+def _check_script_problems(py: str, tmp: Path) -> list[str]:
+    """scripts/gpu_check.sh as the device runs it, with this venv's 3.12 (no torch: every GPU
+    test skips): it must install the wheels itself, collect tests/gpu and exit 0."""
+    out, site = tmp / "out", tmp / "check-site"
+    env = {**os.environ, "PYTHON": py, "OUT": str(out), "GPU_CHECK_SITE": str(site)}
+    env.pop("PYTHONPATH", None)
+    r = _run(["bash", str(ROOT / "scripts" / "gpu_check.sh")], env=env, timeout=300)
+    summary = (out / "summary.txt").read_text() if (out / "summary.txt").exists() else ""
+    if r.returncode or "installed into" not in summary or not (out / "junit.xml").exists():
+        return [f"scripts/gpu_check.sh failed (rc {r.returncode}): {(r.stdout + r.stderr)[-600:]}"]
+    print("gpu_check.sh on 3.12 without torch:", summary.splitlines()[3:4])
     return []
 
 
