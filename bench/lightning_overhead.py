@@ -11,7 +11,8 @@ ratio of the two Lightning contenders' ratios, with a 95 % bootstrap interval (r
 blocks of 25 batches). Each round runs every contender in a fresh process, in an order that
 reverses every other round. Timing is printed, not asserted.
 
-Usage: ``python bench/lightning_overhead.py [--rounds 6] [--batches 400]`` (about 3 minutes).
+Usage: ``python bench/lightning_overhead.py [--rounds 6] [--batches 400] [--device cuda]`` (about
+3 minutes).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def run_lightning_trialkit(
         callback = TrialkitCallback(core_context)  # reports every 100 batches
         trainer = L.Trainer(
             max_steps=steps,
-            accelerator="cpu",
+            accelerator="gpu" if po.DEVICE == "cuda" else "cpu",
             devices=1,
             logger=False,
             enable_checkpointing=False,
@@ -92,7 +93,9 @@ def main() -> None:
     parser.add_argument("--target-ms", type=float, default=5.0)
     parser.add_argument("--width", type=int, default=0, help="skip calibration; use this MLP width")
     parser.add_argument("--child", choices=po.CONTENDERS, help=argparse.SUPPRESS)
+    po.add_device_option(parser)
     args = parser.parse_args()
+    po.use_device(args.device)
     if args.child:
         po.run_child(args.child, args.width, args.batches)
         return
@@ -106,7 +109,8 @@ def main() -> None:
     if not all(results.values()):
         raise SystemExit("lightning is not installed: pip install 'trialkit[lightning]'")
     print(
-        f"MLP {po.IN}-{width}-{width}-{po.OUT}, batch {po.BATCH}, 1 torch thread; {args.rounds} "
+        f"MLP {po.IN}-{width}-{width}-{po.OUT}, batch {po.BATCH}, {po.device_words()}, 1 torch "
+        f"thread; {args.rounds} "
         f"rounds x {args.batches} timed batches, in lockstep with a hand-written step"
     )
     figures = print_ratio_table(results, "batch", partner_column=None)
