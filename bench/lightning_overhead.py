@@ -22,7 +22,6 @@ import logging
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import nn
@@ -36,44 +35,15 @@ from _common import lockstep_rounds, print_ratio_table  # noqa: E402
 def run_lightning_trialkit(
     width: int, data: TensorDataset, steps: int, tick: po.Lockstep
 ) -> nn.Module:
-    import lightning as L
     from trialkit import core
     from trialkit.lightning import TrialkitCallback
 
-    class Module(L.LightningModule):
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = po.make_model(width)
-
-        def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
-            x, y = batch
-            loss = nn.functional.cross_entropy(self.model(x), y)
-            self.log("loss", loss)
-            return loss
-
-        def configure_optimizers(self) -> torch.optim.Optimizer:
-            return torch.optim.SGD(self.parameters(), lr=0.01)
-
-        def train_dataloader(self) -> Any:
-            return po.torch_loader(data, tick)
-
-    module = Module()
+    module = po.lightning_module(lambda: po.make_model(width), lambda: po.torch_loader(data, tick))
     with core.init() as core_context:
         callback = TrialkitCallback(core_context)  # reports every 100 batches
-        trainer = L.Trainer(
-            max_steps=steps,
-            accelerator="gpu" if po.DEVICE == "cuda" else "cpu",
-            devices=1,
-            logger=False,
-            enable_checkpointing=False,
-            enable_progress_bar=False,
-            enable_model_summary=False,
-            num_sanity_val_steps=0,
-            limit_val_batches=0,
-            callbacks=[callback],
-        )
+        trainer = po.bare_trainer(steps, po.DEVICE, callbacks=[callback])
         trainer.fit(module, ckpt_path=callback.ckpt_path)
-    return module.model
+    return module.model  # type: ignore[no-any-return]
 
 
 po.CONTENDERS.clear()

@@ -211,16 +211,16 @@ def run_trialkit(width: int, data: TensorDataset, steps: int, tick: Lockstep) ->
     return trial.model
 
 
-def run_lightning(width: int, data: TensorDataset, steps: int, tick: Lockstep) -> nn.Module | None:
-    try:
-        import lightning as L
-    except ImportError:
-        return None
+def lightning_module(
+    make: Callable[[], nn.Module], loader: Callable[[], Any], momentum: float = 0.0
+) -> Any:
+    """A LightningModule training ``make()``'s model with cross-entropy and SGD on ``loader()``."""
+    import lightning as L
 
     class Module(L.LightningModule):
         def __init__(self) -> None:
             super().__init__()
-            self.model = make_model(width)
+            self.model = make()
 
         def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
             x, y = batch
@@ -229,15 +229,22 @@ def run_lightning(width: int, data: TensorDataset, steps: int, tick: Lockstep) -
             return loss
 
         def configure_optimizers(self) -> torch.optim.Optimizer:
-            return torch.optim.SGD(self.parameters(), lr=0.01)
+            return torch.optim.SGD(self.parameters(), lr=0.01, momentum=momentum)
 
-        def train_dataloader(self) -> DataLoader[Any]:
-            return torch_loader(data, tick)
+        def train_dataloader(self) -> Any:
+            return loader()
 
-    module = Module()
-    trainer = L.Trainer(
+    return Module()
+
+
+def bare_trainer(steps: int, device: str, **extra: Any) -> Any:
+    """Lightning's Trainer for ``steps`` training steps and nothing else (no logger, checkpoints,
+    progress bar, summary or validation)."""
+    import lightning as L
+
+    return L.Trainer(
         max_steps=steps,
-        accelerator="gpu" if DEVICE == "cuda" else "cpu",
+        accelerator="gpu" if device == "cuda" else "cpu",
         devices=1,
         logger=False,
         enable_checkpointing=False,
@@ -245,9 +252,18 @@ def run_lightning(width: int, data: TensorDataset, steps: int, tick: Lockstep) -
         enable_model_summary=False,
         num_sanity_val_steps=0,
         limit_val_batches=0,
+        **extra,
     )
-    trainer.fit(module)
-    return module.model
+
+
+def run_lightning(width: int, data: TensorDataset, steps: int, tick: Lockstep) -> nn.Module | None:
+    try:
+        import lightning  # noqa: F401
+    except ImportError:
+        return None
+    module = lightning_module(lambda: make_model(width), lambda: torch_loader(data, tick))
+    bare_trainer(steps, DEVICE).fit(module)
+    return module.model  # type: ignore[no-any-return]
 
 
 def same_weights(a: nn.Module, b: nn.Module) -> tuple[bool, bool]:

@@ -27,14 +27,19 @@ import argparse
 import logging
 import os
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 from torch.utils.data import DataLoader
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import pytorch_overhead as po  # noqa: E402
 
 RESNET_GOAL = 1.01
 TINY_GOAL_US = 10.0
@@ -143,36 +148,12 @@ def trialkit_trial(s: Setup, steps: int) -> None:
 
 
 def lightning_trainer(s: Setup, steps: int) -> None:
-    import lightning as L
-
-    class Module(L.LightningModule):
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = s.model()
-
-        def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
-            x, y = batch
-            loss = nn.functional.cross_entropy(self.model(x), y)
-            self.log("loss", loss)
-            return loss
-
-        def configure_optimizers(self) -> torch.optim.Optimizer:
-            return torch.optim.SGD(self.parameters(), lr=0.01, momentum=0.9)
-
-        def train_dataloader(self) -> Any:
-            return DataLoader(s.indices(steps), batch_size=s.batch, collate_fn=s.collate)
-
-    L.Trainer(
-        max_steps=steps,
-        accelerator="gpu" if s.device == "cuda" else "cpu",
-        devices=1,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        num_sanity_val_steps=0,
-        limit_val_batches=0,
-    ).fit(Module())
+    module = po.lightning_module(
+        s.model,
+        lambda: DataLoader(s.indices(steps), batch_size=s.batch, collate_fn=s.collate),
+        momentum=0.9,
+    )
+    po.bare_trainer(steps, s.device).fit(module)
 
 
 Contender = Callable[[Setup, int], None]
