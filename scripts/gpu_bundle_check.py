@@ -205,6 +205,10 @@ def install_problems(
                   "--target", str(site), *map(str, sorted(wheels_dir.glob("*.whl")))])  # fmt: skip
         if r.returncode:
             return [f"pip install --target failed: {r.stderr.strip()[-400:]}"]
+        # trialkit.launch.deepspeed runs the `deepspeed` command: gpu_check.sh puts site/bin on PATH.
+        missing_bin = [c for c in ("deepspeed", "trialkit") if not (site / "bin" / c).exists()]
+        if missing_bin:
+            return [f"pip install --target made no {missing_bin} in {site}/bin"]
         modules = [m for m in _top_level_modules(site) if m not in NEEDS_TORCH]
         env = {**os.environ, "PYTHONPATH": str(site)}
         for name in ("TRIALKIT_CLUSTER_INFO", "TRIALKIT_HOME"):

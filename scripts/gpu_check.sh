@@ -34,6 +34,7 @@ if [ "$py_minor" = "3.12" ] && compgen -G ".whl/*.whl" >/dev/null; then
   if timeout "$(step_timeout 90)" "$PYTHON" -m pip install -q --no-index --no-deps --no-compile \
       --no-cache-dir --upgrade --target "$SITE" .whl/*.whl; then
     export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+    export PATH="$SITE/bin:$PATH"  # the wheels' commands: trialkit, deepspeed (its launcher runs it)
     say "wheels: $(ls .whl/*.whl | wc -l) from .whl installed into $SITE"
   else
     say "wheels: FAILED to install .whl into $SITE"; exit 2
