@@ -33,7 +33,9 @@ py_minor=$("$PYTHON" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_
 if [ "$py_minor" = "3.12" ] && compgen -G ".whl/*.whl" >/dev/null; then
   if timeout "$(step_timeout 90)" "$PYTHON" -m pip install -q --no-index --no-deps --no-compile \
       --no-cache-dir --upgrade --target "$SITE" .whl/*.whl; then
-    export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+    # src/ first: the tree's trialkit is what runs even when .whl was built from an older tree
+    # (its wheel brings the dependencies and the console scripts).
+    export PYTHONPATH="$PWD/src:$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}"
     export PATH="$SITE/bin:$PATH"  # the wheels' commands: trialkit, deepspeed (its launcher runs it)
     say "wheels: $(ls .whl/*.whl | wc -l) from .whl installed into $SITE"
   else
