@@ -10,7 +10,11 @@ model and optimizer, trial state). The baseline writes ``{"model": ..., "optimiz
 torch.save into a fresh directory on the same disk, then torch.load + load_state_dict. Rounds
 alternate; the page cache is not dropped (same for both). Printed: median seconds and the ratio.
 
-Usage: ``python bench/checkpoint_save_load.py [--mb 500] [--rounds 3]``.
+``--device cuda`` keeps the model (and so the optimizer's state) on the GPU, as a GPU trial's is:
+both sides then copy it to the host to save and back to the GPU to load, and time up to
+``torch.cuda.synchronize()``.
+
+Usage: ``python bench/checkpoint_save_load.py [--mb 500] [--rounds 3] [--device cuda]``.
 """
 
 from __future__ import annotations
@@ -37,6 +41,11 @@ def make_model(mb: int) -> nn.Module:
     return nn.Sequential(*[nn.Linear(WIDTH, WIDTH, bias=False) for _ in range(layers)])
 
 
+def _sync() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
 def plain(model: nn.Module, opt: torch.optim.Optimizer, root: Path) -> tuple[float, float]:
     d = Path(tempfile.mkdtemp(dir=root))
     t0 = time.perf_counter()
@@ -45,6 +54,7 @@ def plain(model: nn.Module, opt: torch.optim.Optimizer, root: Path) -> tuple[flo
     state = torch.load(d / "ckpt.pth", map_location="cpu", weights_only=False)
     model.load_state_dict(state["model"])
     opt.load_state_dict(state["optimizer"])
+    _sync()
     t2 = time.perf_counter()
     shutil.rmtree(d)
     return t1 - t0, t2 - t1
@@ -54,7 +64,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--mb", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     args = parser.parse_args()
+    if args.device == "cpu":
+        os.environ["CUDA_VISIBLE_DEVICES"] = (
+            ""  # before CUDA starts: the harness takes a GPU it sees
+        )
+    elif not torch.cuda.is_available():
+        raise SystemExit("--device cuda: torch sees no CUDA device here")
     logging.disable(logging.WARNING)
     root = Path(tempfile.mkdtemp(prefix="trialkit-ckpt-bench-"))
     os.environ["TRIALKIT_HOME"] = str(root / "home")
@@ -97,6 +114,9 @@ def main() -> None:
     with pytorch.init() as ctx:
         trial = Big(ctx)
         size = sum(p.numel() * p.element_size() for p in trial.model.parameters()) / 2**20
+        device = next(trial.model.parameters()).device
+        assert device.type == args.device, device
+        where = torch.cuda.get_device_name(device) if device.type == "cuda" else "the CPU"
         never = pytorch.Batch(10**9)
         settings = LoopSettings(
             validation_period=never, checkpoint_period=never, reporting_period=never
@@ -110,10 +130,14 @@ def main() -> None:
             t1 = time.perf_counter()
             assert loop.last_checkpoint is not None
             loop._restore(loop.last_checkpoint)
+            _sync()
             t2 = time.perf_counter()
             results["PyTorchTrial"].append((t1 - t0, t2 - t1))
             ctx._core.checkpoint.delete(loop.last_checkpoint)
-    print(f"model: {size:.0f} MB of float32 weights, SGD optimizer; {args.rounds} rounds, medians")
+    print(
+        f"model: {size:.0f} MB of float32 weights on {where}, SGD optimizer; {args.rounds} rounds, "
+        "medians"
+    )
     print(f"{'':18} {'save s':>8} {'load s':>8} {'total s':>8} {'ratio':>7}")
     base = statistics.median(s + load for s, load in results["torch.save/load"])
     for name, rows in results.items():

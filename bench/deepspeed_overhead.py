@@ -17,7 +17,7 @@ round, order reversed every other round), then blocks of 25 steps within them. F
 are compared with the partner's. Timing is printed, not asserted.
 
 Usage: ``DS_ACCELERATOR=cpu python bench/deepspeed_overhead.py [--rounds 6] [--batches 400]``
-(needs deepspeed; about 3 minutes).
+(needs deepspeed; about 3 minutes); ``--device cuda`` runs it on the GPU (NCCL, the engine there).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytorch_overhead as po
 import torch
 from _common import BenchmarkBroken, clean_env, lockstep_rounds, print_ratio_table
 from pytorch_overhead import (
@@ -47,6 +48,7 @@ from pytorch_overhead import (
     make_data,
     make_model,
     same_weights,
+    to_device,
     torch_loader,
 )
 from torch import nn
@@ -63,7 +65,7 @@ DS_CONFIG: dict[str, Any] = {
 
 
 def init_one_rank() -> None:
-    """A one-rank gloo process group, as the hand-written loop would set one up."""
+    """A one-rank process group (gloo; nccl on the GPU), as the hand-written loop would set up."""
     import deepspeed
     from trialkit.rendezvous import free_port
 
@@ -72,7 +74,8 @@ def init_one_rank() -> None:
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", str(free_port()))
     if not torch.distributed.is_initialized():
-        deepspeed.init_distributed(dist_backend="gloo", auto_mpi_discovery=False)
+        backend = "nccl" if po.DEVICE == "cuda" else "gloo"
+        deepspeed.init_distributed(dist_backend=backend, auto_mpi_discovery=False)
 
 
 def engine(width: int) -> Any:
@@ -106,6 +109,7 @@ class HandWrittenEngine:
         except StopIteration:
             self.it = iter(self.loader)
             x, y = next(self.it)
+        x, y = to_device(x, y)
         loss = nn.functional.cross_entropy(self.engine(x), y)
         self.engine.backward(loss)
         self.engine.step()
@@ -148,14 +152,14 @@ def run_trialkit(width: int, data: TensorDataset, steps: int, tick: Lockstep) ->
             )
 
         def train_batch(self, dataloader_iter: Any, epoch_idx: int, batch_idx: int) -> Any:
-            x, y = next(dataloader_iter)
+            x, y = to_device(*next(dataloader_iter))
             loss = nn.functional.cross_entropy(self.engine(x), y)
             self.engine.backward(loss)
             self.engine.step()
             return {"loss": loss}
 
         def evaluate_batch(self, dataloader_iter: Any, batch_idx: int) -> dict[str, Any]:
-            x, y = next(dataloader_iter)
+            x, y = to_device(*next(dataloader_iter))
             return {"val_loss": nn.functional.cross_entropy(self.engine(x), y)}
 
     with tkds.init() as ctx:
@@ -185,8 +189,8 @@ def run_child(name: str, width: int, batches: int) -> None:
 
 def run_round(name: str, width: int, batches: int, home: str) -> dict[str, Any]:
     env = clean_env(Path(home))
-    env.setdefault("DS_ACCELERATOR", "cpu")
-    cmd = [sys.executable, __file__, "--child", name, "--width", str(width)]
+    env.setdefault("DS_ACCELERATOR", po.DEVICE)
+    cmd = [sys.executable, __file__, "--child", name, "--width", str(width), "--device", po.DEVICE]
     proc = subprocess.run(
         [*cmd, "--batches", str(batches)], env=env, capture_output=True, text=True, check=False
     )
@@ -202,7 +206,9 @@ def main() -> None:
     parser.add_argument("--target-ms", type=float, default=5.0)
     parser.add_argument("--width", type=int, default=0, help="skip calibration; use this MLP width")
     parser.add_argument("--child", choices=CONTENDERS, help=argparse.SUPPRESS)
+    po.add_device_option(parser)
     args = parser.parse_args()
+    po.use_device(args.device)
     if args.child:
         run_child(args.child, args.width, args.batches)
         return
@@ -215,7 +221,7 @@ def main() -> None:
     )
     print(
         f"MLP {IN}-{width}-{width}-{OUT} under deepspeed.initialize (torch Adam, ZeRO-0), "
-        f"micro batch {BATCH}, 1 rank on the CPU, 1 torch thread; {args.rounds} rounds x "
+        f"micro batch {BATCH}, 1 rank on {po.device_words()}, 1 torch thread; {args.rounds} rounds x "
         f"{args.batches} timed steps (after {WARMUP} warm-up), each contender in its own "
         f"process, in lockstep with a hand-written engine step ({time.monotonic() - started:.0f} s)"
     )

@@ -11,7 +11,8 @@ ratio of the two Lightning contenders' ratios, with a 95 % bootstrap interval (r
 blocks of 25 batches). Each round runs every contender in a fresh process, in an order that
 reverses every other round. Timing is printed, not asserted.
 
-Usage: ``python bench/lightning_overhead.py [--rounds 6] [--batches 400]`` (about 3 minutes).
+Usage: ``python bench/lightning_overhead.py [--rounds 6] [--batches 400] [--device cuda]`` (about
+3 minutes).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import logging
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import nn
@@ -35,44 +35,15 @@ from _common import lockstep_rounds, print_ratio_table  # noqa: E402
 def run_lightning_trialkit(
     width: int, data: TensorDataset, steps: int, tick: po.Lockstep
 ) -> nn.Module:
-    import lightning as L
     from trialkit import core
     from trialkit.lightning import TrialkitCallback
 
-    class Module(L.LightningModule):
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = po.make_model(width)
-
-        def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
-            x, y = batch
-            loss = nn.functional.cross_entropy(self.model(x), y)
-            self.log("loss", loss)
-            return loss
-
-        def configure_optimizers(self) -> torch.optim.Optimizer:
-            return torch.optim.SGD(self.parameters(), lr=0.01)
-
-        def train_dataloader(self) -> Any:
-            return po.torch_loader(data, tick)
-
-    module = Module()
+    module = po.lightning_module(lambda: po.make_model(width), lambda: po.torch_loader(data, tick))
     with core.init() as core_context:
         callback = TrialkitCallback(core_context)  # reports every 100 batches
-        trainer = L.Trainer(
-            max_steps=steps,
-            accelerator="cpu",
-            devices=1,
-            logger=False,
-            enable_checkpointing=False,
-            enable_progress_bar=False,
-            enable_model_summary=False,
-            num_sanity_val_steps=0,
-            limit_val_batches=0,
-            callbacks=[callback],
-        )
+        trainer = po.bare_trainer(steps, po.DEVICE, callbacks=[callback])
         trainer.fit(module, ckpt_path=callback.ckpt_path)
-    return module.model
+    return module.model  # type: ignore[no-any-return]
 
 
 po.CONTENDERS.clear()
@@ -92,7 +63,9 @@ def main() -> None:
     parser.add_argument("--target-ms", type=float, default=5.0)
     parser.add_argument("--width", type=int, default=0, help="skip calibration; use this MLP width")
     parser.add_argument("--child", choices=po.CONTENDERS, help=argparse.SUPPRESS)
+    po.add_device_option(parser)
     args = parser.parse_args()
+    po.use_device(args.device)
     if args.child:
         po.run_child(args.child, args.width, args.batches)
         return
@@ -106,7 +79,8 @@ def main() -> None:
     if not all(results.values()):
         raise SystemExit("lightning is not installed: pip install 'trialkit[lightning]'")
     print(
-        f"MLP {po.IN}-{width}-{width}-{po.OUT}, batch {po.BATCH}, 1 torch thread; {args.rounds} "
+        f"MLP {po.IN}-{width}-{width}-{po.OUT}, batch {po.BATCH}, {po.device_words()}, 1 torch "
+        f"thread; {args.rounds} "
         f"rounds x {args.batches} timed batches, in lockstep with a hand-written step"
     )
     figures = print_ratio_table(results, "batch", partner_column=None)

@@ -28,7 +28,11 @@ a fresh process (so no framework's imports or leftovers weigh on another), in an
 reverses every other round. Final weights are compared with the hand-written partner's.
 Timing is printed, not asserted.
 
-Usage: ``python bench/pytorch_overhead.py [--rounds 6] [--batches 400]`` (about 2.5 minutes).
+On a GPU (``--device cuda``) models and batches live on the GPU and every timestamp is taken
+after ``torch.cuda.synchronize()``, so each side's time counts its kernels, not only their launch.
+
+Usage: ``python bench/pytorch_overhead.py [--rounds 6] [--batches 400] [--device cuda]`` (about
+2.5 minutes).
 """
 
 from __future__ import annotations
@@ -57,6 +61,21 @@ BATCH = 64
 IN, OUT = 256, 10
 WARMUP = 20
 GOAL_RATIO = 1.02
+#: Where models and batches live, "cpu" or "cuda" (--device; the children get it too).
+DEVICE = "cpu"
+
+
+def sync() -> None:
+    """Wait for the GPU's queued work, so a timestamp counts it (nothing to wait for on CPU)."""
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def to_device(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A batch moved where the model is (as the harness does), untouched on the CPU."""
+    if DEVICE == "cpu":
+        return x, y
+    return x.to(DEVICE, non_blocking=True), y.to(DEVICE, non_blocking=True)
 
 
 def make_data(n_batches: int) -> TensorDataset:
@@ -69,7 +88,7 @@ def make_model(width: int) -> nn.Module:
     torch.manual_seed(0)
     return nn.Sequential(
         nn.Linear(IN, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, OUT)
-    )
+    ).to(DEVICE)
 
 
 class TickingBatchSampler(Sampler[list[int]]):
@@ -112,6 +131,7 @@ class HandWritten:
         except StopIteration:
             self.it = iter(self.loader)
             x, y = next(self.it)
+        x, y = to_device(x, y)
         loss = nn.functional.cross_entropy(self.model(x), y)
         self.opt.zero_grad()
         loss.backward()
@@ -128,8 +148,10 @@ class Lockstep:
         self.partner_s: list[float] = []
 
     def __call__(self) -> None:
+        sync()  # the contender's queued kernels count on its side
         t0 = time.perf_counter()
         self.partner.step()
+        sync()
         self.stamps.append(t0)
         self.partner_s.append(time.perf_counter() - t0)
 
@@ -189,16 +211,16 @@ def run_trialkit(width: int, data: TensorDataset, steps: int, tick: Lockstep) ->
     return trial.model
 
 
-def run_lightning(width: int, data: TensorDataset, steps: int, tick: Lockstep) -> nn.Module | None:
-    try:
-        import lightning as L
-    except ImportError:
-        return None
+def lightning_module(
+    make: Callable[[], nn.Module], loader: Callable[[], Any], momentum: float = 0.0
+) -> Any:
+    """A LightningModule training ``make()``'s model with cross-entropy and SGD on ``loader()``."""
+    import lightning as L
 
     class Module(L.LightningModule):
         def __init__(self) -> None:
             super().__init__()
-            self.model = make_model(width)
+            self.model = make()
 
         def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
             x, y = batch
@@ -207,15 +229,22 @@ def run_lightning(width: int, data: TensorDataset, steps: int, tick: Lockstep) -
             return loss
 
         def configure_optimizers(self) -> torch.optim.Optimizer:
-            return torch.optim.SGD(self.parameters(), lr=0.01)
+            return torch.optim.SGD(self.parameters(), lr=0.01, momentum=momentum)
 
-        def train_dataloader(self) -> DataLoader[Any]:
-            return torch_loader(data, tick)
+        def train_dataloader(self) -> Any:
+            return loader()
 
-    module = Module()
-    trainer = L.Trainer(
+    return Module()
+
+
+def bare_trainer(steps: int, device: str, **extra: Any) -> Any:
+    """Lightning's Trainer for ``steps`` training steps and nothing else (no logger, checkpoints,
+    progress bar, summary or validation)."""
+    import lightning as L
+
+    return L.Trainer(
         max_steps=steps,
-        accelerator="cpu",
+        accelerator="gpu" if device == "cuda" else "cpu",
         devices=1,
         logger=False,
         enable_checkpointing=False,
@@ -223,9 +252,18 @@ def run_lightning(width: int, data: TensorDataset, steps: int, tick: Lockstep) -
         enable_model_summary=False,
         num_sanity_val_steps=0,
         limit_val_batches=0,
+        **extra,
     )
-    trainer.fit(module)
-    return module.model
+
+
+def run_lightning(width: int, data: TensorDataset, steps: int, tick: Lockstep) -> nn.Module | None:
+    try:
+        import lightning  # noqa: F401
+    except ImportError:
+        return None
+    module = lightning_module(lambda: make_model(width), lambda: torch_loader(data, tick))
+    bare_trainer(steps, DEVICE).fit(module)
+    return module.model  # type: ignore[no-any-return]
 
 
 def same_weights(a: nn.Module, b: nn.Module) -> tuple[bool, bool]:
@@ -246,6 +284,7 @@ def calibrate(target_ms: float) -> int:
         for _ in range(3 * 60):
             t0 = time.perf_counter()
             loop.step()
+            sync()
             times.append(time.perf_counter() - t0)
         ms = min(statistics.median(times[i : i + 60]) for i in (0, 60, 120)) * 1000
         if abs(ms - target_ms) / target_ms < 0.05:
@@ -276,16 +315,43 @@ def run_child(name: str, width: int, batches: int) -> None:
     print(json.dumps({"pairs": tick.pairs(batches), "bitwise": bitwise, "close": close}))
 
 
-def run_round(name: str, width: int, batches: int, home: str) -> dict[str, Any]:
+def child_env(home: str) -> dict[str, str]:
+    """A child's environment: no trial context; no GPU at all for a CPU run (the harness would
+    take one it sees, the hand-written loop not)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DET_", "TRIALKIT_"))}
     env["TRIALKIT_HOME"] = home
-    cmd = [sys.executable, __file__, "--child", name, "--width", str(width)]
+    if DEVICE == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    return env
+
+
+def run_round(name: str, width: int, batches: int, home: str) -> dict[str, Any]:
+    env = child_env(home)
+    cmd = [sys.executable, __file__, "--child", name, "--width", str(width), "--device", DEVICE]
     proc = subprocess.run(
         [*cmd, "--batches", str(batches)], env=env, capture_output=True, text=True, check=False
     )
     if proc.returncode != 0:
         raise SystemExit(f"benchmark broken: {name} exited {proc.returncode}:\n{proc.stderr}")
     return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def add_device_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--device", choices=("cpu", "cuda"), default="cpu", help="where models and batches live"
+    )
+
+
+def use_device(name: str) -> None:
+    """Set DEVICE (this module's and so every importer's), refusing cuda without a GPU."""
+    global DEVICE
+    if name == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: torch sees no CUDA device here")
+    DEVICE = name
+
+
+def device_words() -> str:
+    return torch.cuda.get_device_name(0) if DEVICE == "cuda" else "CPU"
 
 
 def main() -> None:
@@ -295,7 +361,9 @@ def main() -> None:
     parser.add_argument("--target-ms", type=float, default=5.0)
     parser.add_argument("--width", type=int, default=0, help="skip calibration; use this MLP width")
     parser.add_argument("--child", choices=CONTENDERS, help=argparse.SUPPRESS)
+    add_device_option(parser)
     args = parser.parse_args()
+    use_device(args.device)
     if args.child:
         run_child(args.child, args.width, args.batches)
         return
@@ -306,7 +374,8 @@ def main() -> None:
         CONTENDERS, args.rounds, lambda name: run_round(name, width, args.batches, home)
     )
     print(
-        f"MLP {IN}-{width}-{width}-{OUT}, batch {BATCH}, 1 torch thread; {args.rounds} rounds x "
+        f"MLP {IN}-{width}-{width}-{OUT}, batch {BATCH}, {device_words()}, 1 torch thread; "
+        f"{args.rounds} rounds x "
         f"{args.batches} timed batches (after {WARMUP} warm-up), each contender in its own process, "
         "in lockstep with a hand-written step"
     )

@@ -30,9 +30,11 @@ class Trial(RegressionTrial):
 HPARAMS = {"global_batch_size": 16, "dropout": 0.0}
 
 
-def fit(ctx: pytorch.PyTorchTrialContext) -> tuple[Trial, pytorch.Trainer]:
+def fit(
+    ctx: pytorch.PyTorchTrialContext, trial_cls: type[Trial] = Trial
+) -> tuple[Trial, pytorch.Trainer]:
     """The run both sides of the comparison make: 6 batches, validate every 3, report every 2."""
-    trial = Trial(ctx)
+    trial = trial_cls(ctx)
     trainer = pytorch.Trainer(trial, ctx)
     trainer.fit(
         max_length=pytorch.Batch(6),

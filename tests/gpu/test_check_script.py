@@ -1,0 +1,42 @@
+"""scripts/gpu_check.sh's CPU path, as CI runs it: without CUDA every GPU test is skipped with its
+reason, the benchmarks are skipped saying why, the JUnit XML and summary land in a temp dir
+(OUT unset), and it exits 0."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO, cuda_count
+
+
+@pytest.mark.skipif(cuda_count() > 0, reason="this machine has CUDA: the script runs for real")
+def test_without_cuda_it_skips_everything_saying_why_and_exits_0() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("OUT", "PYTHONPATH")}
+    env["PYTHON"] = sys.executable
+    p = subprocess.run(
+        ["bash", str(REPO / "scripts" / "gpu_check.sh")],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stdout + p.stderr
+    out = Path(p.stdout.strip().splitlines()[-1].rsplit("files in ", 1)[1])
+    try:
+        summary = (out / "summary.txt").read_text()
+        assert "no CUDA" in summary and "benchmarks skipped: no CUDA" in summary
+        suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
+        assert suite is not None
+        tests, skipped = int(suite.get("tests", 0)), int(suite.get("skipped", 0))
+        assert tests > 0 and skipped == tests, (tests, skipped)
+        assert int(suite.get("failures", 0)) == int(suite.get("errors", 0)) == 0
+        # Every skip is listed with its reason.
+        reasons = [line for line in summary.splitlines() if line.startswith("  SKIPPED ")]
+        assert reasons and all(": " in r.split("tests/gpu/", 1)[1] for r in reasons), reasons
+        assert (out / "pytest.log").exists() and "done in" in summary
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
