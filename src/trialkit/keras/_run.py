@@ -17,6 +17,7 @@ from ..harness import (
     TrainUnit,
     searcher_targets,
 )
+from ._callbacks import set_tensorboard_dir
 from ._context import TFKerasTrialContext
 from ._distributed import check_workers, multi_worker_strategy, scope
 from ._keras import is_keras2, keras_module
@@ -51,6 +52,7 @@ def run_under_master(trial_class: type[TFKerasTrial], info: Any) -> None:
     seed_all(info.trial.trial_seed)
     searcher = cfg.searcher
     with core.init() as core_context:
+        set_tensorboard_dir(core_context.train.get_tensorboard_path())
         context = TFKerasTrialContext(
             core_context,
             hparams=hparams,
@@ -78,5 +80,6 @@ def run_under_master(trial_class: type[TFKerasTrial], info: Any) -> None:
         )
         loop = TrainLoop(core_context, strategy, settings)
         strategy.hooks.batches_trained = lambda: loop.progress.batches_trained
+        strategy.hooks.scheduling_unit = max(int(cfg.scheduling_unit), 1)
         targets = searcher_targets(core_context, searcher, gbs, lambda: loop.epoch_len)
         loop.run(targets, info.latest_checkpoint)
