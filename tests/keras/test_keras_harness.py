@@ -248,3 +248,39 @@ def test_a_keras_trial_without_wrap_model_fails_with_one_line(
     # The contract error is one line, not a traceback.
     assert "error: Bad.build_model() did not call context.wrap_model(model)" in logs, logs
     assert "Traceback" not in logs, logs
+
+
+def test_a_determined_trial_in_tf1_graph_mode_is_refused_with_one_line(
+    master: Master, tmp_path: Path
+) -> None:
+    """Determined 0.37 ran TFKerasTrial under ``tf.compat.v1.disable_v2_behavior()``; trialkit
+    trains eagerly and says so in one line instead of failing inside ``train_on_batch``."""
+    d = tmp_path / "graph"
+    d.mkdir()
+    (d / "model_def.py").write_text(
+        "import tensorflow as tf\n"
+        "from determined import keras\n"
+        "tf.compat.v1.disable_v2_behavior()\n"
+        "class GraphTrial(keras.TFKerasTrial):\n"
+        "    def build_model(self):\n"
+        "        m = self.context.wrap_model(tf.keras.Sequential(\n"
+        "            [tf.keras.layers.Dense(1, input_shape=(2,))]))\n"
+        "        m.compile(optimizer='sgd', loss='mse')\n"
+        "        return m\n"
+        "    def build_training_data_loader(self):\n"
+        "        import numpy as np\n"
+        "        return np.zeros((8, 2), 'float32'), np.zeros((8, 1), 'float32')\n"
+        "    build_validation_data_loader = build_training_data_loader\n"
+    )
+    cfg = {
+        "name": "graph",
+        "entrypoint": "model_def:GraphTrial",
+        "hyperparameters": {"global_batch_size": 4},
+        "searcher": {"name": "single", "metric": "val_loss", "max_length": {"batches": 2}},
+        "max_restarts": 0,
+    }
+    desc = _run(master, cfg, d, timeout=120)
+    assert desc["experiment"]["state"] == "ERROR"
+    logs = master.cli("trial", "logs", str(desc["trials"][0]["id"])).stdout
+    assert "error: GraphTrial: TensorFlow 1 graph mode" in logs, logs
+    assert "Traceback" not in logs, logs
