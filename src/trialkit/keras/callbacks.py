@@ -52,62 +52,47 @@ class Callback(_keras.callbacks.Callback):  # type: ignore[misc,name-defined]
         """Take back what ``get_state`` returned, when training resumes from a checkpoint."""
 
 
-def _saved(cb: Any, names: tuple[str, ...]) -> dict[str, Any]:
-    return {n: getattr(cb, n) for n in names if hasattr(cb, n)}
+class _ValidationDriven(Callback):
+    """A Keras epoch-end callback run after each validation instead (``on_test_end``, with the
+    ``val_`` metrics), whose ``_STATE`` attributes are saved and restored."""
 
-
-def _restore(cb: Any, state: Any, names: tuple[str, ...]) -> None:
-    for name in names:
-        if isinstance(state, dict) and name in state:
-            setattr(cb, name, state[name])
-
-
-class EarlyStopping(_keras.callbacks.EarlyStopping, Callback):  # type: ignore[misc,name-defined]
-    """Keras's EarlyStopping, checked after every validation (``min_validation_period``) and
-    resumable: its patience counter, best value and best weights survive a pause."""
-
-    _STATE = ("wait", "stopped_epoch", "best", "best_weights", "best_epoch", "test_end_count")
+    _KERAS: Any
+    _STATE: tuple[str, ...]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        _keras.callbacks.EarlyStopping.__init__(self, *args, **kwargs)
+        self._KERAS.__init__(self, *args, **kwargs)  # no super(): a diamond with Keras's class
         self.test_end_count = 0
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         pass  # epochs carry no validation metrics in the harness: validations drive it
 
     def on_test_end(self, logs: dict[str, Any] | None = None) -> None:
-        _keras.callbacks.EarlyStopping.on_epoch_end(self, self.test_end_count, logs)
+        self._KERAS.on_epoch_end(self, self.test_end_count, logs)
         self.test_end_count += 1
 
     def get_state(self) -> Any:
-        return _saved(self, self._STATE)
+        return {n: getattr(self, n) for n in self._STATE if hasattr(self, n)}
 
     def load_state(self, state: Any) -> None:
-        _restore(self, state, self._STATE)
+        for name in self._STATE:
+            if isinstance(state, dict) and name in state:
+                setattr(self, name, state[name])
 
 
-class ReduceLROnPlateau(_keras.callbacks.ReduceLROnPlateau, Callback):  # type: ignore[misc,name-defined]
+class EarlyStopping(_ValidationDriven, _keras.callbacks.EarlyStopping):  # type: ignore[misc,name-defined]
+    """Keras's EarlyStopping, checked after every validation (``min_validation_period``) and
+    resumable: its patience counter, best value and best weights survive a pause."""
+
+    _KERAS = _keras.callbacks.EarlyStopping
+    _STATE = ("wait", "stopped_epoch", "best", "best_weights", "best_epoch", "test_end_count")
+
+
+class ReduceLROnPlateau(_ValidationDriven, _keras.callbacks.ReduceLROnPlateau):  # type: ignore[misc,name-defined]
     """Keras's ReduceLROnPlateau, checked after every validation and resumable (its wait and
     cooldown counters and best value survive a pause; the rate itself is optimizer state)."""
 
+    _KERAS = _keras.callbacks.ReduceLROnPlateau
     _STATE = ("wait", "cooldown_counter", "best", "test_end_count")
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        _keras.callbacks.ReduceLROnPlateau.__init__(self, *args, **kwargs)
-        self.test_end_count = 0
-
-    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
-        pass
-
-    def on_test_end(self, logs: dict[str, Any] | None = None) -> None:
-        _keras.callbacks.ReduceLROnPlateau.on_epoch_end(self, self.test_end_count, logs)
-        self.test_end_count += 1
-
-    def get_state(self) -> Any:
-        return _saved(self, self._STATE)
-
-    def load_state(self, state: Any) -> None:
-        _restore(self, state, self._STATE)
 
 
 class TensorBoard(_keras.callbacks.TensorBoard, Callback):  # type: ignore[misc,name-defined]
