@@ -224,27 +224,62 @@ def test_pause_mid_epoch_then_activate_ends_on_the_uninterrupted_weights(
 def test_a_keras_trial_without_wrap_model_fails_with_one_line(
     master: Master, tmp_path: Path
 ) -> None:
-    d = tmp_path / "bad"
-    d.mkdir()
-    (d / "model_def.py").write_text(
+    logs = _failed_trial_logs(
+        master,
+        tmp_path,
+        "model_def:Bad",
         "import keras\n"
         "from trialkit import keras as tk\n"
         "class Bad(tk.TFKerasTrial):\n"
         "    def build_model(self):\n"
         "        m = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])\n"
         "        m.compile(optimizer='sgd', loss='mse')\n"
-        "        return m\n"
+        "        return m\n",
     )
+    # The contract error is one line, not a traceback.
+    assert "error: Bad.build_model() did not call context.wrap_model(model)" in logs, logs
+    assert "Traceback" not in logs, logs
+
+
+def test_a_determined_trial_in_tf1_graph_mode_is_refused_with_one_line(
+    master: Master, tmp_path: Path
+) -> None:
+    """Determined 0.37 ran TFKerasTrial under ``tf.compat.v1.disable_v2_behavior()``; trialkit
+    trains eagerly and says so in one line instead of failing inside ``train_on_batch``."""
+    logs = _failed_trial_logs(
+        master,
+        tmp_path,
+        "model_def:GraphTrial",
+        "import tensorflow as tf\n"
+        "from determined import keras\n"
+        "tf.compat.v1.disable_v2_behavior()\n"
+        "class GraphTrial(keras.TFKerasTrial):\n"
+        "    def build_model(self):\n"
+        "        m = self.context.wrap_model(tf.keras.Sequential(\n"
+        "            [tf.keras.layers.Dense(1, input_shape=(2,))]))\n"
+        "        m.compile(optimizer='sgd', loss='mse')\n"
+        "        return m\n"
+        "    def build_training_data_loader(self):\n"
+        "        import numpy as np\n"
+        "        return np.zeros((8, 2), 'float32'), np.zeros((8, 1), 'float32')\n"
+        "    build_validation_data_loader = build_training_data_loader\n",
+    )
+    assert "error: GraphTrial: TensorFlow 1 graph mode" in logs, logs
+    assert "Traceback" not in logs, logs
+
+
+def _failed_trial_logs(master: Master, tmp_path: Path, entrypoint: str, model_def: str) -> str:
+    """The trial log of a one-trial experiment of ``model_def`` that must end in ERROR."""
+    d = tmp_path / "model"
+    d.mkdir()
+    (d / "model_def.py").write_text(model_def)
     cfg = {
-        "name": "bad",
-        "entrypoint": "model_def:Bad",
+        "name": entrypoint,
+        "entrypoint": entrypoint,
         "hyperparameters": {"global_batch_size": 4},
         "searcher": {"name": "single", "metric": "val_loss", "max_length": {"batches": 2}},
         "max_restarts": 0,
     }
     desc = _run(master, cfg, d, timeout=120)
     assert desc["experiment"]["state"] == "ERROR"
-    logs = master.cli("trial", "logs", str(desc["trials"][0]["id"])).stdout
-    # The contract error is one line, not a traceback.
-    assert "error: Bad.build_model() did not call context.wrap_model(model)" in logs, logs
-    assert "Traceback" not in logs, logs
+    return str(master.cli("trial", "logs", str(desc["trials"][0]["id"])).stdout)

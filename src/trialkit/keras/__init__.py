@@ -18,6 +18,10 @@ _LAZY = ("TrialkitCallback", "DeterminedCallback")
 
 
 def __getattr__(name: str) -> Any:
+    if name == "callbacks":  # Determined's det.keras.callbacks: importing it imports Keras
+        import importlib
+
+        return importlib.import_module(f"{__name__}.callbacks")
     if name in _LAZY:  # a Keras callback class: defining it imports Keras
         from . import _callback
 
@@ -32,5 +36,6 @@ __all__ = [
     "TFKerasTrial",
     "TFKerasTrialContext",
     "TrialkitCallback",
+    "callbacks",
     "load_model_from_checkpoint_path",
 ]

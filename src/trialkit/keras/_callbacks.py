@@ -1,11 +1,25 @@
 """Keras callbacks on the shared loop: the loop's hooks become the calls ``model.fit`` makes
 (``on_train_begin``, ``on_epoch_begin``/``end``, ...) plus Determined's TFKerasTrial hooks
-(``on_train_workload_end``, ``on_checkpoint_end``, ``get_state``/``load_state``)."""
+(``on_train_workload_begin``/``end``, ``on_checkpoint_*``, ``get_state``/``load_state``; see
+``trialkit.keras.callbacks``). Keras is not imported here."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+_tensorboard_dir: list[Path | None] = [None]
+
+
+def set_tensorboard_dir(path: Path | None) -> None:
+    """Where ``callbacks.TensorBoard`` writes in this process (the trial's TensorBoard path)."""
+    _tensorboard_dir[0] = path
+
+
+def tensorboard_dir() -> Path | None:
+    """The trial's TensorBoard directory, once the harness has set it."""
+    return _tensorboard_dir[0]
 
 
 class KerasHooks:
@@ -17,13 +31,23 @@ class KerasHooks:
         self.cb_list: Any = None
         self.logs: dict[str, Any] = {}
         self.batches_trained: Callable[[], int] = lambda: 0
+        self.scheduling_unit = 1
         self._began = False
+        self._workload_open = False
+        self._pending_state: dict[int, Any] | None = None
+        self._test_end: Callable[..., Any] | None = None
 
     def _each(self, hook: str) -> list[Callable[..., Any]]:
         return [getattr(cb, hook) for cb in self.user if callable(getattr(cb, hook, None))]
 
     def set_training_cb(self, cb_list: Any) -> None:
         self.cb_list = cb_list
+
+    def hold_test_end(self, cb_list: Any) -> None:
+        """Keep ``evaluate``'s own ``on_test_end`` (raw names) from reaching the callbacks;
+        ``validated`` makes the call with the reported metrics instead."""
+        self._test_end = cb_list.on_test_end
+        cb_list.on_test_end = lambda logs=None: None
 
     # The loop's hooks -----------------------------------------------------------------------------
 
@@ -37,6 +61,10 @@ class KerasHooks:
         if self.cb_list is not None:
             self.cb_list.on_train_begin()
             self._began = True
+        # After on_train_begin, which resets Keras callbacks (Determined's delayed load).
+        if self._pending_state is not None:
+            self._apply_state(self._pending_state)
+            self._pending_state = None
 
     def on_training_epoch_start(self, epoch_idx: int) -> None:
         if self.cb_list is not None:
@@ -50,6 +78,7 @@ class KerasHooks:
         self, avg_metrics: dict[str, Any], batch_metrics: list[dict[str, Any]]
     ) -> None:
         self.logs.update({k: v for k, v in avg_metrics.items() if v is not None})
+        self._workload_open = False
         for fn in self._each("on_train_workload_end"):
             fn(self.batches_trained(), dict(avg_metrics))
 
@@ -57,15 +86,31 @@ class KerasHooks:
         pass  # called by checkpoint_written, with the Keras files in place
 
     def on_checkpoint_write_end(self, checkpoint_dir: str) -> None:
-        pass
+        for fn in self._each("on_checkpoint_write_end"):
+            fn(checkpoint_dir)
 
     def on_checkpoint_upload_end(self, uuid: str) -> None:
-        pass
+        for fn in self._each("on_checkpoint_upload_end"):
+            fn(uuid)
 
     # From the strategy ----------------------------------------------------------------------------
 
+    def train_batch_begin(self) -> None:
+        """Before each batch: opens a workload (Determined calls its begin lazily, here)."""
+        if self._workload_open:
+            return
+        self._workload_open = True
+        done = self.batches_trained()
+        requested = self.scheduling_unit - done % self.scheduling_unit
+        for fn in self._each("on_train_workload_begin"):
+            fn(done, requested, {})
+
     def validated(self, metrics: dict[str, Any]) -> None:
+        """After ``evaluate``: Keras's ``on_test_end`` with the ``val_`` metrics, as Determined
+        gives them (the one ``evaluate`` makes itself is held back)."""
         self.logs.update(metrics)
+        if self._test_end is not None:
+            self._test_end(dict(metrics))
 
     def checkpoint_written(self, path: str) -> None:
         for fn in self._each("on_checkpoint_end"):
@@ -79,7 +124,15 @@ class KerasHooks:
     def state(self) -> dict[int, Any]:
         return {i: cb.get_state() for i, cb in enumerate(self.user) if hasattr(cb, "get_state")}
 
-    def load_state(self, state: dict[int, Any]) -> None:
+    def load_state(self, state: Any) -> None:
+        """Keep a checkpoint's callback state until training starts. Determined's own file
+        (``{"self": ..., "callbacks": [...]}``) is read too."""
+        if isinstance(state, dict) and isinstance(state.get("callbacks"), list):
+            state = dict(enumerate(state["callbacks"]))
+        if isinstance(state, dict):
+            self._pending_state = state
+
+    def _apply_state(self, state: dict[int, Any]) -> None:
         for i, cb in enumerate(self.user):
-            if i in state and hasattr(cb, "load_state"):
+            if state.get(i) is not None and hasattr(cb, "load_state"):
                 cb.load_state(state[i])

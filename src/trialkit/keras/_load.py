@@ -13,6 +13,7 @@ from .._trial_code import import_trial_class
 from ..core import DummyDistributedContext
 from ._context import TFKerasTrialContext
 from ._determined import is_determined_layout, load_determined_checkpoint
+from ._keras import restore_weights
 from ._trial import TFKerasTrial
 
 logger = logging.getLogger("trialkit.keras")
@@ -48,20 +49,22 @@ def load_model_from_checkpoint_path(
     path: str | Path, tags: list[str] | None = None, trial_class: type[TFKerasTrial] | None = None
 ) -> Any:
     """The checkpoint's model: its TFKerasTrial (imported from the checkpoint's ``code/``
-    unless ``trial_class`` is given) builds it with the saved hyperparameters, then the weights
-    are loaded. ``tags`` (SavedModel tags in Determined) is accepted and unused."""
+    unless ``trial_class`` is given) builds and compiles it with the saved hyperparameters, then
+    the weights and, where the checkpoint holds it, the optimizer's state are loaded (Determined's
+    layouts of 0.12 to 0.38 and trialkit's). ``tags`` (SavedModel tags in Determined) is
+    accepted and unused."""
     root = Path(path)
     spec, hparams, exp_conf = _load_data(root)
     cls = trial_class or import_trial_class(root / "code", spec)
     detached = SimpleNamespace(distributed=DummyDistributedContext(), info=None)
     context = TFKerasTrialContext(detached, hparams=hparams, exp_conf=exp_conf)  # type: ignore[arg-type]
     model = cls(context).build_model()
-    from ._strategy import MODEL_WEIGHTS  # trialkit's own weights file
+    from ._strategy import MODEL_WEIGHTS, OPTIMIZER_STATE  # trialkit's own files
 
     if (root / MODEL_WEIGHTS).exists():
-        model.load_weights(str(root / MODEL_WEIGHTS))
+        restore_weights(model, root / MODEL_WEIGHTS, root / OPTIMIZER_STATE, str(root))
     elif is_determined_layout(root):
-        load_determined_checkpoint(model, root, optimizer=False)
+        load_determined_checkpoint(model, root)
     else:
         raise RuntimeError(f"{root} holds no Keras weights ({MODEL_WEIGHTS} or Determined's)")
     return model

@@ -82,6 +82,8 @@ class KerasStrategy:
             if user
             else None
         )
+        if self._cb_list is not None:
+            self.hooks.hold_test_end(self._cb_list)
         self._data: TrainingData | None = None
         self._validation: Any = None
         self._class_weight = context.fit_config.class_weight
@@ -120,6 +122,7 @@ class KerasStrategy:
         x, y, w = batch
         step = batch_idx % epoch_len
         if self._batch_hooks:
+            self.hooks.train_batch_begin()
             self._cb_list.on_train_batch_begin(step)
         if self._steps is not None:
             logs = self._steps.train_batch(x, y, w, self._class_weight)
