@@ -513,7 +513,6 @@ def test_single_and_custom_need_nothing_but_a_name() -> None:
 @pytest.mark.parametrize(
     ("name", "replacement"),
     [
-        ("adaptive", "adaptive_asha"),
         ("adaptive_simple", "adaptive_asha"),
         ("sync_halving", "async_halving"),
     ],

@@ -218,6 +218,18 @@ def _check_removed(name: str, replacement: str) -> None:
     assert _errors(raw) == [f"searcher.name: {name!r} has been removed; use {replacement}"]
 
 
+def _check_renamed_adaptive() -> None:
+    """Seed 002's ``adaptive`` search runs as adaptive_asha, with one note (issue 32, 15c)."""
+    raw = {"searcher": {"name": "adaptive", "metric": "loss", "max_trials": 4}}
+    raw["searcher"]["max_length"] = {"epochs": 4}
+    cfg = parse_config(raw)
+    assert cfg.searcher.name == "adaptive_asha" and cfg.searcher.max_trials == 4
+    assert cfg.warnings == [
+        "searcher.name: 'adaptive' is Determined's old name; running adaptive_asha "
+        "(write name: adaptive_asha)"
+    ]
+
+
 def _used(**extra: Any) -> Any:
     cfg = parse_config(_single(**extra))
     assert cfg.warnings == []
@@ -246,7 +258,7 @@ CHECKS = {
             }
         ).searcher.stop_once
     ),
-    "searcher.name: adaptive": lambda: _check_removed("adaptive", "adaptive_asha"),
+    "searcher.name: adaptive": lambda: _check_renamed_adaptive(),
     "searcher.name: adaptive_simple": lambda: _check_removed("adaptive_simple", "adaptive_asha"),
     "searcher.name: sync_halving": lambda: _check_removed("sync_halving", "async_halving"),
     "records_per_epoch": lambda: _used(records_per_epoch=500).as_dict()["records_per_epoch"] == 500,

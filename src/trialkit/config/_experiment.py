@@ -19,7 +19,7 @@ from trialkit.config._errors import Issue, custom_error, raise_issues, show
 from trialkit.config._hparams import normalize_hyperparameters
 from trialkit.config._ignored import fold_legacy_entrypoint, ignored_warnings
 from trialkit.config._length import Length, PeriodLength
-from trialkit.config._searcher import SearcherConfig
+from trialkit.config._searcher import SearcherConfig, fold_renamed_searcher
 from trialkit.config._sections import (
     BindMount,
     Environment,
@@ -129,6 +129,9 @@ class ExperimentConfig(ConfigModel):
             raise_issues([Issue((), f"expected a mapping at the top level, got {show(data)}")])
         data, issues, legacy = fold_legacy_entrypoint(drop_nulls(data))
         searcher = data.get("searcher")
+        if isinstance(searcher, dict):
+            searcher, renamed = fold_renamed_searcher(searcher)
+            data, legacy = {**data, "searcher": searcher}, legacy + renamed
         grid = isinstance(searcher, dict) and searcher.get("name") == "grid"
         hparams, hp_issues = normalize_hyperparameters(data.get("hyperparameters"), grid=grid)
         data = {**data, "hyperparameters": hparams}
