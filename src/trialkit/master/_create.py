@@ -43,6 +43,14 @@ def _trial_class_length(cfg: ExperimentConfig) -> list[str]:
     length = searcher.max_length
     if (length is not None and length.unit is not None) or searcher.max_time is not None:
         return []  # time_metric comes with max_time (the config model checks)
+    if searcher.name == "custom" and length is None:
+        if searcher.unit is not None:
+            return []  # 0.26-0.37: the search method's operations give lengths in this unit
+        return [
+            f"entrypoint: {cfg.entrypoint!r} is a Trial class, which trains for the lengths of "
+            "the custom searcher's operations, but they have no unit; add searcher.unit: "
+            "batches (or records / epochs)"
+        ]
     got = f"max_length {length} has no unit" if length else "it has no training length"
     return [
         f"entrypoint: {cfg.entrypoint!r} is a Trial class, which trains for the searcher's "
