@@ -675,10 +675,6 @@ def test_checkpoint_storage_types() -> None:
             {"type": "nfs"},
             "checkpoint_storage.type: unknown type 'nfs'; use one of shared_fs, directory, s3, gcs, azure",
         ),
-        (
-            {"bucket": "b"},
-            "checkpoint_storage.type: required; use one of shared_fs, directory, s3, gcs, azure",
-        ),
         ({"type": "shared_fs"}, "checkpoint_storage.host_path: required for shared_fs; add it"),
         (
             {"type": "s3", "bucket": "b", "prefix": "a/../b"},

@@ -203,6 +203,13 @@ def show_experiment(desc: dict[str, Any]) -> None:
     if e.get("python"):
         click.echo(f"python {e['python']}")
     click.echo(searcher_line(desc))
+    storage = (e.get("config") or {}).get("checkpoint_storage") or {}
+    if storage.get("filled_from_default"):
+        place = storage.get("host_path") or storage.get("container_path") or storage.get("bucket")
+        click.echo(
+            f"checkpoint storage {storage.get('type')} {place}: "
+            f"{', '.join(storage['filled_from_default'])} from the master's default"
+        )
     click.echo(f"search [{'#' * filled}{'.' * (30 - filled)}] {search_line(desc, with_best=False)}")
     best = best_line(desc)
     if best:
