@@ -130,7 +130,13 @@ CheckpointStorage = Annotated[
 ]
 
 
-_STORAGE_MODELS = (SharedFSStorage, DirectoryStorage, S3Storage, GCSStorage, AzureStorage)
+_STORAGE_MODELS: tuple[type[_StorageBase], ...] = (
+    SharedFSStorage,
+    DirectoryStorage,
+    S3Storage,
+    GCSStorage,
+    AzureStorage,
+)
 #: Every key some storage type accepts (``checkpoint_path``: shared_fs's legacy name).
 _ANY_STORAGE_KEY = sorted(
     {k for m in _STORAGE_MODELS for k in m.model_fields if k != "filled_from_default"}
