@@ -152,7 +152,6 @@ def test_026_config(tmp_path: Path) -> None:
     warned = {line.split(":")[0] for line in cfg.warnings}
     assert warned == {
         "environment.image",
-        "bind_mounts",
         "resources.agent_label",
         "tensorboard_storage",
         "data_layer",
@@ -292,6 +291,11 @@ CHECKS = {
         )
         == ["X=1"]
     ),
+    "bind_mounts": lambda: (
+        _used(bind_mounts=[{"host_path": "/data", "container_path": "c", "read_only": True}])
+        .bind_mounts[0]
+        .read_only
+    ),
     "entrypoint_script / launch_layer": lambda: (
         parse_config(_single(entrypoint_script="train.py", launch_layer="python3")).warnings
         == ["entrypoint_script: legacy draft key; write entrypoint: 'python3 train.py' instead"]
@@ -320,7 +324,6 @@ _NON_DEFAULT: dict[str, Any] = {
     "environment.pod_spec": {"spec": {}},
     "environment.ports": {"web": 8080},
     "environment.proxy_ports": [{"proxy_port": 8080}],
-    "bind_mounts": [{"host_path": "/data", "container_path": "/mnt/data"}],
     "resources.shm_size": 4096,
     "resources.devices": [{"host_path": "/dev/x", "container_path": "/dev/x"}],
     "resources.priority": 10,

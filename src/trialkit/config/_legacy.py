@@ -92,6 +92,13 @@ HANDLED: tuple[LegacyKey, ...] = (
         "read as the cuda list (refused when cuda is also given)",
     ),
     LegacyKey(
+        "bind_mounts",
+        "used",
+        "container_path becomes a symlink to host_path: a relative one in the trial's working "
+        "directory, an absolute one where it names (refused at create when its parent is not "
+        "writable); read_only is not enforced",
+    ),
+    LegacyKey(
         "entrypoint_script / launch_layer",
         "warned",
         "seed 002's draft keys: folded into entrypoint ('launch_layer entrypoint_script') with "

@@ -25,6 +25,7 @@ from ..config import (
 )
 from ..storage import CheckpointStorageError, StorageConfigError, build
 from ..store import Store
+from ._bind_mounts import bind_mount_errors
 from ._pools import capacity_errors, check_resource_pool
 from ._warm_start import WarmStartError, resolve_warm_start, storage_dict
 
@@ -96,6 +97,7 @@ def _check_runnable(cfg: ExperimentConfig, slots: int | None) -> list[str]:
         )
     elif kind == "trial_class":
         errors.extend(_trial_class_length(cfg))
+    errors += bind_mount_errors(cfg.bind_mounts)
     need = cfg.resources.slots_per_trial
     if slots is not None and need > slots:
         errors.append(
