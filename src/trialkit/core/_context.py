@@ -20,6 +20,7 @@ from ._preempt import PreemptContext, PreemptMode
 from ._profiler import ProfilerContext
 from ._searcher import SearcherContext
 from ._tensorboard import EventFileWriter, TensorboardMode
+from ._tensorboard_sync import TensorboardSync, tensorboard_prefix
 from ._train import EarlyExitReason, TrainContext
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ class Context:
         _backend: TrialBackend,
         _shipper: MetricsShipper,
         _tensorboard: EventFileWriter | None = None,
+        _tensorboard_sync: TensorboardSync | None = None,
     ) -> None:
         self.checkpoint = checkpoint
         self.distributed = distributed
@@ -60,6 +62,7 @@ class Context:
         self._backend = _backend
         self._shipper = _shipper
         self._tensorboard = _tensorboard
+        self._tensorboard_sync = _tensorboard_sync
         self._closed = False
 
     def __enter__(self) -> Context:
@@ -91,6 +94,8 @@ class Context:
         finally:
             if self._tensorboard is not None:
                 self._tensorboard.close()
+            if self._tensorboard_sync is not None:
+                self._tensorboard_sync.sync()  # the last reports' events
             self.distributed.close()
             self._backend.close(exc)
 
@@ -188,13 +193,22 @@ def init(
         tb_root = Path(info.home) / "tensorboard" if info.home else home / "tensorboard"
     shipper = MetricsShipper(backend)
     tb_path = tb_root / f"experiment-{backend.experiment_id}" / f"trial-{backend.trial_id}"
-    tb_writer = None
+    tb_writer = tb_sync = None
     if tensorboard_mode == TensorboardMode.AUTO and dist.rank == 0:
         tb_writer = EventFileWriter(tb_path)
         shipper.add_sink(tb_writer.write_reports)
+        if info is not None:  # on a cluster AUTO also uploads them, as Determined does
+            prefix = tensorboard_prefix(backend.experiment_id, backend.trial_id)
+            tb_sync = TensorboardSync(storage, tb_path, prefix)
+            shipper.add_sink(tb_sync.sync)
     return Context(
         checkpoint=CheckpointContext(
-            dist, storage, storage_cfg, backend, require_steps=info is not None
+            dist,
+            storage,
+            storage_cfg,
+            backend,
+            require_steps=info is not None,
+            after_report=tb_sync.sync if tb_sync is not None else None,
         ),
         distributed=dist,
         preempt=PreemptContext(backend, dist, preempt_mode, watch_master=info is not None),
@@ -205,4 +219,5 @@ def init(
         _backend=backend,
         _shipper=shipper,
         _tensorboard=tb_writer,
+        _tensorboard_sync=tb_sync,
     )
