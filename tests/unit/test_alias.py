@@ -103,8 +103,8 @@ def test_unknown_names_fail_naming_the_determined_name() -> None:
     assert "No module named 'determined.common'" in proc.stderr
     proc = _run("import determined as det; det.no_such_thing")
     assert "has no attribute 'no_such_thing'" in proc.stderr
-    proc = _run("import determined as det; det.experimental.core_v2")
-    assert "determined.experimental.core_v2 is not provided by trialkit" in proc.stderr
+    proc = _run("import determined as det; det.experimental.no_such_module")
+    assert "has no attribute 'no_such_module'" in proc.stderr
 
 
 def test_python_m_determined_launch_runs_trialkit_launcher() -> None:

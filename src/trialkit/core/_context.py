@@ -25,6 +25,7 @@ from ._train import EarlyExitReason, TrainContext
 
 if TYPE_CHECKING:
     from ..config import SearcherConfig
+    from ._local_run import LocalRun
 
 logger = logging.getLogger("trialkit.core")
 
@@ -141,14 +142,16 @@ def _distributed_for(
     return DummyDistributedContext()
 
 
-def _open_local(storage_cfg: dict[str, Any], dist: DistributedContext) -> TrialBackend:
+def _open_local(
+    storage_cfg: dict[str, Any], dist: DistributedContext, run: LocalRun | None = None
+) -> TrialBackend:
     """Open the local store. With several ranks the chief opens it first (it may create the
     tables) and tracks the run; the other ranks join its experiment and trial."""
     from ._local import LocalBackend
 
     if dist.size == 1:
-        return LocalBackend.open(storage_cfg)
-    chief = LocalBackend.open(storage_cfg) if dist.rank == 0 else None
+        return LocalBackend.open(storage_cfg, run=run)
+    chief = LocalBackend.open(storage_cfg, run=run) if dist.rank == 0 else None
     ids = dist.broadcast((chief.experiment_id, chief.trial_id) if chief else None)
     return chief or LocalBackend.open(storage_cfg, join=ids)
 
@@ -161,6 +164,23 @@ def init(
     tensorboard_mode: TensorboardMode = TensorboardMode.AUTO,
 ) -> Context:
     """Build a Core API Context: connected to the master when launched by one, else local mode."""
+    return build_context(
+        distributed=distributed,
+        checkpoint_storage=checkpoint_storage,
+        preempt_mode=preempt_mode,
+        tensorboard_mode=tensorboard_mode,
+    )
+
+
+def build_context(
+    *,
+    distributed: DistributedContext | None = None,
+    checkpoint_storage: str | dict[str, Any] | None = None,
+    preempt_mode: PreemptMode = PreemptMode.WorkersAskChief,
+    tensorboard_mode: TensorboardMode = TensorboardMode.AUTO,
+    local_run: LocalRun | None = None,
+) -> Context:
+    """``init()``, with how a local-mode run is recorded (``core_v2``'s defaults)."""
     info = get_cluster_info()
     dist = _distributed_for(info, distributed)
     home = trialkit_home()
@@ -170,7 +190,7 @@ def init(
             checkpoint_storage, on_master=False
         ) or default_checkpoint_storage(home)
         storage = storage_lib.build(storage_cfg)
-        backend = _open_local(storage_cfg, dist)
+        backend = _open_local(storage_cfg, dist, local_run)
         searcher_cfg: Callable[[], SearcherConfig] | None = None
         tb_root = home / "tensorboard"
     else:
