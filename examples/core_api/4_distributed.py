@@ -82,7 +82,7 @@ def launcher_main(slots_per_node: int, num_nodes: int, cross_rank: int) -> int:
     for local_rank in range(slots_per_node):
         rank = cross_rank * slots_per_node + local_rank
         cmd = [
-            # wrap_rank prefixes each output line with [rank=N], so logs can be told apart
+            # wrap_rank prefixes each output line with [rank=N] ||, so logs can be told apart
             sys.executable, "-m", "trialkit.launch.wrap_rank", str(rank), "--",
             # re-invoke this script as a worker
             sys.executable, __file__, "worker", str(rank), str(local_rank),

@@ -8,6 +8,7 @@ A trial's client takes only the address from it and keeps its own per-trial toke
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import logging
@@ -230,6 +231,13 @@ class MasterClient:
             retry_for=retry_for,
             experiment_id=experiment_id,
         )
+
+    def experiment_model_def(self, experiment_id: int) -> bytes:
+        """The experiment's stored model directory as a .tar.gz archive (empty if none)."""
+        reply = self._call(
+            rest.ModelDef, "GET", routes.EXPERIMENT_MODEL_DEF, experiment_id=experiment_id
+        )
+        return base64.b64decode(reply.b64_tgz)
 
     def experiment_action(self, experiment_id: int, action: str) -> rest.ExperimentReply:
         """``action``: one of ``routes.EXPERIMENT_ACTIONS`` (pause, activate, kill, ...)."""

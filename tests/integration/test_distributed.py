@@ -145,7 +145,9 @@ def test_two_workers_complete_with_rank_logs_and_sharded_checkpoints(
     desc = master.wait_state(exp, {"COMPLETED", "ERROR"}, timeout=120)
     logs = _logs(master, 1)
     assert desc["experiment"]["state"] == "COMPLETED", "\n".join(logs[-40:])
-    assert _has(logs, "[rank=0] rank 0 run 1 done") and _has(logs, "[rank=1] rank 1 run 1 done")
+    assert _has(logs, "[rank=0] || rank 0 run 1 done") and _has(
+        logs, "[rank=1] || rank 1 run 1 done"
+    )
     ckpts = desc["checkpoints"]
     assert sorted(c["steps_completed"] for c in ckpts) == [5, 10]
     for c in ckpts:  # every rank's shard is in the registered checkpoint
@@ -197,7 +199,7 @@ def test_two_distributed_trials_at_once_do_not_clash(
         logs = _logs(master4, trial["id"])
         assert desc["experiment"]["state"] == "COMPLETED", "\n".join(logs[-40:])
         assert trial["restarts"] == 0
-        assert _has(logs, "[rank=1] rank 1 run 1 done")
+        assert _has(logs, "[rank=1] || rank 1 run 1 done")
     assert len(list(sync.iterdir())) == 2
 
 

@@ -25,8 +25,8 @@ def test_core_api_4_distributed(master: Master) -> None:
     # 100 steps, each adding the allgathered increment_by of both workers (1 + 1)
     assert trial["latest_validation"]["values"]["x"] == 200
     logs = _logs(master, trial["id"])
-    assert any(ln.startswith("[rank=0] ") and "x is now 200" in ln for ln in logs)
-    assert not any(ln.startswith("[rank=1] ") for ln in logs)  # only the chief logs progress
+    assert any(ln.startswith("[rank=0] || ") and "x is now 200" in ln for ln in logs)
+    assert not any(ln.startswith("[rank=1] || ") for ln in logs)  # only the chief logs progress
 
 
 def test_torch_distributed_ddp_example(master: Master) -> None:

@@ -160,7 +160,7 @@ def test_two_nodes_on_loopback(tmp_path: Path) -> None:
     saved = torch.load(ckpt / "model.pt")
     assert saved == {"sum": 10.0, "ranks": [0, 1, 2, 3]}
     assert json.loads((ckpt / "metadata.json").read_text())["steps_completed"] == 1
-    assert any(line.startswith("[rank=3] RESULT") for line in outs[1].splitlines())
+    assert any(line.startswith("[rank=3] || RESULT") for line in outs[1].splitlines())
 
 
 PLAIN_INIT_SCRIPT = """
@@ -185,7 +185,7 @@ def test_plain_core_init_under_the_launcher_without_a_master(tmp_path: Path) -> 
         timeout=120,
     )
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
-    assert "[rank=0] GATHERED 0 2 [0, 1]" in p.stdout
-    assert "[rank=1] GATHERED 1 2 [0, 1]" in p.stdout
+    assert "[rank=0] || GATHERED 0 2 [0, 1]" in p.stdout
+    assert "[rank=1] || GATHERED 1 2 [0, 1]" in p.stdout
     ranks = sorted(m.values["rank"] for m in only_local_run_training(tmp_path / "home"))
     assert ranks == [0, 1]

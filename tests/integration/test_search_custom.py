@@ -172,3 +172,103 @@ def test_custom_searcher_in_the_master_survives_a_master_sigkill(
     desc = _check_halfway_search(master, 1)
     after = {t["request_id"]: t["hparams"] for t in desc["trials"]}
     assert {k: after[k] for k in before} == before
+
+
+#: A 0.26-0.37 custom search method: two trials, each validated at 4 then 8 batches, then closed.
+LEGACY_METHOD = """
+import uuid
+from determined import searcher
+
+HP = {"global_batch_size": 16, "learning_rate": 0.05, "hidden": 8}
+
+
+class TwoSteps(searcher.SearchMethod):
+    def initial_operations(self, state):
+        ops = []
+        for _ in range(2):
+            rid = uuid.uuid4()
+            ops += [searcher.Create(request_id=rid, hparams=HP, checkpoint=None),
+                    searcher.ValidateAfter(request_id=rid, length=4)]
+        return ops
+
+    def on_trial_created(self, state, request_id):
+        return []
+
+    def on_validation_completed(self, state, request_id, metric, train_length):
+        if train_length < 8:
+            return [searcher.ValidateAfter(request_id=request_id, length=8)]
+        return [searcher.Close(request_id=request_id)]
+
+    def on_trial_closed(self, state, request_id):
+        return [searcher.Shutdown()] if len(state.trials_closed) >= 2 else []
+
+    def on_trial_exited_early(self, state, request_id, exited_reason):
+        return []
+
+    def progress(self, state):
+        return len(state.trials_closed) / 2
+"""
+LEGACY_RUNNER = """
+import pathlib, sys
+from determined import searcher
+from legacy_method import TwoSteps
+
+here = pathlib.Path(__file__).resolve().parent
+runner = searcher.LocalSearchRunner(TwoSteps(), searcher_dir=here / "searcher_dir")
+print("finished", runner.run(str(here / "legacy.yaml"), model_dir=here))
+"""
+
+
+def _legacy_project(tmp_path: Path, **searcher: Any) -> Path:
+    """Determined 0.37's Trial-class project with ``searcher: {name: custom, unit: batches}``
+    and no ``max_length``: the lengths come from the method's operations (issue 32, item 6)."""
+    import yaml
+
+    pytest.importorskip("torch")  # the Trial is a PyTorchTrial: tox's pytorch env runs these
+    d = Path(shutil.copytree(Path(__file__).parent / "determined_037", tmp_path / "legacy"))
+    cfg = yaml.safe_load((d / "const.yaml").read_text())
+    cfg.pop("min_validation_period")
+    cfg.pop("min_checkpoint_period")
+    cfg["searcher"] = {"name": "custom", "metric": "validation_loss", "unit": "batches", **searcher}
+    (d / "legacy.yaml").write_text(yaml.safe_dump(cfg))
+    write_script(d, "legacy_method.py", LEGACY_METHOD)
+    write_script(d, "run_legacy.py", LEGACY_RUNNER)
+    return d
+
+
+def _check_two_steps(master: Master, exp: int) -> None:
+    desc = master.describe(exp)
+    assert desc["experiment"]["state"] == "COMPLETED", desc["experiment"]
+    assert len(desc["trials"]) == 2
+    for t in desc["trials"]:
+        assert t["state"] == "COMPLETED" and _validation_steps(master, t["id"]) == [4, 8]
+
+
+def test_legacy_custom_searcher_config_runs_a_trial_class_in_the_master(
+    master: Master, tmp_path: Path
+) -> None:
+    d = _legacy_project(tmp_path, custom_searcher_class="legacy_method:TwoSteps")
+    out = master.cli("experiment", "create", str(d / "legacy.yaml"), str(d), "--follow").stdout
+    assert "ended COMPLETED" in out, out
+    _check_two_steps(master, 1)
+
+
+def test_legacy_custom_searcher_config_runs_with_local_search_runner(
+    master: Master, tmp_path: Path
+) -> None:
+    from trialkit._alias import BOOT_DIR
+
+    d = _legacy_project(tmp_path)
+    src = Path(__file__).resolve().parents[2] / "src"
+    env = {**master.env, "PYTHONPATH": f"{BOOT_DIR}{os.pathsep}{src}"}
+    proc = subprocess.run(
+        [sys.executable, str(d / "run_legacy.py")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=d,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "finished 1" in proc.stdout
+    _check_two_steps(master, 1)

@@ -120,7 +120,7 @@ def test_two_workers_reach_one_workers_weights_and_resume_after_a_pause(
     # Each worker trained its half of every global batch; the chief alone reported and saved.
     logs = master.cli("trial", "logs", str(trial["id"])).stdout
     for rank in (0, 1):
-        assert f"[rank={rank}] worker rank={rank} of 2 " in logs and "per-slot batch=5" in logs
+        assert f"[rank={rank}] || worker rank={rank} of 2 " in logs and "per-slot batch=5" in logs
     train = [m["steps_completed"] for m in _metrics(master, trial["id"], "training")]
     assert train == sorted(set(train)) and train[-1] == 60, train
     steps = [c["steps_completed"] for c in resumed["checkpoints"]]
@@ -203,7 +203,7 @@ def test_the_tensorflow_launcher_starts_workers_with_their_tf_config(tmp_path: P
         key=lambda r: r["rank"],
     )
     assert [r["rank"] for r in results] == [0, 1]
-    assert all(ln.startswith(("[rank=0] ", "[rank=1] ")) for ln in proc.stdout.splitlines())
+    assert all(ln.startswith(("[rank=0] || ", "[rank=1] || ")) for ln in proc.stdout.splitlines())
     for r in results:
         assert r["size"] == 2 and r["local_size"] == 2 and r["cross_size"] == 1
         assert r["sum"] == 3.0 and r["mwms"]

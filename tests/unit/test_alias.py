@@ -103,8 +103,8 @@ def test_unknown_names_fail_naming_the_determined_name() -> None:
     assert "No module named 'determined.common'" in proc.stderr
     proc = _run("import determined as det; det.no_such_thing")
     assert "has no attribute 'no_such_thing'" in proc.stderr
-    proc = _run("import determined as det; det.experimental.core_v2")
-    assert "determined.experimental.core_v2 is not provided by trialkit" in proc.stderr
+    proc = _run("import determined as det; det.experimental.no_such_module")
+    assert "has no attribute 'no_such_module'" in proc.stderr
 
 
 def test_python_m_determined_launch_runs_trialkit_launcher() -> None:
@@ -125,7 +125,7 @@ def test_python_m_determined_launch_runs_trialkit_launcher() -> None:
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == ["[rank=3] True"]
+    assert proc.stdout.splitlines() == ["[rank=3] || True"]
     proc = subprocess.run(
         [sys.executable, "-m", "determined.launch.torch_distributed", "--help"],
         env={**os.environ, "PYTHONPATH": f"{BOOT_DIR}{os.pathsep}{SRC}"},
@@ -134,6 +134,36 @@ def test_python_m_determined_launch_runs_trialkit_launcher() -> None:
         timeout=120,
     )
     assert proc.returncode == 0 and "torchrun" in proc.stdout
+
+
+def test_the_launcher_spelling_resolves_for_every_launcher_module() -> None:
+    """The Core API guide's ``python -m determined.launcher.wrap_rank`` (issue 32, 15b)."""
+    out = _ok(
+        """
+        import importlib, pkgutil, trialkit.launch as tl
+        names = [m.name for m in pkgutil.iter_modules(tl.__path__) if not m.name.startswith("_")]
+        same = [importlib.import_module(f"determined.launcher.{n}") is importlib.import_module(
+            f"trialkit.launch.{n}") for n in names]
+        print(len(names) >= 6 and all(same))
+        """
+    )
+    assert out.splitlines() == ["True"]
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "determined.launcher.wrap_rank",
+            "0",
+            sys.executable,
+            "-c",
+            "1;print(2)",
+        ],
+        env={**os.environ, "PYTHONPATH": f"{BOOT_DIR}{os.pathsep}{SRC}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (proc.returncode, proc.stdout) == (0, "[rank=0] || 2\n"), proc.stderr
 
 
 def test_a_real_determined_is_never_shadowed(tmp_path: Path) -> None:
@@ -200,7 +230,7 @@ def test_workers_of_a_trialkit_launcher_get_the_alias(tmp_path: Path) -> None:
         timeout=180,
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == ["[rank=0] True"]
+    assert proc.stdout.splitlines() == ["[rank=0] || True"]
 
 
 def test_with_boot_dir_puts_it_first_once() -> None:

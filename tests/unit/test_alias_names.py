@@ -135,15 +135,22 @@ KERAS = [
     "keras.load_model_from_checkpoint_path",
 ]
 
-EXPERIMENTAL = ["experimental.test_one_batch"] + [
-    f"experimental.client.{n}"
-    for n in (
-        "login create_experiment get_experiment get_trial get_checkpoint Checkpoint.download "
-        "Experiment.wait Experiment.top_checkpoint Experiment.top_n_checkpoints "
-        "Experiment.list_trials Experiment.list_checkpoints Experiment.kill Experiment.pause "
-        "Experiment.activate Trial.top_checkpoint Trial.list_checkpoints"
-    ).split()
-]
+EXPERIMENTAL = (
+    ["experimental.test_one_batch"]
+    + [
+        f"experimental.client.{n}"
+        for n in (
+            "login create_experiment get_experiment get_trial get_checkpoint Checkpoint.download "
+            "Experiment.wait Experiment.top_checkpoint Experiment.top_n_checkpoints "
+            "Experiment.list_trials Experiment.list_checkpoints Experiment.kill Experiment.pause "
+            "Experiment.activate Trial.top_checkpoint Trial.list_checkpoints"
+        ).split()
+    ]
+    + [
+        f"experimental.core_v2.{n}"
+        for n in "init init_context close DefaultConfig UnmanagedConfig Config train checkpoint".split()
+    ]
+)
 
 LAUNCH = [f"launch.{m}" for m in ("torch_distributed", "deepspeed", "horovod", "wrap_rank")]
 
@@ -160,7 +167,6 @@ GAPS = {
     "RendezvousInfo": "rendezvous is read from ClusterInfo.container_addrs/container_rank",
     "ResourcesInfo": "no containers: there are no per-container resources to describe",
     "core.ExperimentalCoreContext": "inference links to model versions: no model registry",
-    "experimental.core_v2": "trialkit.core.init() outside the master records unmanaged runs",
     "keras.TensorBoard": "Keras' own TensorBoard callback writes where the trial asks",
 }
 

@@ -159,10 +159,6 @@ def test_config_error_is_a_value_error_with_one_line_per_problem() -> None:
         ),
         (single(environment={"force_pull_image": True}), "environment.force_pull_image: ignored"),
         (single(environment={"ports": {"tb": 6006}}), "environment.ports: ignored"),
-        (
-            single(bind_mounts=[{"host_path": "/data", "container_path": "/data"}]),
-            "bind_mounts: ignored",
-        ),
         (single(resources={"priority": 10, "shm_size": "4G"}), "resources.priority: ignored"),
         (single(workspace="ws", project="p"), "workspace: ignored"),
         (single(slurm={"gpu_type": "a100"}), "slurm: ignored"),

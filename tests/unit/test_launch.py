@@ -40,13 +40,18 @@ def test_wrap_rank_prefixes_every_line_and_keeps_the_exit_code() -> None:
         "sys.stdout.write('tail'); sys.exit(4)",
     )
     assert p.returncode == 4
-    assert p.stdout.splitlines() == ["[rank=3] a", "[rank=3] b", "[rank=3] c", "[rank=3] tail"]
-    assert p.stderr.splitlines() == ["[rank=3] err"]
+    assert p.stdout.splitlines() == [
+        "[rank=3] || a",
+        "[rank=3] || b",
+        "[rank=3] || c",
+        "[rank=3] || tail",
+    ]
+    assert p.stderr.splitlines() == ["[rank=3] || err"]
 
 
 def test_wrap_rank_reads_the_rank_from_env_names_in_order() -> None:
     p = _launch("wrap_rank", "NOPE,PMI_RANK", "echo", "hi", env={"PMI_RANK": "7"})
-    assert (p.returncode, p.stdout) == (0, "[rank=7] hi\n")
+    assert (p.returncode, p.stdout) == (0, "[rank=7] || hi\n")
     p = _launch("wrap_rank", "NOPE_A,NOPE_B", "echo", "hi")
     assert p.returncode == 1
     assert p.stderr.strip().startswith("error: rank 'NOPE_A,NOPE_B': none of these")

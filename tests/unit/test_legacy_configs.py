@@ -152,7 +152,6 @@ def test_026_config(tmp_path: Path) -> None:
     warned = {line.split(":")[0] for line in cfg.warnings}
     assert warned == {
         "environment.image",
-        "bind_mounts",
         "resources.agent_label",
         "tensorboard_storage",
         "data_layer",
@@ -218,6 +217,18 @@ def _check_removed(name: str, replacement: str) -> None:
     assert _errors(raw) == [f"searcher.name: {name!r} has been removed; use {replacement}"]
 
 
+def _check_renamed_adaptive() -> None:
+    """Seed 002's ``adaptive`` search runs as adaptive_asha, with one note (issue 32, 15c)."""
+    raw = {"searcher": {"name": "adaptive", "metric": "loss", "max_trials": 4}}
+    raw["searcher"]["max_length"] = {"epochs": 4}
+    cfg = parse_config(raw)
+    assert cfg.searcher.name == "adaptive_asha" and cfg.searcher.max_trials == 4
+    assert cfg.warnings == [
+        "searcher.name: 'adaptive' is Determined's old name; running adaptive_asha "
+        "(write name: adaptive_asha)"
+    ]
+
+
 def _used(**extra: Any) -> Any:
     cfg = parse_config(_single(**extra))
     assert cfg.warnings == []
@@ -246,7 +257,7 @@ CHECKS = {
             }
         ).searcher.stop_once
     ),
-    "searcher.name: adaptive": lambda: _check_removed("adaptive", "adaptive_asha"),
+    "searcher.name: adaptive": lambda: _check_renamed_adaptive(),
     "searcher.name: adaptive_simple": lambda: _check_removed("adaptive_simple", "adaptive_asha"),
     "searcher.name: sync_halving": lambda: _check_removed("sync_halving", "async_halving"),
     "records_per_epoch": lambda: _used(records_per_epoch=500).as_dict()["records_per_epoch"] == 500,
@@ -280,6 +291,11 @@ CHECKS = {
         )
         == ["X=1"]
     ),
+    "bind_mounts": lambda: (
+        _used(bind_mounts=[{"host_path": "/data", "container_path": "c", "read_only": True}])
+        .bind_mounts[0]
+        .read_only
+    ),
     "entrypoint_script / launch_layer": lambda: (
         parse_config(_single(entrypoint_script="train.py", launch_layer="python3")).warnings
         == ["entrypoint_script: legacy draft key; write entrypoint: 'python3 train.py' instead"]
@@ -308,7 +324,6 @@ _NON_DEFAULT: dict[str, Any] = {
     "environment.pod_spec": {"spec": {}},
     "environment.ports": {"web": 8080},
     "environment.proxy_ports": [{"proxy_port": 8080}],
-    "bind_mounts": [{"host_path": "/data", "container_path": "/mnt/data"}],
     "resources.shm_size": 4096,
     "resources.devices": [{"host_path": "/dev/x", "container_path": "/dev/x"}],
     "resources.priority": 10,

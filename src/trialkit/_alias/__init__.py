@@ -26,6 +26,9 @@ BOOT_DIR = Path(__file__).resolve().parent / "boot"
 #: ``determined`` names whose trialkit module is not ``trialkit`` + the same suffix.
 _RENAMES = {
     "determined.pytorch.deepspeed": "trialkit.deepspeed",
+    # Determined's docs also spell the launchers ``determined.launcher.X`` (the Core API guide's
+    # ``python -m determined.launcher.wrap_rank``).
+    "determined.launcher": "trialkit.launch",
 }
 
 

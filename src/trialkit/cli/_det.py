@@ -43,6 +43,11 @@ EXPERIMENT: dict[str, Cmd] = {
         },
     ),
     "list-trials": Cmd(("trial", "list"), ("EXPERIMENT_ID",), dict(_JSON)),
+    "download-model-def": Cmd(
+        ("experiment", "download-model-def"),
+        ("EXPERIMENT_ID",),
+        {"--output-dir": ("--output-dir", True), "-o": ("--output-dir", True)},
+    ),
     "list-checkpoints": Cmd(("checkpoint", "list"), ("EXPERIMENT_ID",), dict(_JSON)),
     **{
         action: Cmd(("experiment", target), ("EXPERIMENT_ID",))
@@ -84,7 +89,6 @@ PREVIEW = Cmd(("experiment", "preview"), ("CONFIG_FILE",), {"--config": ("--conf
 UNMAPPED = {
     "experiment config": "'trialkit experiment describe ID --json' shows the config",
     "experiment download": "'trialkit checkpoint list ID', then 'trialkit checkpoint download UUID'",
-    "experiment download-model-def": "the model directory is the one you created it from",
     "experiment continue": "create a new experiment that warm-starts from the checkpoint",
     "experiment wait": "'trialkit experiment create ... --follow' waits for the end",
     "experiment delete": "'trialkit experiment delete ID' deletes it with its checkpoints",

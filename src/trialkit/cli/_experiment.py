@@ -1,5 +1,5 @@
 """``trialkit experiment`` (alias ``e``): create, list, describe, pause, activate, kill, archive,
-logs, gc, delete, in Determined's CLI shapes."""
+logs, download-model-def, gc, delete, in Determined's CLI shapes."""
 
 from __future__ import annotations
 
@@ -203,6 +203,13 @@ def show_experiment(desc: dict[str, Any]) -> None:
     if e.get("python"):
         click.echo(f"python {e['python']}")
     click.echo(searcher_line(desc))
+    storage = (e.get("config") or {}).get("checkpoint_storage") or {}
+    if storage.get("filled_from_default"):
+        place = storage.get("host_path") or storage.get("container_path") or storage.get("bucket")
+        click.echo(
+            f"checkpoint storage {storage.get('type')} {place}: "
+            f"{', '.join(storage['filled_from_default'])} from the master's default"
+        )
     click.echo(f"search [{'#' * filled}{'.' * (30 - filled)}] {search_line(desc, with_best=False)}")
     best = best_line(desc)
     if best:
@@ -316,6 +323,40 @@ def preview(config_file: Path, overrides: tuple[str, ...], seed: int | None, as_
     print_table(
         f"{len(trials)} trials (seed {seed})", ["trial", "hparams", "seed", "trains to"], rows
     )
+
+
+@experiment.command("download-model-def")
+@click.argument("experiment_ref", metavar="EXPERIMENT")
+@click.option(
+    "-o",
+    "--output-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="Where to write experiment_<id>_model_def.tgz (or the files, with --unpack).",
+)
+@click.option("--unpack", is_flag=True, help="Write the model directory's files, not the .tgz.")
+def download_model_def(experiment_ref: str, output_dir: Path, unpack: bool) -> None:
+    """Fetch the model directory stored with an experiment, as Determined's
+    'det e download-model-def' did (experiment_<id>_model_def.tgz)."""
+    from .._modeldir import ModelDirError
+    from .._modeldir import unpack as unpack_archive
+
+    client, experiment_id = experiment_client(experiment_ref)
+    archive = client.experiment_model_def(experiment_id)
+    if not archive:
+        raise CLIError(f"experiment {experiment_id} was created without a model directory")
+    if unpack:
+        try:
+            unpack_archive(archive, output_dir)
+        except ModelDirError as e:
+            raise CLIError(f"experiment download-model-def {experiment_id}: {e}") from None
+        click.echo(f"Unpacked the model directory of experiment {experiment_id} into {output_dir}")
+        return
+    output_dir.mkdir(parents=True, exist_ok=True)
+    dst = output_dir / f"experiment_{experiment_id}_model_def.tgz"
+    dst.write_bytes(archive)
+    click.echo(f"Wrote {dst}")
 
 
 @experiment.command("gc")

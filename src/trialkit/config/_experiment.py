@@ -19,7 +19,7 @@ from trialkit.config._errors import Issue, custom_error, raise_issues, show
 from trialkit.config._hparams import normalize_hyperparameters
 from trialkit.config._ignored import fold_legacy_entrypoint, ignored_warnings
 from trialkit.config._length import Length, PeriodLength
-from trialkit.config._searcher import SearcherConfig
+from trialkit.config._searcher import SearcherConfig, fold_renamed_searcher
 from trialkit.config._sections import (
     BindMount,
     Environment,
@@ -28,7 +28,7 @@ from trialkit.config._sections import (
     Reproducibility,
     Resources,
 )
-from trialkit.config._storage import CheckpointStorage
+from trialkit.config._storage import CheckpointStorage, partial_storage_issues
 
 #: Used when the config has no ``name`` (Determined marks it "eventually required").
 DEFAULT_NAME = "trialkit-experiment"
@@ -107,6 +107,12 @@ class ExperimentConfig(ConfigModel):
     data_layer: JsonDict | None = None
     internal: JsonDict | None = None
     _warnings: list[str] = PrivateAttr(default_factory=list)
+    _partial_storage: dict[str, Any] | None = PrivateAttr(default=None)
+
+    @property
+    def partial_storage(self) -> dict[str, Any] | None:
+        """A ``checkpoint_storage`` block given without ``type``: the master completes it."""
+        return self._partial_storage
 
     @property
     def warnings(self) -> list[str]:
@@ -115,7 +121,10 @@ class ExperimentConfig(ConfigModel):
 
     def as_dict(self) -> dict[str, Any]:
         """The fully-defaulted config as plain JSON data (what trials get as the config)."""
-        return self.model_dump(mode="json")
+        data = self.model_dump(mode="json")
+        if self._partial_storage is not None and data.get("checkpoint_storage") is None:
+            data["checkpoint_storage"] = dict(self._partial_storage)
+        return data
 
     @model_validator(mode="wrap")
     @classmethod
@@ -129,10 +138,19 @@ class ExperimentConfig(ConfigModel):
             raise_issues([Issue((), f"expected a mapping at the top level, got {show(data)}")])
         data, issues, legacy = fold_legacy_entrypoint(drop_nulls(data))
         searcher = data.get("searcher")
+        if isinstance(searcher, dict):
+            searcher, renamed = fold_renamed_searcher(searcher)
+            data, legacy = {**data, "searcher": searcher}, legacy + renamed
         grid = isinstance(searcher, dict) and searcher.get("name") == "grid"
         hparams, hp_issues = normalize_hyperparameters(data.get("hyperparameters"), grid=grid)
         data = {**data, "hyperparameters": hparams}
         issues += hp_issues
+        partial = data.get("checkpoint_storage")
+        if isinstance(partial, dict) and "type" not in partial:
+            data = {k: v for k, v in data.items() if k != "checkpoint_storage"}
+            issues += partial_storage_issues(partial)
+        else:
+            partial = None
         try:
             cfg = handler(data)
         except ValidationError as exc:
@@ -140,4 +158,5 @@ class ExperimentConfig(ConfigModel):
             raise
         raise_issues(issues)
         cfg._warnings = legacy + ignored_warnings(cfg)
+        cfg._partial_storage = partial
         return cfg

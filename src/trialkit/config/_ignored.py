@@ -23,7 +23,6 @@ IGNORED: tuple[tuple[str, str, str], ...] = (
     ("environment", "pod_spec", _CONTAINERS),
     ("environment", "ports", "no proxy; trials run as local processes"),
     ("environment", "proxy_ports", "no proxy; trials run as local processes"),
-    ("", "bind_mounts", _CONTAINERS),
     ("resources", "shm_size", _CONTAINERS),
     ("resources", "devices", _CONTAINERS),
     ("resources", "agent_label", "no agents; trials run on this machine"),

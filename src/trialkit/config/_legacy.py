@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from trialkit.config._ignored import IGNORED
-from trialkit.config._searcher import REMOVED
+from trialkit.config._searcher import REMOVED, RENAMED
 
 Outcome = Literal["used", "warned", "refused"]
 
@@ -41,6 +41,10 @@ HANDLED: tuple[LegacyKey, ...] = (
         "used",
         "0.37 generation: false is promotion-based ASHA, true stopping-based (0.38 configs "
         "always stop)",
+    ),
+    *(
+        LegacyKey(f"searcher.name: {old}", "warned", f"runs as {new}, with a note saying so")
+        for old, new in RENAMED.items()
     ),
     *(
         LegacyKey(f"searcher.name: {old}", "refused", f"'{old}' has been removed; use {new}")
@@ -86,6 +90,13 @@ HANDLED: tuple[LegacyKey, ...] = (
         "environment.environment_variables.gpu",
         "used",
         "read as the cuda list (refused when cuda is also given)",
+    ),
+    LegacyKey(
+        "bind_mounts",
+        "used",
+        "container_path becomes a symlink to host_path: a relative one in the trial's working "
+        "directory, an absolute one where it names (refused at create when its parent is not "
+        "writable); read_only is not enforced",
     ),
     LegacyKey(
         "entrypoint_script / launch_layer",

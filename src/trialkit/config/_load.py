@@ -13,6 +13,7 @@ from trialkit.config._errors import ConfigError, finalize, show
 from trialkit.config._experiment import ExperimentConfig
 from trialkit.config._limits import MAX_CONFIG_BYTES, check_limits
 from trialkit.config._searcher import SearcherConfig
+from trialkit.config._storage import complete_storage
 from trialkit.config._translate import translate
 from trialkit.config._yaml import YamlError, load_yaml
 
@@ -138,12 +139,18 @@ def with_defaults(
     raw = cfg.as_dict()
     if experiment_seed is not None and cfg.reproducibility.experiment_seed is None:
         raw["reproducibility"]["experiment_seed"] = experiment_seed
-    if checkpoint_storage is not None and cfg.checkpoint_storage is None:
+    notes = []
+    if checkpoint_storage is not None and cfg.partial_storage is not None:
+        raw["checkpoint_storage"], note = complete_storage(
+            cfg.partial_storage, _plain(checkpoint_storage)
+        )
+        notes.append(note)
+    elif checkpoint_storage is not None and cfg.checkpoint_storage is None:
         raw["checkpoint_storage"] = _plain(checkpoint_storage)
     if python is not None and cfg.environment.python is None:
         raw["environment"]["python"] = python
     filled = parse_config(raw)
-    filled._warnings = cfg.warnings
+    filled._warnings = cfg.warnings + notes
     return filled
 
 

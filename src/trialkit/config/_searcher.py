@@ -33,9 +33,10 @@ SEARCHERS: tuple[str, ...] = (
     "custom",
     "optuna",
 )
+#: Old names run as their successor with a note (seed 002's ``adaptive`` search).
+RENAMED = {"adaptive": "adaptive_asha"}
 #: Names Determined 0.38 rejects for new experiments, with their replacement.
 REMOVED = {
-    "adaptive": "adaptive_asha",
     "adaptive_simple": "adaptive_asha",
     "sync_halving": "async_halving",
 }
@@ -148,6 +149,7 @@ class SearcherConfig(ConfigModel):
         data = drop_nulls(data)
         if not isinstance(data, dict):
             return handler(data)
+        data, _ = fold_renamed_searcher(data)
         name_issue = _name_issue(data.get("name"))
         if name_issue is not None:
             raise_issues([name_issue])
@@ -165,6 +167,16 @@ class SearcherConfig(ConfigModel):
         """Serialize only the keys that belong to this searcher."""
         full: dict[str, Any] = handler(self)
         return {key: full[key] for key in FIELDS[self.name]}
+
+
+def fold_renamed_searcher(searcher: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``searcher`` with an old name (``adaptive``) replaced by its successor, and the note."""
+    name = searcher.get("name")
+    if not isinstance(name, str) or name not in RENAMED:
+        return searcher, []
+    new = RENAMED[name]
+    note = f"searcher.name: {name!r} is Determined's old name; running {new} (write name: {new})"
+    return {**searcher, "name": new}, [note]
 
 
 def _name_issue(name: object) -> Issue | None:

@@ -169,7 +169,7 @@ def _entry_issues(entries: list[Any], loc: tuple[str, ...]) -> list[Issue]:
 
 
 class BindMount(ConfigModel):
-    """One ``bind_mounts`` entry (ignored locally: trials see the host filesystem)."""
+    """One ``bind_mounts`` entry: the master links ``container_path`` to ``host_path``."""
 
     host_path: str
     container_path: str

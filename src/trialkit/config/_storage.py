@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_serializer, model_validator
 
 from trialkit.config._base import ConfigModel
-from trialkit.config._errors import custom_error
+from trialkit.config._errors import ConfigError, Issue, custom_error, unknown_key_message
 
 STORAGE_TYPES = ("shared_fs", "directory", "s3", "gcs", "azure")
 
@@ -18,6 +18,17 @@ class _StorageBase(ConfigModel):
     save_experiment_best: int = Field(default=0, ge=0)
     save_trial_best: int = Field(default=1, ge=0)
     save_trial_latest: int = Field(default=1, ge=0)
+    #: Set by the master: the keys it took from its default storage for a block without
+    #: ``type`` (Determined's merge of the cluster default); shown by ``experiment describe``.
+    filled_from_default: list[str] = []
+
+    @model_serializer(mode="wrap")
+    def _omit_unfilled(self, handler: Any) -> dict[str, Any]:
+        """``filled_from_default`` appears only when the master filled something."""
+        full: dict[str, Any] = handler(self)
+        if not full.get("filled_from_default"):
+            full.pop("filled_from_default", None)
+        return full
 
 
 class SharedFSStorage(_StorageBase):
@@ -117,3 +128,52 @@ CheckpointStorage = Annotated[
     SharedFSStorage | DirectoryStorage | S3Storage | GCSStorage | AzureStorage,
     Field(discriminator="type"),
 ]
+
+
+_STORAGE_MODELS: tuple[type[_StorageBase], ...] = (
+    SharedFSStorage,
+    DirectoryStorage,
+    S3Storage,
+    GCSStorage,
+    AzureStorage,
+)
+#: Every key some storage type accepts (``checkpoint_path``: shared_fs's legacy name).
+_ANY_STORAGE_KEY = sorted(
+    {k for m in _STORAGE_MODELS for k in m.model_fields if k != "filled_from_default"}
+    | {"checkpoint_path"}
+)
+
+
+def partial_storage_issues(block: dict[str, Any]) -> list[Issue]:
+    """Keys of a ``checkpoint_storage`` block without ``type`` that no storage type has (the
+    rest is checked once the master's default completes it)."""
+    return [
+        Issue(("checkpoint_storage", key), unknown_key_message(key, _ANY_STORAGE_KEY))
+        for key in block
+        if key not in _ANY_STORAGE_KEY
+    ]
+
+
+def complete_storage(
+    partial: dict[str, Any], default: dict[str, Any]
+) -> tuple[dict[str, Any], str]:
+    """A block without ``type`` completed from the master's ``default`` storage (its keys win
+    over the default's), and the note saying what was taken."""
+    kind = default.get("type")
+    model = dict(zip(STORAGE_TYPES, _STORAGE_MODELS, strict=True)).get(str(kind))
+    own = {*model.model_fields, "checkpoint_path"} if model is not None else set(partial)
+    foreign = [k for k in partial if k not in own]
+    if foreign:
+        raise ConfigError(
+            [
+                f"checkpoint_storage.{foreign[0]}: not a key of the master's default storage "
+                f"({kind}) that completes this block without type; add the type it belongs to"
+            ]
+        )
+    taken = sorted(k for k, v in default.items() if k not in partial and v is not None)
+    place = default.get("host_path") or default.get("container_path") or default.get("bucket")
+    note = (
+        "checkpoint_storage: no type given; completed from the master's default storage "
+        f"({default.get('type')} {place}): {', '.join(taken)}"
+    )
+    return {**default, **partial, "filled_from_default": taken}, note

@@ -101,7 +101,9 @@ class CheckpointContext:
         backend: TrialBackend,
         *,
         require_steps: bool = True,
+        after_report: Callable[[], None] | None = None,
     ) -> None:
+        self._after_report = after_report  # AUTO mode's TensorBoard sync
         self._dist = dist
         self._storage = storage
         self._storage_config = storage_config
@@ -151,6 +153,8 @@ class CheckpointContext:
                 raise
             raise self._refused(storage_id, e) from None
         logger.info("saved checkpoint %s", storage_id)
+        if self._after_report is not None:
+            self._after_report()
 
     def _refused(self, storage_id: str, error: APIError) -> APIError:
         """The master refused the checkpoint (this run was replaced, the trial ended, or the

@@ -20,10 +20,12 @@ from ._preempt import PreemptContext, PreemptMode
 from ._profiler import ProfilerContext
 from ._searcher import SearcherContext
 from ._tensorboard import EventFileWriter, TensorboardMode
+from ._tensorboard_sync import TensorboardSync, tensorboard_prefix
 from ._train import EarlyExitReason, TrainContext
 
 if TYPE_CHECKING:
     from ..config import SearcherConfig
+    from ._local_run import LocalRun
 
 logger = logging.getLogger("trialkit.core")
 
@@ -49,6 +51,7 @@ class Context:
         _backend: TrialBackend,
         _shipper: MetricsShipper,
         _tensorboard: EventFileWriter | None = None,
+        _tensorboard_sync: TensorboardSync | None = None,
     ) -> None:
         self.checkpoint = checkpoint
         self.distributed = distributed
@@ -60,6 +63,7 @@ class Context:
         self._backend = _backend
         self._shipper = _shipper
         self._tensorboard = _tensorboard
+        self._tensorboard_sync = _tensorboard_sync
         self._closed = False
 
     def __enter__(self) -> Context:
@@ -91,6 +95,8 @@ class Context:
         finally:
             if self._tensorboard is not None:
                 self._tensorboard.close()
+            if self._tensorboard_sync is not None:
+                self._tensorboard_sync.sync()  # the last reports' events
             self.distributed.close()
             self._backend.close(exc)
 
@@ -136,14 +142,16 @@ def _distributed_for(
     return DummyDistributedContext()
 
 
-def _open_local(storage_cfg: dict[str, Any], dist: DistributedContext) -> TrialBackend:
+def _open_local(
+    storage_cfg: dict[str, Any], dist: DistributedContext, run: LocalRun | None = None
+) -> TrialBackend:
     """Open the local store. With several ranks the chief opens it first (it may create the
     tables) and tracks the run; the other ranks join its experiment and trial."""
     from ._local import LocalBackend
 
     if dist.size == 1:
-        return LocalBackend.open(storage_cfg)
-    chief = LocalBackend.open(storage_cfg) if dist.rank == 0 else None
+        return LocalBackend.open(storage_cfg, run=run)
+    chief = LocalBackend.open(storage_cfg, run=run) if dist.rank == 0 else None
     ids = dist.broadcast((chief.experiment_id, chief.trial_id) if chief else None)
     return chief or LocalBackend.open(storage_cfg, join=ids)
 
@@ -156,6 +164,23 @@ def init(
     tensorboard_mode: TensorboardMode = TensorboardMode.AUTO,
 ) -> Context:
     """Build a Core API Context: connected to the master when launched by one, else local mode."""
+    return build_context(
+        distributed=distributed,
+        checkpoint_storage=checkpoint_storage,
+        preempt_mode=preempt_mode,
+        tensorboard_mode=tensorboard_mode,
+    )
+
+
+def build_context(
+    *,
+    distributed: DistributedContext | None = None,
+    checkpoint_storage: str | dict[str, Any] | None = None,
+    preempt_mode: PreemptMode = PreemptMode.WorkersAskChief,
+    tensorboard_mode: TensorboardMode = TensorboardMode.AUTO,
+    local_run: LocalRun | None = None,
+) -> Context:
+    """``init()``, with how a local-mode run is recorded (``core_v2``'s defaults)."""
     info = get_cluster_info()
     dist = _distributed_for(info, distributed)
     home = trialkit_home()
@@ -165,7 +190,7 @@ def init(
             checkpoint_storage, on_master=False
         ) or default_checkpoint_storage(home)
         storage = storage_lib.build(storage_cfg)
-        backend = _open_local(storage_cfg, dist)
+        backend = _open_local(storage_cfg, dist, local_run)
         searcher_cfg: Callable[[], SearcherConfig] | None = None
         tb_root = home / "tensorboard"
     else:
@@ -188,13 +213,22 @@ def init(
         tb_root = Path(info.home) / "tensorboard" if info.home else home / "tensorboard"
     shipper = MetricsShipper(backend)
     tb_path = tb_root / f"experiment-{backend.experiment_id}" / f"trial-{backend.trial_id}"
-    tb_writer = None
+    tb_writer = tb_sync = None
     if tensorboard_mode == TensorboardMode.AUTO and dist.rank == 0:
         tb_writer = EventFileWriter(tb_path)
         shipper.add_sink(tb_writer.write_reports)
+        if info is not None:  # on a cluster AUTO also uploads them, as Determined does
+            prefix = tensorboard_prefix(backend.experiment_id, backend.trial_id)
+            tb_sync = TensorboardSync(storage, tb_path, prefix)
+            shipper.add_sink(tb_sync.sync)
     return Context(
         checkpoint=CheckpointContext(
-            dist, storage, storage_cfg, backend, require_steps=info is not None
+            dist,
+            storage,
+            storage_cfg,
+            backend,
+            require_steps=info is not None,
+            after_report=tb_sync.sync if tb_sync is not None else None,
         ),
         distributed=dist,
         preempt=PreemptContext(backend, dist, preempt_mode, watch_master=info is not None),
@@ -205,4 +239,5 @@ def init(
         _backend=backend,
         _shipper=shipper,
         _tensorboard=tb_writer,
+        _tensorboard_sync=tb_sync,
     )

@@ -13,6 +13,7 @@ from typing import Any
 from .._home import trialkit_home
 from ..store import ExperimentState, NewMetric, NotFound, Store, TrialState
 from ._backend import TrialBackend
+from ._local_run import LocalRun
 
 logger = logging.getLogger("trialkit.core")
 
@@ -30,6 +31,7 @@ class LocalBackend(TrialBackend):
         checkpoint_storage: dict[str, Any],
         *,
         join: tuple[int, int] | None = None,
+        run: LocalRun | None = None,
     ) -> None:
         self.store = store
         self.run_id = 0
@@ -38,26 +40,42 @@ class LocalBackend(TrialBackend):
         if join is not None:  # a worker rank: the chief's experiment and trial
             self.experiment_id, self.trial_id = join
             return
-        name = f"local: {_script_name()}"
+        run = run or LocalRun()
+        name = run.name or f"local: {_script_name()}"
+        searcher = {"name": "single", "metric": None, "smaller_is_better": True, **run.searcher}
         config = {
             "name": name,
+            "description": run.description,
+            "labels": list(run.labels),
             "entrypoint": " ".join([os.path.basename(sys.executable), *sys.argv]),
-            "searcher": {"name": "single", "metric": None, "smaller_is_better": True},
-            "hyperparameters": {},
+            "searcher": searcher,
+            "hyperparameters": dict(run.hparams),
+            "data": dict(run.data),
             "checkpoint_storage": checkpoint_storage,
         }
-        exp = store.create_experiment(name=name, config=config, unmanaged=True)
-        trial = store.create_trial(experiment_id=exp.id, request_id="local", hparams={}, seed=0)
+        exp = store.create_experiment(
+            name=name,
+            config=config,
+            description=run.description,
+            labels=run.labels,
+            unmanaged=True,
+        )
+        trial = store.create_trial(
+            experiment_id=exp.id, request_id="local", hparams=dict(run.hparams), seed=0
+        )
         self.experiment_id = exp.id
         self.trial_id = trial.id
         logger.info("local mode: tracking this run as experiment %d, trial %d", exp.id, trial.id)
 
     @classmethod
     def open(
-        cls, checkpoint_storage: dict[str, Any], join: tuple[int, int] | None = None
+        cls,
+        checkpoint_storage: dict[str, Any],
+        join: tuple[int, int] | None = None,
+        run: LocalRun | None = None,
     ) -> LocalBackend:
         """Track this run as a new unmanaged experiment, or ``join`` (experiment, trial) ids."""
-        return cls(Store.for_home(trialkit_home()), checkpoint_storage, join=join)
+        return cls(Store.for_home(trialkit_home()), checkpoint_storage, join=join, run=run)
 
     def ship_metrics(self, reports: list[dict[str, Any]]) -> None:
         self.store.add_metrics(

@@ -13,6 +13,7 @@ from ._backend import TrialBackend
 from ._distributed import DistributedContext
 from ._metrics import MetricsShipper
 from ._tensorboard import TensorboardMode
+from ._tensorboard_sync import tensorboard_prefix, upload_tensorboard_dir
 
 logger = logging.getLogger("trialkit.core")
 
@@ -157,13 +158,10 @@ class TrainContext:
             raise RuntimeError(
                 "upload_tensorboard_files() needs tensorboard_mode=TensorboardMode.MANUAL"
             )
-        root = self.get_tensorboard_path()
-        files = [
-            (path, mangler(path.relative_to(root), self._dist.rank).as_posix())
-            for path in sorted(p for p in root.rglob("*") if p.is_file())
-            if selector(path.relative_to(root))
-        ]
-        prefix = (
-            f"tensorboard/experiment-{self._backend.experiment_id}/trial-{self._backend.trial_id}"
+        upload_tensorboard_dir(
+            self._storage,
+            self.get_tensorboard_path(),
+            tensorboard_prefix(self._backend.experiment_id, self._backend.trial_id),
+            selector,
+            lambda rel: mangler(rel, self._dist.rank),
         )
-        self._storage.upload_files(files, prefix)

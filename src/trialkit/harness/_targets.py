@@ -63,6 +63,9 @@ def searcher_targets(
                 f"{{batches: {length.value}}} (or records / epochs) for a Trial class entrypoint"
             )
         return _operation_targets(core_context, SearcherUnits(length.unit, gbs), epoch_len)
+    if searcher.name == "custom" and searcher.unit is not None:
+        # 0.26-0.37 custom searchers: no max_length, each operation's length is in ``unit``.
+        return _operation_targets(core_context, SearcherUnits(searcher.unit, gbs), epoch_len)
     if searcher.time_metric and searcher.max_time:
         units = SearcherUnits(searcher.time_metric, gbs)
         total = searcher.max_time

@@ -6,7 +6,7 @@ Workers see torchrun's RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RAN
 PORT plus USE_TORCH_DISTRIBUTED, DET_CHIEF_IP and TRIALKIT_CHIEF_PORT, so both
 ``torch.distributed.init_process_group()`` and ``core.DistributedContext.from_torch_distributed()``
 (or plain ``core.init()``) work. Each worker runs under ``wrap_rank`` (output prefixed with
-``[rank=N] ``); if any worker fails, the others get SIGTERM, then SIGKILL after ``--kill-grace``
+``[rank=N] || ``); if any worker fails, the others get SIGTERM, then SIGKILL after ``--kill-grace``
 seconds, and the launcher exits non-zero. Multi-node: run it once per node with the same
 ``--nnodes`` and ``--rdzv-endpoint`` and each node's ``--node-rank``.
 """

@@ -1,4 +1,4 @@
-"""Run a command and prefix every line it prints with ``[rank=N] ``.
+"""Run a command and prefix every line it prints with ``[rank=N] || `` (Determined's format).
 
 ``python3 -m trialkit.launch.wrap_rank [--no-redirect-stdio] RANK [--] SCRIPT...``: RANK is an
 integer or comma-separated environment variable names tried in order (``RANK``,
@@ -89,7 +89,7 @@ class _Report:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="python3 -m trialkit.launch.wrap_rank",
-        description="Run SCRIPT and prefix every line of its output with [rank=N].",
+        description="Run SCRIPT and prefix every line of its output with [rank=N] ||.",
     )
     parser.add_argument(
         "--no-redirect-stdio",
@@ -125,7 +125,7 @@ def main(argv: list[str]) -> int:
         signal.signal(sig, forward)
     pumps = []
     if pipe is not None:
-        prefix = f"[rank={rank}] ".encode()
+        prefix = f"[rank={rank}] || ".encode()
         assert child.stdout is not None and child.stderr is not None
         for src, dst in ((child.stdout, sys.stdout.buffer), (child.stderr, sys.stderr.buffer)):
             t = threading.Thread(target=_pump, args=(src, dst, prefix), daemon=True)

@@ -37,6 +37,7 @@ from ..rest import (
     LastValidation,
     MasterInfo,
     MetricList,
+    ModelDef,
     Ok,
     OperationsApplied,
     PoolInfo,
@@ -259,6 +260,12 @@ def create_app(
     def summary(experiment_id: ExperimentId) -> ExperimentSummary:
         """Describe without the checkpoint list: what ``--follow`` polls."""
         return experiment_summary(store, experiment_id)
+
+    @app.get(routes.EXPERIMENT_MODEL_DEF, dependencies=[Auth])
+    def model_def(experiment_id: ExperimentId) -> ModelDef:
+        """The packed model directory, for ``experiment download-model-def``."""
+        archive = store.get_model_def(experiment_id) or b""
+        return ModelDef(b64_tgz=base64.b64encode(archive).decode())
 
     def _command(experiment_id: int, action: str) -> ExperimentReply:
         exp = store.get_experiment(experiment_id)

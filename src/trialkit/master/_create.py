@@ -25,6 +25,7 @@ from ..config import (
 )
 from ..storage import CheckpointStorageError, StorageConfigError, build
 from ..store import Store
+from ._bind_mounts import bind_mount_errors
 from ._pools import capacity_errors, check_resource_pool
 from ._warm_start import WarmStartError, resolve_warm_start, storage_dict
 
@@ -43,6 +44,14 @@ def _trial_class_length(cfg: ExperimentConfig) -> list[str]:
     length = searcher.max_length
     if (length is not None and length.unit is not None) or searcher.max_time is not None:
         return []  # time_metric comes with max_time (the config model checks)
+    if searcher.name == "custom" and length is None:
+        if searcher.unit is not None:
+            return []  # 0.26-0.37: the search method's operations give lengths in this unit
+        return [
+            f"entrypoint: {cfg.entrypoint!r} is a Trial class, which trains for the lengths of "
+            "the custom searcher's operations, but they have no unit; add searcher.unit: "
+            "batches (or records / epochs)"
+        ]
     got = f"max_length {length} has no unit" if length else "it has no training length"
     return [
         f"entrypoint: {cfg.entrypoint!r} is a Trial class, which trains for the searcher's "
@@ -88,6 +97,7 @@ def _check_runnable(cfg: ExperimentConfig, slots: int | None) -> list[str]:
         )
     elif kind == "trial_class":
         errors.extend(_trial_class_length(cfg))
+    errors += bind_mount_errors(cfg.bind_mounts)
     need = cfg.resources.slots_per_trial
     if slots is not None and need > slots:
         errors.append(

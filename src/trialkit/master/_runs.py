@@ -13,6 +13,7 @@ from .. import _modeldir
 from ..config import LOCAL_POOL
 from ..storage import build as build_storage
 from ..store import Experiment, Store, Trial
+from ._bind_mounts import make_bind_mounts
 from ._experiment_config import config_of
 from ._journal import register_journaled_checkpoints
 from ._launch import build_launch, describe_argv
@@ -59,6 +60,7 @@ class RunStarter:
             _modeldir.unpack(archive, workdir)
         else:
             workdir.mkdir(parents=True, exist_ok=True)
+        make_bind_mounts(config_of(exp).bind_mounts, workdir)
         self.remove_stale_partials(exp)  # e.g. this trial's previous run, killed mid-save
         self.register_journal(trial)  # saved while the master was away: resume from them
         latest = self.store.latest_checkpoint(trial.id)

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .. import _modeldir
+from .. import _alias, _modeldir
 from ..searcher import (
     Close,
     Create,
@@ -97,6 +97,7 @@ def _load_custom_class(store: Store, experiment: Experiment, spec: str) -> Any:
     unique = f"_trialkit_custom_searcher_{experiment.id}_{module_name.replace('.', '_')}"
     before = set(sys.modules)
     sys.path.insert(0, str(root))
+    _alias.install()  # searchers written for Determined import ``determined.searcher``
     try:
         module_spec = importlib.util.spec_from_file_location(unique, path)
         assert module_spec is not None and module_spec.loader is not None

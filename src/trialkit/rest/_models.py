@@ -299,6 +299,14 @@ class UuidList:
     uuids: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class ModelDef:
+    """An experiment's stored model directory: a gzipped tar archive, base64-encoded
+    (Determined's ``b64Tgz``); empty when it was created without one."""
+
+    b64_tgz: str
+
+
 # Checkpoint GC and deletion --------------------------------------------------------------------
 
 

@@ -14,6 +14,8 @@ EXPERIMENT = "/api/v1/experiments/{experiment_id}"
 #: The cheaper view ``--follow`` polls: describe without the experiment's checkpoint list.
 EXPERIMENT_SUMMARY = "/api/v1/experiments/{experiment_id}/summary"
 EXPERIMENT_ACTION = "/api/v1/experiments/{experiment_id}/{action}"
+#: The model directory the experiment was created with, as stored (Determined's GetModelDef).
+EXPERIMENT_MODEL_DEF = "/api/v1/experiments/{experiment_id}/model_def"
 EXPERIMENT_ACTIONS = ("pause", "activate", "kill", "archive", "unarchive")
 EXPERIMENT_CHECKPOINTS = "/api/v1/experiments/{experiment_id}/checkpoints"
 EXPERIMENT_TRIALS = "/api/v1/experiments/{experiment_id}/trials"
