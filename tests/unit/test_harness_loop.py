@@ -4,14 +4,23 @@
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+from tests.inprocess_master import SINGLE, TOKEN, InProcessMaster, inprocess_master, served
+
 from trialkit import core
-from trialkit.harness import Batch, LoopSettings, Target, TrainLoop
-from trialkit.store import Store
+from trialkit._info import INFO_ENV
+from trialkit.config import SearcherConfig
+from trialkit.harness import Batch, LoopSettings, Target, TrainLoop, searcher_targets
+from trialkit.rest import _routes as routes
+from trialkit.store import NewMetric, Store
 
 
 class CountingStrategy:
@@ -125,3 +134,201 @@ def test_a_stop_request_checkpoints_and_the_next_run_resumes_on_the_next_batch(
     assert second.skip == 7 and second.trained == list(range(7, 12))
     assert second.total == sum(range(12))  # the saved state plus the remaining batches
     assert resumed.progress.batches_trained == 12 and resumed.progress.shuffle_seed == 5
+
+
+def _only_trial(home: Path) -> Any:
+    store = Store.at(home)
+    try:
+        [trial] = store.list_trials()
+        return trial, store.list_checkpoints(trial_id=trial.id)
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    ("unit", "max_time", "gbs", "progress"),
+    [
+        ("batches", 10, None, 6 / 10),  # the last report before the stop at 7 was at batch 6
+        ("records", 20, 2, 12 / 20),  # 2 records a batch (CountingStrategy.batch_length)
+        ("epochs", 3, None, 6 / 4 / 3),  # 4 batches an epoch
+    ],
+)
+def test_a_time_metric_search_reports_progress_as_units_trained_over_max_time(
+    trialkit_home: Path, unit: str, max_time: int, gbs: int | None, progress: float
+) -> None:
+    searcher = SearcherConfig.model_validate(
+        {"name": "async_halving", "metric": "loss", "time_metric": unit, "max_time": max_time,
+         "max_trials": 1, "num_rungs": 2}
+    )  # fmt: skip
+    with core.init() as ctx:
+        loop = TrainLoop(ctx, CountingStrategy(stop_at=7), _settings())
+        loop.run(searcher_targets(ctx, searcher, gbs, lambda: loop.epoch_len))
+    trial, _ = _only_trial(trialkit_home)
+    assert trial.progress == pytest.approx(progress)
+
+
+def test_a_time_metric_search_progress_never_passes_one(trialkit_home: Path) -> None:
+    # 20 records at 1 record a batch (gbs 1) trains 20 batches of 2 records: 40 of 20 done
+    searcher = SearcherConfig.model_validate(
+        {"name": "async_halving", "metric": "loss", "time_metric": "records", "max_time": 20,
+         "max_trials": 1, "num_rungs": 2}
+    )  # fmt: skip
+    with core.init() as ctx:
+        loop = TrainLoop(ctx, CountingStrategy(), _settings())
+        loop.run(searcher_targets(ctx, searcher, 1, lambda: loop.epoch_len))
+    assert loop.progress.records_trained == 40
+    trial, _ = _only_trial(trialkit_home)
+    assert trial.progress == 1.0
+
+
+class RandomStrategy(CountingStrategy):
+    """Draws from ``random`` in training and in validation; its RNG state is ``random``'s."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.draws: list[float] = []
+
+    def train_batch(self, batch: Any, epoch_idx: int, batch_idx: int, epoch_len: int) -> Any:
+        self.draws.append(random.random())  # a dropout mask, a shuffle
+        return super().train_batch(batch, epoch_idx, batch_idx, epoch_len)
+
+    def validate(self, test_mode: bool) -> dict[str, Any]:
+        [random.random() for _ in range(3)]  # validation-time augmentation
+        return super().validate(test_mode)
+
+    def capture_rng(self) -> dict[str, Any]:
+        version, internal, gauss = random.getstate()
+        return {"random": [version, list(internal), gauss]}
+
+    def restore_rng(self, state: dict[str, Any]) -> None:
+        version, internal, gauss = state["random"]
+        random.setstate((version, tuple(internal), gauss))
+
+
+def test_validation_does_not_move_the_training_rng(trialkit_home: Path) -> None:
+    def training_draws(validation_period: int) -> list[float]:
+        random.seed(1234)
+        strategy = RandomStrategy()
+        settings = LoopSettings(
+            validation_period=Batch(validation_period),
+            checkpoint_period=Batch(100),
+            reporting_period=Batch(100),
+            checkpoint_policy="none",
+        )
+        with core.init() as ctx:
+            TrainLoop(ctx, strategy, settings).run([Target(Batch(8))])
+        assert strategy.validated_at[-1] == 8
+        return strategy.draws
+
+    rarely = training_draws(100)  # validates once, at the end
+    often = training_draws(2)  # validates after every second batch
+    assert len(often) == 8 and often == rarely
+
+
+class PreemptedStrategy(CountingStrategy):
+    """The process gets SIGTERM (what the master sends a trial it preempts) in ``at``'s batch."""
+
+    def __init__(self, at: int) -> None:
+        super().__init__()
+        self.at = at
+
+    def train_batch(self, batch: Any, epoch_idx: int, batch_idx: int, epoch_len: int) -> Any:
+        if batch_idx == self.at:
+            os.kill(os.getpid(), signal.SIGTERM)  # PreemptContext's handler: should_preempt()
+        return super().train_batch(batch, epoch_idx, batch_idx, epoch_len)
+
+
+def test_preemption_checkpoints_at_the_next_batch_boundary_and_stops(trialkit_home: Path) -> None:
+    strategy = PreemptedStrategy(at=5)
+    with core.init() as ctx:
+        loop = TrainLoop(ctx, strategy, _settings())
+        loop.run([Target(Batch(12))])
+    assert strategy.trained == list(range(6))  # batch 5 finished, nothing after it
+    assert strategy.validated_at == [4]  # no validation at the stop
+    trial, checkpoints = _only_trial(trialkit_home)
+    assert sorted(c.steps_completed for c in checkpoints) == [5, 6]  # period 5, then the stop
+    assert loop.progress.last_ckpt == 6 and loop.last_checkpoint is not None
+    store = Store.at(trialkit_home)
+    try:
+        training = store.list_metrics(trial.id, "training")
+    finally:
+        store.close()
+    assert training[-1].steps_completed == 6  # the batches since the last report are reported
+    resumed = CountingStrategy()
+    with core.init() as ctx:
+        TrainLoop(ctx, resumed, _settings()).run(
+            [Target(Batch(12))], latest_checkpoint=loop.last_checkpoint
+        )
+    assert resumed.skip == 6 and resumed.trained == list(range(6, 12))
+
+
+@contextmanager
+def trial_under_master(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[InProcessMaster, int]]:
+    """Experiment 1's trial 1 on a master served on loopback; ``core.init()`` then connects to
+    it as a launched trial does (cluster info file, HTTP backend)."""
+    with inprocess_master(home / "master") as api, served(api.app) as url:
+        exp_id = api.create(
+            {**SINGLE, "checkpoint_storage": {"type": "shared_fs", "host_path": str(home / "ck")}}
+        )
+        [trial] = api.store.list_trials(exp_id)
+        exp = api.store.get_experiment(exp_id)
+        info = {
+            "master_url": url,
+            "session_token": TOKEN,
+            "trial": {"trial_id": trial.id, "experiment_id": exp_id, "trial_seed": trial.seed,
+                      "config": exp.config, "trial_run_id": trial.run_id},
+        }  # fmt: skip
+        (home / "cluster_info.json").write_text(json.dumps(info))
+        monkeypatch.setenv(INFO_ENV, str(home / "cluster_info.json"))
+        try:
+            yield api, trial.id
+        finally:  # ends the trial's preemption long poll at once (it would hold the server)
+            api.call("POST", routes.SHUTDOWN)
+
+
+class ScriptedValidation(CountingStrategy):
+    """Validates to the next loss of ``losses``."""
+
+    def __init__(self, losses: list[float]) -> None:
+        super().__init__()
+        self.losses = list(losses)
+
+    def validate(self, test_mode: bool) -> dict[str, Any]:
+        super().validate(test_mode)
+        return {"loss": self.losses.pop(0)}
+
+
+@pytest.mark.parametrize(
+    ("earlier_best", "saved_at"),
+    [
+        (None, [2, 4, 8, 10]),  # the first validation is the experiment's best so far
+        (0.5, [4, 8, 10]),  # 0.7 is worse than the master's 0.5
+    ],
+)
+def test_checkpoint_policy_best_under_the_master_saves_only_after_a_better_validation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, earlier_best: float | None, saved_at: list[int]
+) -> None:
+    settings = LoopSettings(
+        validation_period=Batch(2),
+        checkpoint_period=Batch(100),
+        reporting_period=Batch(100),
+        checkpoint_policy="best",
+        searcher_metric="loss",
+        on_cluster=True,
+        trial_id=1,
+    )
+    with trial_under_master(tmp_path, monkeypatch) as (api, trial_id):
+        if earlier_best is not None:  # reported before this process started
+            best = NewMetric(trial_id=trial_id, group="validation", steps_completed=1,
+                             values={"loss": earlier_best}, run_id=0)  # fmt: skip
+            api.store.add_metrics([best])
+        strategy = ScriptedValidation([0.7, 0.4, 0.6, 0.3, 0.9])
+        with core.init() as ctx:
+            TrainLoop(ctx, strategy, settings).run([Target(Batch(10))])
+        saved = sorted(c.steps_completed for c in api.store.list_checkpoints(trial_id=trial_id))
+    assert strategy.validated_at == [2, 4, 6, 8, 10]
+    # after each new best (0.4, then 0.3), never after a worse one (0.6, 0.9); the end of
+    # training always checkpoints (10)
+    assert saved == saved_at

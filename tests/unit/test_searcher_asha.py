@@ -680,3 +680,51 @@ def test_promotion_keeps_the_best_fraction_of_every_rung_promoted(
             best = sorted(rungs[k])[: int(len(rungs[k]) / divisor)]
             assert {i for _, _, i in best} <= promoted[k]
     assert d.shutdown is not None
+
+
+def test_stopping_invalid_hp_after_a_stop_removes_the_result_from_its_rung() -> None:
+    # Trial 2 is stopped at rung 0 and then raises InvalidHP: its 0.5 leaves rung 0 (§7.4: its
+    # results are removed from rungs 0..its rung, the rung it was stopped at included).
+    d = driver(
+        asha(
+            num_rungs=2,
+            divisor=2,
+            max_trials=10,
+            max_concurrent_trials=4,
+            time_metric="batches",
+            max_time=100,
+        )
+    )  # fmt: skip (rungs at 50, 100)
+    assert d.report(1, 0.1, 50) == []  # rung 0: [0.1] continues
+    rid = d.rid(2)
+    stop = d.method.on_validation_completed(rid, {"loss": 0.5, "batches": 50})
+    assert stop[0] == Stop(rid)  # [0.1, 0.5]: index 1 >= max(int(2/2), 1)
+    d.apply(stop[1:])
+    d.apply(d.method.on_trial_exited_early(rid, ExitedReason.INVALID_HP))  # before it exits
+    d.exit(rid)
+    assert d.report(3, 0.3, 50)[0] == Stop(d.rid(3))  # [0.1, 0.3]
+    # with 0.5 still in rung 0, 0.2 would be index 1 of four results and continue
+    assert d.report(4, 0.2, 50)[0] == Stop(d.rid(4))  # [0.1, 0.2, 0.3]: index 1 >= 1
+
+
+def test_promotion_close_out_stops_at_the_first_rung_with_trials_in_flight() -> None:
+    # Four rungs (targets 1, 2, 4, 8): rung 0 fills while trials 5 and 3 still train towards
+    # rung 1, so close-out closes rung 0's waiting trials and stops there (§7.6.4). Trial 1,
+    # waiting in rung 2, must stay open: a worse rung-2 result later promotes it to the top.
+    d = driver(asha(num_rungs=4, divisor=2, max_trials=8, max_concurrent_trials=8, max_length=8))
+    assert d.complete(1, 0.1) == []
+    assert d.complete(2, 0.2) == [ValidateAfter(d.rid(1), 2)]
+    assert d.complete(1, 0.1) == []  # waiting in rung 1
+    assert d.complete(3, 0.3) == []
+    assert d.complete(4, 0.4) == [ValidateAfter(d.rid(2), 2)]
+    assert d.complete(2, 0.2) == [ValidateAfter(d.rid(1), 4)]
+    assert d.complete(1, 0.1) == []  # waiting in rung 2
+    assert d.complete(5, 0.05) == [ValidateAfter(d.rid(5), 2)]  # in flight towards rung 1
+    d.complete(6, 0.6)
+    d.complete(7, 0.7)
+    ops = d.complete(8, 0.8)  # rung 0 holds 8 = max_trials results: close-out runs
+    assert ValidateAfter(d.rid(3), 2) in ops  # a second trial in flight towards rung 1
+    closed = {op.request_id for op in ops if isinstance(op, Close)}
+    assert closed == {d.rid(n) for n in (4, 6, 7, 8)}  # rung 0's waiting trials only
+    assert d.complete(5, 0.05) == [ValidateAfter(d.rid(5), 4)]
+    assert d.complete(5, 0.5) == [ValidateAfter(d.rid(1), 8)]  # trial 1 is promoted to the top

@@ -11,6 +11,7 @@ import sys
 import zlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +21,7 @@ from trialkit.storage import (
     SharedFSStorageManager,
     list_directory,
 )
+from trialkit.storage._manifest import WHAT_TO_DO, FileEntry, Manifest
 
 
 def saved(tmp_path: Path, *, via_upload: bool) -> tuple[SharedFSStorageManager, Path]:
@@ -291,3 +293,41 @@ def test_restore_refuses_a_large_file_damaged_after_its_first_blocks(
     assert str(damaged) in str(err.value)
     with pytest.raises(CheckpointIntegrityError, match=what):
         sm.download("ck", tmp_path / "out")
+
+
+def test_manifest_resources_list_every_parent_directory_of_a_file() -> None:
+    manifest = Manifest(
+        {
+            "a/b/c/deep.pt": FileEntry(3, "x"),
+            "a/top.pt": FileEntry(2, "y"),
+            "m.pt": FileEntry(1, "z"),
+        },
+        {"empty/"},
+    )
+    assert manifest.resources() == {
+        "a/": 0, "a/b/": 0, "a/b/c/": 0, "a/b/c/deep.pt": 3, "a/top.pt": 2, "empty/": 0, "m.pt": 1,
+    }  # fmt: skip
+    assert list(manifest.resources()) == sorted(manifest.resources())
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        ({"version": 1}, "it has no 'files' object"),
+        ({"version": 1, "files": ["model.pt"]}, "it has no 'files' object"),
+        ({"files": {"model.pt": {"crc32": "00000000"}}}, "'model.pt' has no 'size'"),
+        ({"files": {"model.pt": {"size": 3}}}, "'model.pt' has no checksum (sha256 or crc32)"),
+    ],
+)
+def test_a_manifest_without_files_or_sizes_is_an_integrity_error_naming_the_checkpoint(
+    tmp_path: Path, body: dict[str, Any], why: str
+) -> None:
+    # valid JSON, but not a manifest: one line naming the checkpoint's manifest and what to do
+    sm, ck = saved(tmp_path, via_upload=False)
+    (ck / MANIFEST_NAME).write_text(json.dumps(body))
+    with pytest.raises(CheckpointIntegrityError) as info:
+        with sm.restore_path("ck"):
+            pass
+    message = str(info.value)
+    assert message.startswith(f"{ck / MANIFEST_NAME}: damaged checkpoint manifest ({why}); ")
+    assert message.endswith(WHAT_TO_DO) and "\n" not in message
