@@ -18,7 +18,15 @@ from tests.inprocess_master import SINGLE, TOKEN, InProcessMaster, inprocess_mas
 from trialkit import core
 from trialkit._info import INFO_ENV
 from trialkit.config import SearcherConfig
-from trialkit.harness import Batch, LoopSettings, Target, TrainLoop, searcher_targets
+from trialkit.harness import (
+    Batch,
+    Epoch,
+    LoopSettings,
+    SearcherUnits,
+    Target,
+    TrainLoop,
+    searcher_targets,
+)
 from trialkit.rest import _routes as routes
 from trialkit.store import NewMetric, Store
 
@@ -151,6 +159,7 @@ def _only_trial(home: Path) -> Any:
         ("batches", 10, None, 6 / 10),  # the last report before the stop at 7 was at batch 6
         ("records", 20, 2, 12 / 20),  # 2 records a batch (CountingStrategy.batch_length)
         ("epochs", 3, None, 6 / 4 / 3),  # 4 batches an epoch
+        ("records", 20, 4, 10 / 20),  # 5 batches of 4 are 20 records, but each batch held 2
     ],
 )
 def test_a_time_metric_search_reports_progress_as_units_trained_over_max_time(
@@ -332,3 +341,51 @@ def test_checkpoint_policy_best_under_the_master_saves_only_after_a_better_valid
     # after each new best (0.4, then 0.3), never after a worse one (0.6, 0.9); the end of
     # training always checkpoints (10)
     assert saved == saved_at
+
+
+def test_searcher_units_turn_lengths_into_loop_lengths() -> None:
+    assert SearcherUnits("batches", None).length(5) == Batch(5)
+    assert SearcherUnits("records", 4).length(10) == Batch(2)  # 10 records of 4 a batch
+    assert SearcherUnits("epochs", None).length(3) == Epoch(3)
+    with pytest.raises(ValueError, match="^a searcher length in records needs hyperparameters"):
+        SearcherUnits("records", None)
+    with pytest.raises(ValueError, match="^searcher unit 'steps': a Trial harness trains in"):
+        SearcherUnits("steps", 4)
+
+
+@pytest.mark.parametrize(
+    ("searcher", "message"),
+    [
+        ({"name": "single", "metric": "loss", "max_length": 10},
+         r"^searcher.max_length: 10 has no unit; write \{batches: 10\}"),
+        ({"name": "single", "metric": "loss"},
+         r"^fit\(max_length=...\) must be set: the experiment config has neither searcher.max_le"),
+    ],
+)  # fmt: skip
+def test_searcher_targets_refuse_a_length_they_cannot_train_to(
+    trialkit_home: Path, searcher: dict[str, Any], message: str
+) -> None:
+    with core.init() as ctx, pytest.raises(ValueError, match=message):
+        searcher_targets(ctx, SearcherConfig.model_validate(searcher), None, lambda: 4)
+
+
+@pytest.mark.parametrize(
+    ("unit", "gbs", "batches", "progress"),
+    [("records", 4, 1, 1.0), ("epochs", None, 4, 1.0), ("batches", None, 1, 1.0)],
+)
+def test_operation_targets_train_to_the_length_in_the_searchers_unit(
+    trialkit_home: Path, unit: str, gbs: int | None, batches: int, progress: float
+) -> None:
+    # off-cluster the searcher has one operation of length 1 (as Determined's): 1 record of 4
+    # a batch is still a batch, 1 epoch is 4 batches (CountingStrategy's epoch)
+    searcher = SearcherConfig.model_validate(
+        {"name": "single", "metric": "loss", "max_length": {unit: 5}}
+    )
+    strategy = CountingStrategy()
+    with core.init() as ctx:
+        loop = TrainLoop(ctx, strategy, _settings())
+        loop.run(searcher_targets(ctx, searcher, gbs, lambda: loop.epoch_len))
+        assert list(ctx.searcher.operations()) == []  # the operation was reported completed
+    assert strategy.trained == list(range(batches))
+    trial, _ = _only_trial(trialkit_home)
+    assert trial.progress == progress

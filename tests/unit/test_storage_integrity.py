@@ -3,6 +3,7 @@ the checkpoint becomes visible, checked by restore_path and download (issue 19 i
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -21,7 +22,14 @@ from trialkit.storage import (
     SharedFSStorageManager,
     list_directory,
 )
-from trialkit.storage._manifest import WHAT_TO_DO, FileEntry, Manifest
+from trialkit.storage._manifest import (
+    WHAT_TO_DO,
+    FileEntry,
+    Manifest,
+    crc32_hex,
+    entry_of,
+    verify,
+)
 
 
 def saved(tmp_path: Path, *, via_upload: bool) -> tuple[SharedFSStorageManager, Path]:
@@ -331,3 +339,33 @@ def test_a_manifest_without_files_or_sizes_is_an_integrity_error_naming_the_chec
     message = str(info.value)
     assert message.startswith(f"{ck / MANIFEST_NAME}: damaged checkpoint manifest ({why}); ")
     assert message.endswith(WHAT_TO_DO) and "\n" not in message
+
+
+def test_entries_default_to_sha256_and_verify_checks_by_the_entrys_algorithm(
+    tmp_path: Path,
+) -> None:
+    f = tmp_path / "model.pt"
+    data = os.urandom(2**20 + 5)  # more than one read block
+    f.write_bytes(data)
+    sha = entry_of(f)
+    assert sha == FileEntry(len(data), hashlib.sha256(data).hexdigest(), "sha256")
+    assert entry_of(f, "crc32") == FileEntry(len(data), crc32_hex(zlib.crc32(data)), "crc32")
+    verify(f, sha, "model.pt")  # the object stores' entries: checked by sha256, and pass
+    f.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    with pytest.raises(CheckpointIntegrityError, match="^model.pt: sha256 differs"):
+        verify(f, sha, "model.pt")
+
+
+def test_merged_manifests_keep_both_files_and_directories() -> None:
+    a = Manifest({"rank0.pt": FileEntry(1, "a")}, {"rank0/"})
+    b = Manifest({"rank1.pt": FileEntry(2, "b")}, {"rank1/"})
+    merged = a.merged(b)
+    assert merged.files == {**a.files, **b.files} and merged.dirs == {"rank0/", "rank1/"}
+
+
+def test_the_crc32_comes_from_zlib_ng_where_it_is_installed() -> None:
+    from zlib_ng import zlib_ng
+
+    from trialkit.storage._manifest import _fastest_crc32
+
+    assert _fastest_crc32() == (zlib_ng.crc32, "zlib-ng")
