@@ -369,3 +369,15 @@ def test_the_crc32_comes_from_zlib_ng_where_it_is_installed() -> None:
     from trialkit.storage._manifest import _fastest_crc32
 
     assert _fastest_crc32() == (zlib_ng.crc32, "zlib-ng")
+
+
+def test_the_manifest_format_version_1_and_dirs_optional() -> None:
+    manifest = Manifest({"m.pt": FileEntry(1, "00000000", "crc32")}, {"d/"})
+    body = json.loads(manifest.to_bytes())
+    assert body == {
+        "version": 1,
+        "files": {"m.pt": {"size": 1, "crc32": "00000000"}},
+        "dirs": ["d/"],
+    }
+    del body["dirs"]  # a manifest of files only (no empty directories) may leave it out
+    assert Manifest.from_bytes(json.dumps(body).encode(), "m") == Manifest(manifest.files)
