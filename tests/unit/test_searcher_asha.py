@@ -700,7 +700,8 @@ def test_stopping_invalid_hp_after_a_stop_removes_the_result_from_its_rung() -> 
     stop = d.method.on_validation_completed(rid, {"loss": 0.5, "batches": 50})
     assert stop[0] == Stop(rid)  # [0.1, 0.5]: index 1 >= max(int(2/2), 1)
     d.apply(stop[1:])
-    d.apply(d.method.on_trial_exited_early(rid, ExitedReason.INVALID_HP))  # before it exits
+    ops = d.apply(d.method.on_trial_exited_early(rid, ExitedReason.INVALID_HP))  # before exiting
+    assert [type(op) for op in ops] == [Create]  # a replacement; no second Stop
     d.exit(rid)
     assert d.report(3, 0.3, 50)[0] == Stop(d.rid(3))  # [0.1, 0.3]
     # with 0.5 still in rung 0, 0.2 would be index 1 of four results and continue
@@ -728,3 +729,83 @@ def test_promotion_close_out_stops_at_the_first_rung_with_trials_in_flight() -> 
     assert closed == {d.rid(n) for n in (4, 6, 7, 8)}  # rung 0's waiting trials only
     assert d.complete(5, 0.05) == [ValidateAfter(d.rid(5), 4)]
     assert d.complete(5, 0.5) == [ValidateAfter(d.rid(1), 8)]  # trial 1 is promoted to the top
+
+
+def rung_entries(d: Driver) -> list[list[tuple[str, str]]]:
+    """Each rung's (trial number, status) entries, as the web UI shows them."""
+    states = d.method._strategy.rung_states()  # type: ignore[attr-defined]
+    return [[(str(d.number[e.request_id]), e.status) for e in s.entries] for s in states]
+
+
+def test_stopping_invalid_hp_trials_do_not_use_up_the_budget() -> None:
+    d = driver(asha(num_rungs=2, divisor=2, max_trials=3, max_concurrent_trials=2,
+                    time_metric="batches", max_time=100))  # fmt: skip
+    ops = d.fail(1, ExitedReason.INVALID_HP) + d.fail(2, ExitedReason.INVALID_HP)
+    assert [type(op) for op in ops] == [Stop, Create, Stop, Create]  # replaced: 4 created
+    ops = d.report(3, 0.1, 100)  # passes both rungs: finished; 4 created - 2 invalid < 3
+    assert ops[0] == Stop(d.rid(3)) and isinstance(ops[1], Create) and len(ops) == 2
+    assert d.report(4, 0.2, 100) == [Stop(d.rid(4))]  # 5 created - 2 invalid: budget used
+
+
+def test_stopping_exits_go_into_the_rung_the_trial_was_at() -> None:
+    d = driver(
+        asha(
+            num_rungs=3,
+            divisor=2,
+            max_trials=10,
+            max_concurrent_trials=3,
+            max_length=100,
+            stop_once=True,
+        )
+    )  # fmt: skip (0.37, rungs at 25, 50, 100)
+    assert d.complete(1, 0.1) == [ValidateAfter(d.rid(1), 50)]
+    d.fail(1, ExitedReason.ERRORED)  # at rung 1: the worst result goes there, not into rung 0
+    d.complete(2, 0.5)
+    assert rung_entries(d) == [[("1", "promoted"), ("2", "stopped")], [("1", "exited")], []]
+
+
+def test_stopping_metric_errors_name_the_trial_and_the_metric() -> None:
+    d = driver(asha(num_rungs=2, max_trials=2, time_metric="batches", max_time=100))
+    rid = d.rid(1)
+    with pytest.raises(SearcherError, match=f"^trial {rid}: the searcher metric 'loss' must"):
+        d.method.on_validation_completed(rid, {"loss": "x", "batches": 5})
+    with pytest.raises(SearcherError, match=f"^trial {rid}: the time metric 'batches' must"):
+        d.method.on_validation_completed(rid, {"loss": 0.1, "batches": None})
+
+
+def test_promotion_metric_errors_name_the_trial_and_the_metric() -> None:
+    d = driver(asha(num_rungs=2, max_trials=2, max_length=100))
+    rid = d.rid(1)
+    with pytest.raises(SearcherError, match=f"^trial {rid}: the searcher metric 'loss' must"):
+        d.method.on_validation_completed(rid, {"loss": "x"}, 25)
+
+
+def test_promotion_an_exited_waiting_trial_chosen_for_promotion_fails_the_next_rung() -> None:
+    d = driver(asha(num_rungs=3, divisor=2, max_trials=8, max_concurrent_trials=2, max_length=4))
+    assert [type(op) for op in d.complete(1, 0.1)] == [Create, ValidateAfter]  # 1 waits
+    assert d.fail(1, ExitedReason.ERRORED) == []  # nothing in flight: it stays waiting
+    ops = d.complete(2, 0.2)  # chooses trial 1, which fails rung 1 with the worst result
+    assert [type(op) for op in ops] == [Create, ValidateAfter] and ops[1].length == 1
+    assert rung_entries(d)[1] == [("1", "exited")]
+
+
+def test_promotion_invalid_hp_of_a_trial_in_flight_to_rung_1() -> None:
+    d = driver(asha(num_rungs=2, divisor=2, max_trials=3, max_concurrent_trials=3, max_length=4))
+    assert d.complete(1, 0.1) == []
+    assert d.complete(2, 0.2) == [ValidateAfter(d.rid(1), 4)]  # trial 1 in flight to rung 1
+    ops = d.fail(1, ExitedReason.INVALID_HP)
+    assert ops[0] == Close(d.rid(1)) and isinstance(ops[1], Create)  # replaced
+    assert rung_entries(d) == [[("2", "waiting")], []]  # its rung-0 result is gone
+    d.complete(3, 0.3)  # rung 0: [0.2, 0.3]
+    ops = d.complete(4, 0.4)  # 3 results = max_trials with nothing in flight: close-out
+    assert {op.request_id for op in ops if isinstance(op, Close)} == {d.rid(3), d.rid(4)}
+    assert d.method.progress() == pytest.approx(max(3 / 3.6, (3 - 1) / 3))
+
+
+def test_promotion_progress_counts_closed_trials_once_rung_0_is_full() -> None:
+    d = driver(asha(num_rungs=2, divisor=4, max_trials=4, max_length=100))
+    for n in (1, 2, 3):
+        d.complete(n, 0.5)
+    assert d.method.progress() == pytest.approx(3 / 4.8)
+    d.complete(4, 0.1)  # closes 1, 2 and 3
+    assert d.method.progress() == pytest.approx(max(4 / 4.8, 3 / 4))
