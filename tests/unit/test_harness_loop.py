@@ -359,7 +359,8 @@ def test_searcher_units_turn_lengths_into_loop_lengths() -> None:
         ({"name": "single", "metric": "loss", "max_length": 10},
          r"^searcher.max_length: 10 has no unit; write \{batches: 10\}"),
         ({"name": "single", "metric": "loss"},
-         r"^fit\(max_length=...\) must be set: the experiment config has neither searcher.max_le"),
+         r"^fit\(max_length=...\) must be set: the experiment config has neither searcher.max_length "
+         r"nor searcher.time_metric \+ max_time$"),
     ],
 )  # fmt: skip
 def test_searcher_targets_refuse_a_length_they_cannot_train_to(

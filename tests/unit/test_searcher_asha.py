@@ -592,6 +592,14 @@ def test_load_rejects_state_from_another_searcher() -> None:
         make_search_method(RESUMABLE["stopping-038"], SPACE, 0).load(state)
 
 
+@pytest.mark.parametrize("stop_once", [True, False], ids=["stopping", "promotion"])
+def test_load_rejects_state_with_another_number_of_rungs(stop_once: bool) -> None:
+    three = asha(num_rungs=3, max_trials=4, max_length=100, stop_once=stop_once)
+    state = make_search_method(three, SPACE, 0).save()
+    with pytest.raises(ValueError, match="zip"):  # not silently two rungs of three restored
+        make_search_method({**three, "num_rungs": 2}, SPACE, 0).load(state)
+
+
 # -- throughput (counts only; not timed) --------------------------------------------------------
 
 
