@@ -817,3 +817,16 @@ def test_promotion_progress_counts_closed_trials_once_rung_0_is_full() -> None:
     assert d.method.progress() == pytest.approx(3 / 4.8)
     d.complete(4, 0.1)  # closes 1, 2 and 3
     assert d.method.progress() == pytest.approx(max(4 / 4.8, 3 / 4))
+
+
+def test_promotion_never_promotes_a_trial_close_out_closed() -> None:
+    d = driver(asha(num_rungs=2, divisor=2, max_trials=4, max_concurrent_trials=4, max_length=4))
+    d.complete(1, 0.1)
+    assert d.complete(2, 0.2) == [ValidateAfter(d.rid(1), 4)]
+    d.complete(3, 0.3)
+    ops = d.complete(4, 0.4)  # promotes 2; rung 0 is full: close-out closes 3 and 4
+    assert ops == [ValidateAfter(d.rid(2), 4), Close(d.rid(3)), Close(d.rid(4))]
+    ops = d.fail(1, ExitedReason.INVALID_HP)  # in flight to rung 1: replaced by trial 5
+    assert ops[0] == Close(d.rid(1)) and ops[2] == ValidateAfter(d.rid(5), 2)
+    # rung 0 is [0.2, 0.3, 0.4, 0.5]: trial 3 is the one to promote, but it was closed
+    assert d.complete(5, 0.5) == [Close(d.rid(5))]
