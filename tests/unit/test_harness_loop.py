@@ -18,6 +18,7 @@ from tests.inprocess_master import SINGLE, TOKEN, InProcessMaster, inprocess_mas
 from trialkit import core
 from trialkit._info import INFO_ENV
 from trialkit.config import SearcherConfig
+from trialkit.errors import InvalidHP
 from trialkit.harness import (
     Batch,
     Epoch,
@@ -34,8 +35,10 @@ from trialkit.store import NewMetric, Store
 class CountingStrategy:
     """Learns the running mean of the batches it sees; records what the loop asked of it."""
 
-    def __init__(self, stop_at: int | None = None) -> None:
+    def __init__(self, stop_at: int | None = None, seed: int = 5) -> None:
         self.total = 0.0
+        self.seed = seed
+        self.data_seed: int | None = None
         self.trained: list[int] = []
         self.validated_at: list[int] = []
         self.stop_at = stop_at
@@ -45,7 +48,7 @@ class CountingStrategy:
         return {}
 
     def build_train_iterator(self, skip: int, seed: int) -> tuple[Iterator[Any], int]:
-        self.skip = skip
+        self.skip, self.data_seed = skip, seed
         return iter(range(skip, 10**6)), 4  # batch i is the number i; 4 batches an epoch
 
     def train_batch(self, batch: Any, epoch_idx: int, batch_idx: int, epoch_len: int) -> Any:
@@ -91,7 +94,7 @@ class CountingStrategy:
         assert "random" in state
 
     def fresh_seed(self) -> int:
-        return 5
+        return self.seed
 
     def checkpoint_metadata(self) -> dict[str, Any]:
         return {"framework": "plain-python", "format": "json"}
@@ -135,13 +138,20 @@ def test_a_stop_request_checkpoints_and_the_next_run_resumes_on_the_next_batch(
         loop = TrainLoop(ctx, first, _settings())
         loop.run([Target(Batch(12))])
     assert first.trained == list(range(7)) and loop.last_checkpoint is not None
-    second = CountingStrategy()
+    assert first.data_seed == 5
+    second = CountingStrategy(seed=9)  # a resumed run keeps its data order: seed 5, not 9
     with core.init() as ctx:
         resumed = TrainLoop(ctx, second, _settings())
         resumed.run([Target(Batch(12))], latest_checkpoint=loop.last_checkpoint)
     assert second.skip == 7 and second.trained == list(range(7, 12))
     assert second.total == sum(range(12))  # the saved state plus the remaining batches
     assert resumed.progress.batches_trained == 12 and resumed.progress.shuffle_seed == 5
+    assert second.data_seed == 5
+    done = resumed.last_checkpoint
+    with core.init() as ctx:  # resumed when already done: nothing to train, nothing to save
+        again = TrainLoop(ctx, CountingStrategy(), _settings())
+        again.run([Target(Batch(12))], latest_checkpoint=done)
+    assert again.last_checkpoint == done
 
 
 def _only_trial(home: Path) -> Any:
@@ -333,13 +343,13 @@ def test_checkpoint_policy_best_under_the_master_saves_only_after_a_better_valid
             best = NewMetric(trial_id=trial_id, group="validation", steps_completed=1,
                              values={"loss": earlier_best}, run_id=0)  # fmt: skip
             api.store.add_metrics([best])
-        strategy = ScriptedValidation([0.7, 0.4, 0.6, 0.3, 0.9])
+        strategy = ScriptedValidation([0.7, 0.4, 0.4, 0.3, 0.9])
         with core.init() as ctx:
             TrainLoop(ctx, strategy, settings).run([Target(Batch(10))])
         saved = sorted(c.steps_completed for c in api.store.list_checkpoints(trial_id=trial_id))
     assert strategy.validated_at == [2, 4, 6, 8, 10]
-    # after each new best (0.4, then 0.3), never after a worse one (0.6, 0.9); the end of
-    # training always checkpoints (10)
+    # after each new best (0.4, then 0.3), never after one no better (0.4 again, 0.9); the end
+    # of training always checkpoints (10)
     assert saved == saved_at
 
 
@@ -390,3 +400,47 @@ def test_operation_targets_train_to_the_length_in_the_searchers_unit(
     assert strategy.trained == list(range(batches))
     trial, _ = _only_trial(trialkit_home)
     assert trial.progress == progress
+
+
+class InvalidAt(CountingStrategy):
+    def train_batch(self, batch: Any, epoch_idx: int, batch_idx: int, epoch_len: int) -> Any:
+        if batch_idx == 6:
+            raise InvalidHP("lr too large")
+        return super().train_batch(batch, epoch_idx, batch_idx, epoch_len)
+
+
+def test_invalid_hp_checkpoints_what_was_trained_and_is_raised(trialkit_home: Path) -> None:
+    with core.init() as ctx:
+        loop = TrainLoop(ctx, InvalidAt(), _settings())
+        with pytest.raises(InvalidHP):
+            loop.run([Target(Batch(12))])
+    _, checkpoints = _only_trial(trialkit_home)
+    assert sorted(c.steps_completed for c in checkpoints) == [5, 6]
+
+
+def test_step_zero_validation_test_mode_and_the_searcher_metric_reached(
+    trialkit_home: Path,
+) -> None:
+    reached: list[Any] = []
+    settings = _settings()
+    settings.step_zero_validation, settings.searcher_metric = True, "total"
+    strategy = CountingStrategy()
+    with core.init() as ctx:
+        TrainLoop(ctx, strategy, settings).run([Target(Batch(3), reached=reached.append)])
+    assert strategy.validated_at == [0, 3] and reached == [0 + 1 + 2]
+    settings.test_mode = True  # one batch, whatever the target
+    quick = CountingStrategy()
+    with core.init() as ctx:
+        TrainLoop(ctx, quick, settings).run([Target(Batch(3))])
+    assert quick.trained == [0]
+
+
+def test_resuming_a_checkpoint_no_trial_harness_wrote_says_so(trialkit_home: Path) -> None:
+    with core.init() as ctx:
+        with ctx.checkpoint.store_path({"steps_completed": 1}) as (path, storage_id):
+            (path / "state.json").write_text(json.dumps({"total": 0, "rng": {}}))
+        with pytest.raises(RuntimeError, match=f"^checkpoint {storage_id} has no trial_state.pkl: "
+                           "it was not written by a Trial harness and cannot be resumed"):  # fmt: skip
+            TrainLoop(ctx, CountingStrategy(), _settings()).run(
+                [Target(Batch(3))], latest_checkpoint=storage_id
+            )
