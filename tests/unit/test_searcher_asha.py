@@ -830,3 +830,21 @@ def test_promotion_never_promotes_a_trial_close_out_closed() -> None:
     assert ops[0] == Close(d.rid(1)) and ops[2] == ValidateAfter(d.rid(5), 2)
     # rung 0 is [0.2, 0.3, 0.4, 0.5]: trial 3 is the one to promote, but it was closed
     assert d.complete(5, 0.5) == [Close(d.rid(5))]
+
+
+def test_stopping_invalid_hp_removes_its_results_from_every_rung_it_passed() -> None:
+    d = driver(
+        asha(
+            num_rungs=3,
+            divisor=2,
+            max_trials=4,
+            max_concurrent_trials=2,
+            time_metric="batches",
+            max_time=100,
+        )
+    )  # fmt: skip (rungs at 25, 50, 100)
+    assert d.report(1, 0.1, 50) == []  # passes rungs 0 and 1, trains on towards rung 2
+    d.report(2, 0.2, 25)
+    assert rung_entries(d) == [[("1", "promoted"), ("2", "stopped")], [("1", "promoted")], []]
+    d.fail(1, ExitedReason.INVALID_HP)
+    assert rung_entries(d) == [[("2", "stopped")], [], []]
