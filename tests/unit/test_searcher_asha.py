@@ -848,3 +848,12 @@ def test_stopping_invalid_hp_removes_its_results_from_every_rung_it_passed() -> 
     assert rung_entries(d) == [[("1", "promoted"), ("2", "stopped")], [("1", "promoted")], []]
     d.fail(1, ExitedReason.INVALID_HP)
     assert rung_entries(d) == [[("2", "stopped")], [], []]
+
+
+def test_promotion_progress_is_closed_trials_over_max_trials_once_that_is_more() -> None:
+    d = driver(asha(num_rungs=2, divisor=4, max_trials=8, max_concurrent_trials=8, max_length=100))
+    for n in range(1, 9):
+        d.complete(n, n / 10)  # promotes 1 and 2; close-out closes 3..8
+    assert d.method.progress() == pytest.approx(8 / 9.6)  # 6 closed: 6/8 is less
+    assert d.complete(1, 0.1) == [Close(d.rid(1))]  # 7 closed, trial 2 still training
+    assert d.method.progress() == pytest.approx(7 / 8)
