@@ -846,6 +846,8 @@ def test_stopping_invalid_hp_removes_its_results_from_every_rung_it_passed() -> 
     assert d.report(1, 0.1, 50) == []  # passes rungs 0 and 1, trains on towards rung 2
     d.report(2, 0.2, 25)
     assert rung_entries(d) == [[("1", "promoted"), ("2", "stopped")], [("1", "promoted")], []]
+    training = [s.training for s in d.method._strategy.rung_states()]  # type: ignore[attr-defined]
+    assert training == [[d.rid(3)], [], [d.rid(1)]]  # 2 was stopped (3 replaced it)
     d.fail(1, ExitedReason.INVALID_HP)
     assert rung_entries(d) == [[("2", "stopped")], [], []]
 
@@ -857,3 +859,9 @@ def test_promotion_progress_is_closed_trials_over_max_trials_once_that_is_more()
     assert d.method.progress() == pytest.approx(8 / 9.6)  # 6 closed: 6/8 is less
     assert d.complete(1, 0.1) == [Close(d.rid(1))]  # 7 closed, trial 2 still training
     assert d.method.progress() == pytest.approx(7 / 8)
+
+
+def test_promotion_a_completion_that_promotes_creates_no_trial() -> None:
+    d = driver(asha(num_rungs=2, divisor=2, max_trials=8, max_concurrent_trials=2, max_length=4))
+    assert [type(op) for op in d.complete(1, 0.1)] == [Create, ValidateAfter]  # none promoted
+    assert d.complete(2, 0.05) == [ValidateAfter(d.rid(2), 4)]  # promoted at once: no Create
