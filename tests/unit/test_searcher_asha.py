@@ -693,16 +693,9 @@ def test_promotion_keeps_the_best_fraction_of_every_rung_promoted(
 def test_stopping_invalid_hp_after_a_stop_removes_the_result_from_its_rung() -> None:
     # Trial 2 is stopped at rung 0 and then raises InvalidHP: its 0.5 leaves rung 0 (§7.4: its
     # results are removed from rungs 0..its rung, the rung it was stopped at included).
-    d = driver(
-        asha(
-            num_rungs=2,
-            divisor=2,
-            max_trials=10,
-            max_concurrent_trials=4,
-            time_metric="batches",
-            max_time=100,
-        )
-    )  # fmt: skip (rungs at 50, 100)
+    # rungs at 50, 100
+    d = driver(asha(num_rungs=2, divisor=2, max_trials=10, max_concurrent_trials=4,
+                    time_metric="batches", max_time=100))  # fmt: skip
     assert d.report(1, 0.1, 50) == []  # rung 0: [0.1] continues
     rid = d.rid(2)
     stop = d.method.on_validation_completed(rid, {"loss": 0.5, "batches": 50})
@@ -756,16 +749,9 @@ def test_stopping_invalid_hp_trials_do_not_use_up_the_budget() -> None:
 
 
 def test_stopping_exits_go_into_the_rung_the_trial_was_at() -> None:
-    d = driver(
-        asha(
-            num_rungs=3,
-            divisor=2,
-            max_trials=10,
-            max_concurrent_trials=3,
-            max_length=100,
-            stop_once=True,
-        )
-    )  # fmt: skip (0.37, rungs at 25, 50, 100)
+    # 0.37, rungs at 25, 50, 100
+    d = driver(asha(num_rungs=3, divisor=2, max_trials=10, max_concurrent_trials=3,
+                    max_length=100, stop_once=True))  # fmt: skip
     assert d.complete(1, 0.1) == [ValidateAfter(d.rid(1), 50)]
     d.fail(1, ExitedReason.ERRORED)  # at rung 1: the worst result goes there, not into rung 0
     d.complete(2, 0.5)
@@ -833,16 +819,9 @@ def test_promotion_never_promotes_a_trial_close_out_closed() -> None:
 
 
 def test_stopping_invalid_hp_removes_its_results_from_every_rung_it_passed() -> None:
-    d = driver(
-        asha(
-            num_rungs=3,
-            divisor=2,
-            max_trials=4,
-            max_concurrent_trials=2,
-            time_metric="batches",
-            max_time=100,
-        )
-    )  # fmt: skip (rungs at 25, 50, 100)
+    # rungs at 25, 50, 100
+    d = driver(asha(num_rungs=3, divisor=2, max_trials=4, max_concurrent_trials=2,
+                    time_metric="batches", max_time=100))  # fmt: skip
     assert d.report(1, 0.1, 50) == []  # passes rungs 0 and 1, trains on towards rung 2
     d.report(2, 0.2, 25)
     assert rung_entries(d) == [[("1", "promoted"), ("2", "stopped")], [("1", "promoted")], []]
