@@ -326,11 +326,23 @@ def test_alert_rejects_an_unknown_level() -> None:
             ctx.alert(level="loud")
 
 
-def test_context_can_be_closed_twice() -> None:
+def test_context_can_be_closed_twice(trialkit_home: Path) -> None:
+    def recorded() -> tuple[object, ...]:
+        s = open_store(trialkit_home)
+        try:
+            (exp,) = s.list_experiments()
+            (trial,) = s.list_trials(exp.id)
+            return exp.state, exp.ended_at, exp.error, trial.state, trial.ended_at
+        finally:
+            s.close()
+
     ctx = core.init()
     with ctx:
         pass
-    ctx.close()  # no error, nothing reopened
+    done = recorded()
+    assert done[0] == ExperimentState.COMPLETED and done[3] == TrialState.COMPLETED
+    ctx.close(RuntimeError("closed again"))  # no error, nothing reopened or rewritten
+    assert recorded() == done
 
 
 def test_unusable_storage_leaves_no_run_behind(trialkit_home: Path) -> None:

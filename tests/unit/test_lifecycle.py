@@ -191,3 +191,17 @@ def test_every_experiment_ends_and_an_ended_one_stays_ended() -> None:
                     reachable.add(nxt)
                     frontier.append(nxt)
         assert any(s.terminal for s in reachable), state
+
+
+@pytest.mark.parametrize(
+    ("phase", "event", "why"),
+    [
+        (P.COMPLETED, E.LAUNCHED, "a COMPLETED trial is never launched"),
+        (P.RUNNING, E.LAUNCHED, "only a WAITING trial is launched, not a RUNNING one"),
+        (P.PAUSED, E.LAUNCH_FAILED, "only a WAITING trial is launched, not a PAUSED one"),
+        (P.WAITING, E.EXITED_ERROR, "a WAITING trial has no process that could exit"),
+    ],
+)
+def test_an_invalid_transition_says_why(phase: TrialPhase, event: TrialEvent, why: str) -> None:
+    with pytest.raises(InvalidTransition, match=f"^{why}$"):
+        trial_transition(phase, event)

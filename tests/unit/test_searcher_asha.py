@@ -592,6 +592,14 @@ def test_load_rejects_state_from_another_searcher() -> None:
         make_search_method(RESUMABLE["stopping-038"], SPACE, 0).load(state)
 
 
+@pytest.mark.parametrize("stop_once", [True, False], ids=["stopping", "promotion"])
+def test_load_rejects_state_with_another_number_of_rungs(stop_once: bool) -> None:
+    three = asha(num_rungs=3, max_trials=4, max_length=100, stop_once=stop_once)
+    state = make_search_method(three, SPACE, 0).save()
+    with pytest.raises(ValueError, match="zip"):  # not silently two rungs of three restored
+        make_search_method({**three, "num_rungs": 2}, SPACE, 0).load(state)
+
+
 # -- throughput (counts only; not timed) --------------------------------------------------------
 
 
@@ -680,3 +688,159 @@ def test_promotion_keeps_the_best_fraction_of_every_rung_promoted(
             best = sorted(rungs[k])[: int(len(rungs[k]) / divisor)]
             assert {i for _, _, i in best} <= promoted[k]
     assert d.shutdown is not None
+
+
+def test_stopping_invalid_hp_after_a_stop_removes_the_result_from_its_rung() -> None:
+    # Trial 2 is stopped at rung 0 and then raises InvalidHP: its 0.5 leaves rung 0 (§7.4: its
+    # results are removed from rungs 0..its rung, the rung it was stopped at included).
+    # rungs at 50, 100
+    d = driver(asha(num_rungs=2, divisor=2, max_trials=10, max_concurrent_trials=4,
+                    time_metric="batches", max_time=100))  # fmt: skip
+    assert d.report(1, 0.1, 50) == []  # rung 0: [0.1] continues
+    rid = d.rid(2)
+    stop = d.method.on_validation_completed(rid, {"loss": 0.5, "batches": 50})
+    assert stop[0] == Stop(rid)  # [0.1, 0.5]: index 1 >= max(int(2/2), 1)
+    d.apply(stop[1:])
+    ops = d.apply(d.method.on_trial_exited_early(rid, ExitedReason.INVALID_HP))  # before exiting
+    assert [type(op) for op in ops] == [Create]  # a replacement; no second Stop
+    d.exit(rid)
+    assert d.report(3, 0.3, 50)[0] == Stop(d.rid(3))  # [0.1, 0.3]
+    # with 0.5 still in rung 0, 0.2 would be index 1 of four results and continue
+    assert d.report(4, 0.2, 50)[0] == Stop(d.rid(4))  # [0.1, 0.2, 0.3]: index 1 >= 1
+
+
+def test_promotion_close_out_stops_at_the_first_rung_with_trials_in_flight() -> None:
+    # Four rungs (targets 1, 2, 4, 8): rung 0 fills while trials 5 and 3 still train towards
+    # rung 1, so close-out closes rung 0's waiting trials and stops there (§7.6.4). Trial 1,
+    # waiting in rung 2, must stay open: a worse rung-2 result later promotes it to the top.
+    d = driver(asha(num_rungs=4, divisor=2, max_trials=8, max_concurrent_trials=8, max_length=8))
+    assert d.complete(1, 0.1) == []
+    assert d.complete(2, 0.2) == [ValidateAfter(d.rid(1), 2)]
+    assert d.complete(1, 0.1) == []  # waiting in rung 1
+    assert d.complete(3, 0.3) == []
+    assert d.complete(4, 0.4) == [ValidateAfter(d.rid(2), 2)]
+    assert d.complete(2, 0.2) == [ValidateAfter(d.rid(1), 4)]
+    assert d.complete(1, 0.1) == []  # waiting in rung 2
+    assert d.complete(5, 0.05) == [ValidateAfter(d.rid(5), 2)]  # in flight towards rung 1
+    d.complete(6, 0.6)
+    d.complete(7, 0.7)
+    ops = d.complete(8, 0.8)  # rung 0 holds 8 = max_trials results: close-out runs
+    assert ValidateAfter(d.rid(3), 2) in ops  # a second trial in flight towards rung 1
+    closed = {op.request_id for op in ops if isinstance(op, Close)}
+    assert closed == {d.rid(n) for n in (4, 6, 7, 8)}  # rung 0's waiting trials only
+    assert d.complete(5, 0.05) == [ValidateAfter(d.rid(5), 4)]
+    assert d.complete(5, 0.5) == [ValidateAfter(d.rid(1), 8)]  # trial 1 is promoted to the top
+
+
+def rung_entries(d: Driver) -> list[list[tuple[str, str]]]:
+    """Each rung's (trial number, status) entries, as the web UI shows them."""
+    states = d.method._strategy.rung_states()  # type: ignore[attr-defined]
+    return [[(str(d.number[e.request_id]), e.status) for e in s.entries] for s in states]
+
+
+def test_stopping_invalid_hp_trials_do_not_use_up_the_budget() -> None:
+    d = driver(asha(num_rungs=2, divisor=2, max_trials=3, max_concurrent_trials=2,
+                    time_metric="batches", max_time=100))  # fmt: skip
+    ops = d.fail(1, ExitedReason.INVALID_HP) + d.fail(2, ExitedReason.INVALID_HP)
+    assert [type(op) for op in ops] == [Stop, Create, Stop, Create]  # replaced: 4 created
+    ops = d.report(3, 0.1, 100)  # passes both rungs: finished; 4 created - 2 invalid < 3
+    assert ops[0] == Stop(d.rid(3)) and isinstance(ops[1], Create) and len(ops) == 2
+    assert d.report(4, 0.2, 100) == [Stop(d.rid(4))]  # 5 created - 2 invalid: budget used
+
+
+def test_stopping_exits_go_into_the_rung_the_trial_was_at() -> None:
+    # 0.37, rungs at 25, 50, 100
+    d = driver(asha(num_rungs=3, divisor=2, max_trials=10, max_concurrent_trials=3,
+                    max_length=100, stop_once=True))  # fmt: skip
+    assert d.complete(1, 0.1) == [ValidateAfter(d.rid(1), 50)]
+    d.fail(1, ExitedReason.ERRORED)  # at rung 1: the worst result goes there, not into rung 0
+    d.complete(2, 0.5)
+    assert rung_entries(d) == [[("1", "promoted"), ("2", "stopped")], [("1", "exited")], []]
+
+
+def test_stopping_metric_errors_name_the_trial_and_the_metric() -> None:
+    d = driver(asha(num_rungs=2, max_trials=2, time_metric="batches", max_time=100))
+    rid = d.rid(1)
+    with pytest.raises(SearcherError, match=f"^trial {rid}: the searcher metric 'loss' must"):
+        d.method.on_validation_completed(rid, {"loss": "x", "batches": 5})
+    with pytest.raises(SearcherError, match=f"^trial {rid}: the time metric 'batches' must"):
+        d.method.on_validation_completed(rid, {"loss": 0.1, "batches": None})
+
+
+def test_promotion_metric_errors_name_the_trial_and_the_metric() -> None:
+    d = driver(asha(num_rungs=2, max_trials=2, max_length=100))
+    rid = d.rid(1)
+    with pytest.raises(SearcherError, match=f"^trial {rid}: the searcher metric 'loss' must"):
+        d.method.on_validation_completed(rid, {"loss": "x"}, 25)
+
+
+def test_promotion_an_exited_waiting_trial_chosen_for_promotion_fails_the_next_rung() -> None:
+    d = driver(asha(num_rungs=3, divisor=2, max_trials=8, max_concurrent_trials=2, max_length=4))
+    assert [type(op) for op in d.complete(1, 0.1)] == [Create, ValidateAfter]  # 1 waits
+    assert d.fail(1, ExitedReason.ERRORED) == []  # nothing in flight: it stays waiting
+    ops = d.complete(2, 0.2)  # chooses trial 1, which fails rung 1 with the worst result
+    assert [type(op) for op in ops] == [Create, ValidateAfter] and ops[1].length == 1
+    assert rung_entries(d)[1] == [("1", "exited")]
+
+
+def test_promotion_invalid_hp_of_a_trial_in_flight_to_rung_1() -> None:
+    d = driver(asha(num_rungs=2, divisor=2, max_trials=3, max_concurrent_trials=3, max_length=4))
+    assert d.complete(1, 0.1) == []
+    assert d.complete(2, 0.2) == [ValidateAfter(d.rid(1), 4)]  # trial 1 in flight to rung 1
+    ops = d.fail(1, ExitedReason.INVALID_HP)
+    assert ops[0] == Close(d.rid(1)) and isinstance(ops[1], Create)  # replaced
+    assert rung_entries(d) == [[("2", "waiting")], []]  # its rung-0 result is gone
+    d.complete(3, 0.3)  # rung 0: [0.2, 0.3]
+    ops = d.complete(4, 0.4)  # 3 results = max_trials with nothing in flight: close-out
+    assert {op.request_id for op in ops if isinstance(op, Close)} == {d.rid(3), d.rid(4)}
+    assert d.method.progress() == pytest.approx(max(3 / 3.6, (3 - 1) / 3))
+
+
+def test_promotion_progress_counts_closed_trials_once_rung_0_is_full() -> None:
+    d = driver(asha(num_rungs=2, divisor=4, max_trials=4, max_length=100))
+    for n in (1, 2, 3):
+        d.complete(n, 0.5)
+    assert d.method.progress() == pytest.approx(3 / 4.8)
+    d.complete(4, 0.1)  # closes 1, 2 and 3
+    assert d.method.progress() == pytest.approx(max(4 / 4.8, 3 / 4))
+
+
+def test_promotion_never_promotes_a_trial_close_out_closed() -> None:
+    d = driver(asha(num_rungs=2, divisor=2, max_trials=4, max_concurrent_trials=4, max_length=4))
+    d.complete(1, 0.1)
+    assert d.complete(2, 0.2) == [ValidateAfter(d.rid(1), 4)]
+    d.complete(3, 0.3)
+    ops = d.complete(4, 0.4)  # promotes 2; rung 0 is full: close-out closes 3 and 4
+    assert ops == [ValidateAfter(d.rid(2), 4), Close(d.rid(3)), Close(d.rid(4))]
+    ops = d.fail(1, ExitedReason.INVALID_HP)  # in flight to rung 1: replaced by trial 5
+    assert ops[0] == Close(d.rid(1)) and ops[2] == ValidateAfter(d.rid(5), 2)
+    # rung 0 is [0.2, 0.3, 0.4, 0.5]: trial 3 is the one to promote, but it was closed
+    assert d.complete(5, 0.5) == [Close(d.rid(5))]
+
+
+def test_stopping_invalid_hp_removes_its_results_from_every_rung_it_passed() -> None:
+    # rungs at 25, 50, 100
+    d = driver(asha(num_rungs=3, divisor=2, max_trials=4, max_concurrent_trials=2,
+                    time_metric="batches", max_time=100))  # fmt: skip
+    assert d.report(1, 0.1, 50) == []  # passes rungs 0 and 1, trains on towards rung 2
+    d.report(2, 0.2, 25)
+    assert rung_entries(d) == [[("1", "promoted"), ("2", "stopped")], [("1", "promoted")], []]
+    training = [s.training for s in d.method._strategy.rung_states()]  # type: ignore[attr-defined]
+    assert training == [[d.rid(3)], [], [d.rid(1)]]  # 2 was stopped (3 replaced it)
+    d.fail(1, ExitedReason.INVALID_HP)
+    assert rung_entries(d) == [[("2", "stopped")], [], []]
+
+
+def test_promotion_progress_is_closed_trials_over_max_trials_once_that_is_more() -> None:
+    d = driver(asha(num_rungs=2, divisor=4, max_trials=8, max_concurrent_trials=8, max_length=100))
+    for n in range(1, 9):
+        d.complete(n, n / 10)  # promotes 1 and 2; close-out closes 3..8
+    assert d.method.progress() == pytest.approx(8 / 9.6)  # 6 closed: 6/8 is less
+    assert d.complete(1, 0.1) == [Close(d.rid(1))]  # 7 closed, trial 2 still training
+    assert d.method.progress() == pytest.approx(7 / 8)
+
+
+def test_promotion_a_completion_that_promotes_creates_no_trial() -> None:
+    d = driver(asha(num_rungs=2, divisor=2, max_trials=8, max_concurrent_trials=2, max_length=4))
+    assert [type(op) for op in d.complete(1, 0.1)] == [Create, ValidateAfter]  # none promoted
+    assert d.complete(2, 0.05) == [ValidateAfter(d.rid(2), 4)]  # promoted at once: no Create

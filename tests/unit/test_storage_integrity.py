@@ -3,6 +3,7 @@ the checkpoint becomes visible, checked by restore_path and download (issue 19 i
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -11,6 +12,7 @@ import sys
 import zlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +21,14 @@ from trialkit.storage import (
     CheckpointIntegrityError,
     SharedFSStorageManager,
     list_directory,
+)
+from trialkit.storage._manifest import (
+    WHAT_TO_DO,
+    FileEntry,
+    Manifest,
+    crc32_hex,
+    entry_of,
+    verify,
 )
 
 
@@ -291,3 +301,83 @@ def test_restore_refuses_a_large_file_damaged_after_its_first_blocks(
     assert str(damaged) in str(err.value)
     with pytest.raises(CheckpointIntegrityError, match=what):
         sm.download("ck", tmp_path / "out")
+
+
+def test_manifest_resources_list_every_parent_directory_of_a_file() -> None:
+    manifest = Manifest(
+        {
+            "a/b/c/deep.pt": FileEntry(3, "x"),
+            "a/top.pt": FileEntry(2, "y"),
+            "m.pt": FileEntry(1, "z"),
+        },
+        {"empty/"},
+    )
+    assert manifest.resources() == {
+        "a/": 0, "a/b/": 0, "a/b/c/": 0, "a/b/c/deep.pt": 3, "a/top.pt": 2, "empty/": 0, "m.pt": 1,
+    }  # fmt: skip
+    assert list(manifest.resources()) == sorted(manifest.resources())
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        ({"version": 1}, "it has no 'files' object"),
+        ({"version": 1, "files": ["model.pt"]}, "it has no 'files' object"),
+        ({"files": {"model.pt": {"crc32": "00000000"}}}, "'model.pt' has no 'size'"),
+        ({"files": {"model.pt": {"size": 3}}}, "'model.pt' has no checksum (sha256 or crc32)"),
+    ],
+)
+def test_a_manifest_without_files_or_sizes_is_an_integrity_error_naming_the_checkpoint(
+    tmp_path: Path, body: dict[str, Any], why: str
+) -> None:
+    # valid JSON, but not a manifest: one line naming the checkpoint's manifest and what to do
+    sm, ck = saved(tmp_path, via_upload=False)
+    (ck / MANIFEST_NAME).write_text(json.dumps(body))
+    with pytest.raises(CheckpointIntegrityError) as info:
+        with sm.restore_path("ck"):
+            pass
+    message = str(info.value)
+    assert message.startswith(f"{ck / MANIFEST_NAME}: damaged checkpoint manifest ({why}); ")
+    assert message.endswith(WHAT_TO_DO) and "\n" not in message
+
+
+def test_entries_default_to_sha256_and_verify_checks_by_the_entrys_algorithm(
+    tmp_path: Path,
+) -> None:
+    f = tmp_path / "model.pt"
+    data = os.urandom(2**20 + 5)  # more than one read block
+    f.write_bytes(data)
+    sha = entry_of(f)
+    assert sha == FileEntry(len(data), hashlib.sha256(data).hexdigest(), "sha256")
+    assert entry_of(f, "crc32") == FileEntry(len(data), crc32_hex(zlib.crc32(data)), "crc32")
+    verify(f, sha, "model.pt")  # the object stores' entries: checked by sha256, and pass
+    f.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    with pytest.raises(CheckpointIntegrityError, match="^model.pt: sha256 differs"):
+        verify(f, sha, "model.pt")
+
+
+def test_merged_manifests_keep_both_files_and_directories() -> None:
+    a = Manifest({"rank0.pt": FileEntry(1, "a")}, {"rank0/"})
+    b = Manifest({"rank1.pt": FileEntry(2, "b")}, {"rank1/"})
+    merged = a.merged(b)
+    assert merged.files == {**a.files, **b.files} and merged.dirs == {"rank0/", "rank1/"}
+
+
+def test_the_crc32_comes_from_zlib_ng_where_it_is_installed() -> None:
+    from zlib_ng import zlib_ng
+
+    from trialkit.storage._manifest import _fastest_crc32
+
+    assert _fastest_crc32() == (zlib_ng.crc32, "zlib-ng")
+
+
+def test_the_manifest_format_version_1_and_dirs_optional() -> None:
+    manifest = Manifest({"m.pt": FileEntry(1, "00000000", "crc32")}, {"d/"})
+    body = json.loads(manifest.to_bytes())
+    assert body == {
+        "version": 1,
+        "files": {"m.pt": {"size": 1, "crc32": "00000000"}},
+        "dirs": ["d/"],
+    }
+    del body["dirs"]  # a manifest of files only (no empty directories) may leave it out
+    assert Manifest.from_bytes(json.dumps(body).encode(), "m") == Manifest(manifest.files)

@@ -94,17 +94,28 @@ class Manifest:
     def from_bytes(cls, data: bytes, where: str) -> Manifest:
         """Parse a stored manifest; a damaged one is a CheckpointIntegrityError naming it."""
         try:
-            body: dict[str, Any] = json.loads(data)
-            files = {str(rel): _entry(e) for rel, e in body["files"].items()}
+            body: Any = json.loads(data)
+            files = _files(body)
             return cls(files, {str(d) for d in body.get("dirs", [])})
-        except (ValueError, KeyError, TypeError, AttributeError) as e:
-            raise CheckpointIntegrityError(f"{where}: damaged checkpoint manifest ({e})") from None
+        except (ValueError, TypeError) as e:
+            raise CheckpointIntegrityError(
+                f"{where}: damaged checkpoint manifest ({e}); {WHAT_TO_DO}"
+            ) from None
 
 
-def _entry(body: dict[str, Any]) -> FileEntry:
+def _files(body: Any) -> dict[str, FileEntry]:
+    """The ``files`` object of a parsed manifest; ValueError saying what is missing."""
+    if not isinstance(body, dict) or not isinstance(body.get("files"), dict):
+        raise ValueError("it has no 'files' object")
+    return {str(rel): _entry(str(rel), e) for rel, e in body["files"].items()}
+
+
+def _entry(rel: str, body: Any) -> FileEntry:
+    if not isinstance(body, dict) or "size" not in body:
+        raise ValueError(f"{rel!r} has no 'size'")
     known = [a for a in ALGORITHMS if a in body]
     if not known:
-        raise KeyError(f"no checksum ({' or '.join(ALGORITHMS)})")
+        raise ValueError(f"{rel!r} has no checksum ({' or '.join(ALGORITHMS)})")
     algorithm = known[0]
     return FileEntry(int(body["size"]), str(body[algorithm]), algorithm)
 
