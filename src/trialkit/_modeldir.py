@@ -287,13 +287,16 @@ class ArchiveFiles:
 
 
 def entrypoint_check(
-    entrypoint: str | list[str] | None, archive: bytes | None, where: str
+    entrypoint: str | list[str] | None, archive: bytes | None, where: str, slots: int = 1
 ) -> list[str]:
     """What ``entrypoint`` needs that the packed model directory lacks, one line each
-    (nothing when ``archive`` is not a packed model directory: that is reported elsewhere)."""
-    from .config import entrypoint_problems
+    (nothing when ``archive`` is not a packed model directory: that is reported elsewhere),
+    and a PyTorchTrial it would run under Horovod on ``slots`` > 1 slots."""
+    from .config import entrypoint_problems, horovod_trial_problems
 
     files = ArchiveFiles.open(archive)
     if files is None:
         return []
-    return entrypoint_problems(entrypoint, files.exists, files.read, where)
+    return entrypoint_problems(entrypoint, files.exists, files.read, where) + (
+        horovod_trial_problems(entrypoint, slots, files.exists, files.read)
+    )

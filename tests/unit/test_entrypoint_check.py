@@ -164,3 +164,43 @@ def test_dry_run_names_the_missing_entrypoint_in_one_line(model: Path, tmp_path:
         assert out.returncode == 2, out
         assert out.stderr.splitlines() == [f"trialkit: error: entrypoint: {missing}"]
     assert not (tmp_path / "home" / "master.json").exists()  # dry-run starts no master
+
+
+HOROVOD_TRIALS = """
+import determined as det
+
+class Trial(det.pytorch.PyTorchTrial):
+    pass
+
+class KerasTrial(det.keras.TFKerasTrial):
+    pass
+"""
+
+
+def test_a_pytorch_trial_under_the_horovod_launcher_is_refused_at_create(tmp_path: Path) -> None:
+    """Issue 32 item 13: Determined's ``python3 -m determined.launch.horovod --autohorovod
+    --trial model_def:Trial`` on 2 slots would train each rank alone; create refuses it in one
+    line naming torch_distributed. One slot (run directly) and a TFKerasTrial are let through."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model_def.py").write_text(HOROVOD_TRIALS)
+    raw = {
+        "searcher": {"name": "single", "metric": "loss", "max_length": 1},
+        "resources": {"slots_per_trial": 2},
+    }
+    for entrypoint in (
+        "python3 -m determined.launch.horovod --autohorovod --trial model_def:Trial",
+        "python3 -m trialkit.launch.horovod -- python3 -m determined.exec.harness model_def:Trial",
+    ):
+        with pytest.raises(CreateError) as caught:
+            prepare_experiment(
+                {**raw, "entrypoint": entrypoint}, 2, tmp_path / "home", model_def=pack(model)
+            )
+        [line] = caught.value.errors
+        assert line.startswith("entrypoint: model_def:Trial is a PyTorchTrial under the Horovod")
+        assert "python3 -m trialkit.launch.torch_distributed --trial model_def:Trial" in line
+    one_slot = {**raw, "resources": {"slots_per_trial": 1}}
+    ok = "python3 -m determined.launch.horovod --autohorovod --trial model_def:Trial"
+    prepare_experiment({**one_slot, "entrypoint": ok}, 2, tmp_path / "home", model_def=pack(model))
+    keras = "python3 -m determined.launch.horovod --autohorovod --trial model_def:KerasTrial"
+    prepare_experiment({**raw, "entrypoint": keras}, 2, tmp_path / "home", model_def=pack(model))

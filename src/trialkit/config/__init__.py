@@ -4,7 +4,11 @@
 or raises :class:`ConfigError` listing every problem as ``path: what is wrong; what to do``.
 """
 
-from trialkit.config._entrypoint import entrypoint_problems
+from trialkit.config._entrypoint import (
+    entrypoint_problems,
+    horovod_refusal,
+    horovod_trial_problems,
+)
 from trialkit.config._errors import ConfigError
 from trialkit.config._experiment import DEFAULT_NAME, ExperimentConfig
 from trialkit.config._length import Length
@@ -69,6 +73,8 @@ __all__ = [
     "SharedFSStorage",
     "entrypoint_kind",
     "entrypoint_problems",
+    "horovod_refusal",
+    "horovod_trial_problems",
     "load_config",
     "parse_config",
     "parse_searcher",

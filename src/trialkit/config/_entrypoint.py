@@ -164,3 +164,75 @@ def _defines(source: str, name: str) -> bool | None:
 def _is_dynamic(node: ast.Call) -> bool:
     """``globals()[...] = ``, ``setattr(...)``, ``exec(...)``: names bound at run time."""
     return isinstance(node.func, ast.Name) and node.func.id in ("globals", "setattr", "exec")
+
+
+_HOROVOD = re.compile(r"(trialkit|determined)\.launch\.horovod")
+_HARNESS = re.compile(r"(trialkit|determined)\.exec\.harness")
+#: Base classes whose Trials run on torch.distributed (DDP), which Horovod does not set up.
+_TORCH_TRIALS = ("PyTorchTrial", "DeepSpeedTrial")
+
+
+def horovod_refusal(spec: str) -> str:
+    """The one line refusing a torch Trial class under the Horovod launcher, and why."""
+    return (
+        f"entrypoint: {spec} is a PyTorchTrial under the Horovod launcher, which trialkit does "
+        "not support (its ranks would train alone, without averaging gradients); run it with "
+        f"python3 -m trialkit.launch.torch_distributed --trial {spec} (or entrypoint: {spec})"
+    )
+
+
+def horovod_trial_spec(entrypoint: str | Sequence[str] | None) -> str | None:
+    """``module:Class`` when the entrypoint runs a Trial class under the Horovod launcher
+    (``--trial X`` or ``-- python3 -m trialkit.exec.harness X``), else None."""
+    if entrypoint is None:
+        return None
+    if isinstance(entrypoint, str):
+        if _SHELL_OPERATORS & set(entrypoint):
+            return None
+        try:
+            argv = shlex.split(entrypoint)
+        except ValueError:
+            return None
+    else:
+        argv = [str(a) for a in entrypoint]
+    for i in range(len(argv) - 1):
+        if argv[i] == "-m" and _HOROVOD.fullmatch(argv[i + 1]):
+            return _worker_trial(argv[i + 2 :])
+    return None
+
+
+def _worker_trial(rest: list[str]) -> str | None:
+    for i, arg in enumerate(rest[:-1]):
+        if arg == "--trial" or (arg == "-m" and _HARNESS.fullmatch(rest[i + 1])):
+            spec = rest[i + 1] if arg == "--trial" else (rest[i + 2 : i + 3] or [""])[0]
+            return spec if _TRIAL_CLASS.fullmatch(spec) else None
+    return None
+
+
+def horovod_trial_problems(
+    entrypoint: str | Sequence[str] | None,
+    slots: int,
+    exists: Callable[[str], bool],
+    read: ReadFile,
+) -> list[str]:
+    """A PyTorchTrial (or DeepSpeedTrial) run on several slots through the Horovod launcher:
+    refused at create, as its harness would not average gradients (known from the class's
+    direct base in its source; an indirect one is refused when the trial starts)."""
+    spec = horovod_trial_spec(entrypoint)
+    if spec is None or slots <= 1:
+        return []
+    module, _, name = spec.partition(":")
+    path = _module_file(module, exists)
+    source = read(path) if path else None
+    return [horovod_refusal(spec)] if source and _subclasses_torch_trial(source, name) else []
+
+
+def _subclasses_torch_trial(source: str, name: str) -> bool:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return any(ast.unparse(b).endswith(_TORCH_TRIALS) for b in node.bases)
+    return False

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._merge import merge_into
+
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     seen: dict[str, Any] = {}
@@ -33,15 +35,6 @@ def _load(path: str | os.PathLike[str]) -> dict[str, Any]:
     return loaded
 
 
-def _merge(base: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
-    for key, value in overrides.items():
-        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
-            _merge(base[key], value)
-        else:
-            base[key] = copy.deepcopy(value)
-    return base
-
-
 def overwrite_deepspeed_config(
     base_ds_config: str | os.PathLike[str] | Mapping[str, Any],
     source_ds_dict: Mapping[str, Any] | None = None,
@@ -52,4 +45,4 @@ def overwrite_deepspeed_config(
         base = copy.deepcopy(dict(base_ds_config))
     else:
         base = _load(base_ds_config)
-    return _merge(base, source_ds_dict or {})
+    return merge_into(base, source_ds_dict or {})

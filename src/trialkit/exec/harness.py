@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import sys
 from typing import Any
 
@@ -70,6 +71,17 @@ def _period(length: Any, gbs: int | None) -> Any:
     return TrainUnit._from_config(length, gbs)
 
 
+def refuse_under_horovod(spec: str) -> None:
+    """A PyTorchTrial started by horovodrun on several ranks: one line naming torch_distributed.
+
+    Its harness averages gradients over torch.distributed (DDP), which horovodrun does not set
+    up, so each rank would train alone."""
+    from trialkit.config import horovod_refusal
+
+    if int(os.environ.get("HOROVOD_SIZE") or "1") > 1 and "WORLD_SIZE" not in os.environ:
+        raise HarnessError(horovod_refusal(spec).removeprefix("entrypoint: "))
+
+
 def run(spec: str) -> None:
     info = trialkit.get_cluster_info()
     if info is None:
@@ -97,6 +109,7 @@ def run(spec: str) -> None:
             "trialkit.pytorch.PyTorchTrial, trialkit.deepspeed.DeepSpeedTrial or "
             "trialkit.keras.TFKerasTrial"
         )
+    refuse_under_horovod(spec)
     cfg = info.trial.experiment_config
     hparams = dict(info.trial.hparams)
     gbs = hparams.get("global_batch_size")

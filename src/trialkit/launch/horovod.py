@@ -107,6 +107,24 @@ def build_command(
     return cmd
 
 
+def refuse_torch_trial(worker: list[str]) -> None:
+    """A PyTorchTrial (any Trial whose harness runs on torch_distributed) on several ranks:
+    refused before horovodrun starts, as its harness would not average gradients."""
+    from ..config._entrypoint import horovod_refusal, horovod_trial_spec
+    from ..exec.harness import HarnessError, load_trial_class
+    from .auto import launcher_for
+
+    spec = horovod_trial_spec([sys.executable, "-m", "trialkit.launch.horovod", "--", *worker])
+    if spec is None:
+        return
+    try:
+        trial_class = load_trial_class(spec)
+    except HarnessError as e:
+        raise LaunchError(str(e)) from None
+    if launcher_for(trial_class) == "trialkit.launch.torch_distributed":
+        raise LaunchError(horovod_refusal(spec).removeprefix("entrypoint: "))
+
+
 def main(argv: list[str]) -> int:
     parser = _parser()
     args, hvd_args, script = parse_launcher_args(parser, argv)
@@ -114,6 +132,8 @@ def main(argv: list[str]) -> int:
     info: ClusterInfo | None = cluster_info()
     addrs = node_addrs(info)
     nproc = args.nproc_per_node or slots_here(info)
+    if nproc * len(addrs) > 1:
+        refuse_torch_trial(worker)
     if args.autohorovod and len(addrs) == 1 and nproc <= 1:
         watch = WorkerWatch()
         env = job_env(info, None)

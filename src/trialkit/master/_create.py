@@ -233,7 +233,7 @@ def prepare_experiment(
     if not errors and pool_capacity is not None:
         errors += capacity_errors(cfg.as_dict(), master_config or MasterConfig(), pool_capacity)
     where = "the model directory sent" if model_def else "the model directory (none was sent)"
-    errors += entrypoint_check(cfg.entrypoint, model_def, where)
+    errors += entrypoint_check(cfg.entrypoint, model_def, where, cfg.resources.slots_per_trial)
     python_errors, python_warnings = _check_interpreter(cfg, from_config)
     errors += python_errors
     try:
