@@ -96,6 +96,14 @@ def test_present_or_uncheckable_entrypoints_pass(entrypoint: str | list[str], mo
             "python3 -m trialkit.launch.deepspeed --trial nomod:Trial",
             "module nomod not found in model directory {m}",
         ),
+        (
+            "python3 -m determined.launch.torch_distributed -- python3 missing.py",
+            "missing.py not found in model directory {m}",
+        ),
+        (
+            "python3 -m determined.launcher.deepspeed --trial nomod:Trial",
+            "module nomod not found in model directory {m}",
+        ),
     ],
 )
 def test_a_missing_script_or_module_is_named(

@@ -17,7 +17,11 @@ from collections.abc import Callable, Sequence
 ReadFile = Callable[[str], "str | None"]
 
 _PYTHON = re.compile(r"python(\d+(\.\d+)?)?")
-_LAUNCHER = re.compile(r"trialkit\.launch\.(torch_distributed|deepspeed|horovod|wrap_rank)")
+#: The launcher modules under every spelling that resolves to them (``determined.launch`` through
+#: the alias, and seed 001's ``determined.launcher``).
+_LAUNCHER = re.compile(
+    r"(trialkit|determined)\.launch(er)?\.(torch_distributed|deepspeed|horovod|wrap_rank)"
+)
 _TRIAL_CLASS = re.compile(r"([\w.]+):(\w+)")
 _SHELL_OPERATORS = set(";&|<>()`$\n")
 #: Python options that take a value (``-W ignore``, ``-X dev``).
@@ -89,7 +93,8 @@ def _python_problems(
 def _module_run_problems(
     module: str, rest: list[str], exists: Callable[[str], bool], read: ReadFile, where: str
 ) -> list[str]:
-    """``python -m trialkit.launch.X ... -- WORKER``: check the worker (or ``--trial``).
+    """``python -m trialkit.launch.X ... -- WORKER`` (or a Determined spelling): check the
+    worker (or ``--trial``).
 
     Other ``-m`` modules may be installed packages rather than model-directory code: unchecked.
     """
@@ -166,7 +171,7 @@ def _is_dynamic(node: ast.Call) -> bool:
     return isinstance(node.func, ast.Name) and node.func.id in ("globals", "setattr", "exec")
 
 
-_HOROVOD = re.compile(r"(trialkit|determined)\.launch\.horovod")
+_HOROVOD = re.compile(r"(trialkit|determined)\.launch(er)?\.horovod")
 _HARNESS = re.compile(r"(trialkit|determined)\.exec\.harness")
 #: Base classes whose Trials run on torch.distributed (DDP), which Horovod does not set up.
 _TORCH_TRIALS = ("PyTorchTrial", "DeepSpeedTrial")
