@@ -141,23 +141,28 @@ def data_length(data: Any) -> int:
     )
 
 
-_warned_types: set[type] = set()
-
-
 def to_device(data: Any, device: torch.device | str, warned_types: set[type] | None = None) -> Any:
     """Move tensors (nested in dicts, lists, tuples) to ``device``; numpy arrays become tensors.
-    Containers whose leaves are all in place come back as they are (no copy per batch)."""
-    warned = _warned_types if warned_types is None else warned_types
+    Containers whose leaves are all in place come back as they are (no copy per batch).
+
+    A value that cannot move is returned as it is, with a warning once per type: per call when
+    ``warned_types`` is None, else once per type across the calls sharing that set (Determined's
+    rule; the harness shares one set per trial)."""
+    warned = set() if warned_types is None else warned_types
     if isinstance(device, str):
         device = torch.device(device)
+    return _to_device(data, device, warned)
+
+
+def _to_device(data: Any, device: torch.device, warned: set[type]) -> Any:
     if isinstance(data, torch.Tensor):
         return data if data.device == device else data.to(device)
     if isinstance(data, dict):
-        moved_items = {k: to_device(v, device, warned) for k, v in data.items()}
+        moved_items = {k: _to_device(v, device, warned) for k, v in data.items()}
         return data if all(map(operator.is_, moved_items.values(), data.values())) else moved_items
     if isinstance(data, (list, tuple)):
         moved = [
-            v if type(v) is torch.Tensor and v.device == device else to_device(v, device, warned)
+            v if type(v) is torch.Tensor and v.device == device else _to_device(v, device, warned)
             for v in data
         ]
         if all(map(operator.is_, moved, data)):
@@ -169,7 +174,9 @@ def to_device(data: Any, device: torch.device | str, warned_types: set[type] | N
         return torch.from_numpy(data).to(device)
     if callable(getattr(data, "to", None)):
         return data.to(device)
-    if type(data) not in warned and not isinstance(data, (str, int, float, bool, type(None))):
+    if type(data) not in warned:
         warned.add(type(data))
-        logger.warning("to_device: left a %s where it was (no .to method)", type(data).__name__)
+        logger.warning(
+            "Was not able to move data item of type '%s' to device.", type(data).__name__
+        )
     return data
