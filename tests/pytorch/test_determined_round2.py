@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import pickle
@@ -313,3 +314,118 @@ def test_overwrite_deepspeed_config_raises_determineds_errors(
         "train_batch_size": 1,
         "zero_optimization": {"stage": 2},
     }
+
+
+# Item 12: DataLoader(shuffle=True) visits records in Determined's order ------------------------
+
+N_RECORDS, BATCH = 10, 4  # 3 batches a pass, the last one short
+
+
+class _Repeat:
+    """Determined's RepeatBatchSampler, written out: the batch sampler again and again."""
+
+    def __init__(self, batch_sampler: Any) -> None:
+        self.batch_sampler = batch_sampler
+
+    def __iter__(self) -> Any:
+        while True:
+            yield from self.batch_sampler
+
+
+def _determined_order(skip: int, count: int, rng_state: Any = None) -> list[list[int]]:
+    """The batches Determined's PyTorchTrial trains on: torch's RandomSampler (no generator:
+    each pass seeded from the global torch RNG) in a BatchSampler, repeated, the first ``skip``
+    batches skipped; the training DataLoader's iterator is made (it draws its base seed), then
+    a resumed trial restores the checkpoint's RNG, then the first batch is drawn."""
+    data = torch.utils.data.TensorDataset(torch.arange(N_RECORDS))
+    sampler = torch.utils.data.RandomSampler(data)
+    chain = _Repeat(torch.utils.data.BatchSampler(sampler, BATCH, drop_last=False))
+    loader = torch.utils.data.DataLoader(data, batch_sampler=chain)
+    it = iter(loader)
+    if rng_state is not None:
+        torch.random.set_rng_state(rng_state)
+    batches = [b[0].tolist() for b in itertools.islice(it, skip + count)]
+    return batches[skip:]
+
+
+def _recording_trial(det: ModuleType) -> type:
+    class Recording(det.pytorch.PyTorchTrial):
+        def __init__(self, context: Any) -> None:
+            self.context = context
+            self.model = context.wrap_model(torch.nn.Linear(1, 1))  # draws from the RNG
+            self.opt = context.wrap_optimizer(torch.optim.SGD(self.model.parameters(), lr=0.1))
+            self.seen: list[list[int]] = []
+
+        def build_training_data_loader(self) -> Any:
+            data = torch.utils.data.TensorDataset(torch.arange(N_RECORDS))
+            return det.pytorch.DataLoader(data, batch_size=BATCH, shuffle=True)
+
+        def build_validation_data_loader(self) -> Any:
+            data = torch.utils.data.TensorDataset(torch.arange(N_RECORDS))
+            return det.pytorch.DataLoader(data, batch_size=BATCH)
+
+        def train_batch(self, batch: Any, epoch_idx: int, batch_idx: int) -> dict[str, Any]:
+            (ids,) = batch
+            self.seen.append(ids.tolist())
+            loss = self.model(ids.float().unsqueeze(1)).pow(2).mean()
+            self.context.backward(loss)
+            self.context.step_optimizer(self.opt)
+            return {"loss": loss.detach()}
+
+        def evaluate_batch(self, batch: Any) -> dict[str, Any]:
+            return {"x": 0.0}
+
+    return Recording
+
+
+def test_shuffled_order_is_determineds_for_the_same_seed(
+    det: ModuleType, trialkit_home: Path
+) -> None:
+    """Three passes of a fresh trial, seeded as Determined seeds a trial (then the Trial builds
+    its model from the same RNG): the same batches in the same order."""
+    for seed in (0, 17):
+        torch.manual_seed(seed)
+        torch.nn.Linear(1, 1)  # what the Trial's __init__ draws
+        expected = _determined_order(skip=0, count=8)
+        torch.manual_seed(seed)
+        with det.pytorch.init(hparams={"global_batch_size": BATCH}) as context:
+            trial = _recording_trial(det)(context)
+            det.pytorch.Trainer(trial, context).fit(
+                max_length=det.pytorch.Batch(8), checkpoint_policy="none"
+            )
+        assert trial.seen == expected, seed
+
+
+def test_a_determined_checkpoint_resumes_on_determineds_order(
+    det: ModuleType, trialkit_home: Path
+) -> None:
+    """A Determined checkpoint at batch 4 (its trial_state.pkl and the RNG state it saved):
+    trialkit skips the 4 batches and draws each pass from the restored RNG, as Determined."""
+    import random
+
+    import numpy as np
+
+    torch.manual_seed(1234)
+    cpu_rng = torch.random.get_rng_state()
+    with det.pytorch.init(hparams={"global_batch_size": BATCH}) as context:
+        source = _recording_trial(det)(context)
+    uuid = "7e57-determined-shuffle"
+    root = trialkit_home / "checkpoints" / uuid
+    root.mkdir(parents=True)
+    torch.save({
+        "models_state_dict": [source.model.state_dict()],
+        "optimizers_state_dict": [source.opt.state_dict()],
+        "lr_schedulers_state_dict": [], "callbacks": {},
+        "rng_state": {"cpu_rng_state": cpu_rng, "np_rng_state": np.random.get_state(),
+                      "random_rng_state": random.getstate()},
+    }, root / "state_dict.pth")  # fmt: skip
+    state = {"trial_id": 0, "last_ckpt": 4, "step_id": 1, "last_val": 4,
+             "batches_trained": 4, "epochs_trained": 1}  # fmt: skip
+    (root / "trial_state.pkl").write_bytes(pickle.dumps(state))
+    (root / "metadata.json").write_text(json.dumps({"steps_completed": 4}))
+    with det.pytorch.init(hparams={"global_batch_size": BATCH}) as context:
+        trial = _recording_trial(det)(context)
+        det.pytorch.Trainer(trial, context).fit(
+            max_length=det.pytorch.Batch(10), latest_checkpoint=uuid, checkpoint_policy="none"
+        )
+    assert trial.seen == _determined_order(skip=4, count=6, rng_state=cpu_rng)
