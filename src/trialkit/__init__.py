@@ -5,7 +5,9 @@
 
 from typing import TYPE_CHECKING, Any
 
-from ._info import ClusterInfo, TrialInfo, get_cluster_info
+from ._env_context import EnvContext
+from ._import import import_from_path
+from ._info import ClusterInfo, RendezvousInfo, ResourcesInfo, TrialInfo, get_cluster_info
 from .errors import InvalidHP
 
 if TYPE_CHECKING:
@@ -26,4 +28,15 @@ LOG_FORMAT = "%(levelname)s: [%(process)s] %(name)s: %(message)s"
 
 __version__ = "0.1.0"
 
-__all__ = ["LOG_FORMAT", "ClusterInfo", "InvalidHP", "TrialInfo", "core", "get_cluster_info"]
+__all__ = [
+    "LOG_FORMAT",
+    "ClusterInfo",
+    "EnvContext",
+    "InvalidHP",
+    "RendezvousInfo",
+    "ResourcesInfo",
+    "TrialInfo",
+    "core",
+    "get_cluster_info",
+    "import_from_path",
+]

@@ -99,6 +99,29 @@ class TrialInfo:
         }
 
 
+class RendezvousInfo:
+    """Where the containers of a task run (Determined's ``rendezvous.json``): their addresses
+    and slot counts, ordered by rank, and this container's rank."""
+
+    def __init__(
+        self, container_addrs: list[str], container_rank: int, container_slot_counts: list[int]
+    ) -> None:
+        self.container_addrs = container_addrs
+        self.container_rank = container_rank
+        self.container_slot_counts = container_slot_counts
+
+
+class ResourcesInfo:
+    """The devices given to this container (Determined's ``resources.json``)."""
+
+    def __init__(self, gpu_uuids: list[str]) -> None:
+        self._gpu_uuids = gpu_uuids
+
+    @property
+    def gpu_uuids(self) -> list[str]:
+        return self._gpu_uuids
+
+
 class ClusterInfo:
     """Everything the master tells a task about where and how it runs."""
 
@@ -121,6 +144,8 @@ class ClusterInfo:
         container_rank: int = 0,
         master_file: str | None = None,
         home: str | None = None,
+        rendezvous_info: RendezvousInfo | None = None,
+        resources_info: ResourcesInfo | None = None,
     ) -> None:
         self.master_url = master_url
         self.cluster_id = cluster_id
@@ -134,8 +159,11 @@ class ClusterInfo:
         self.master_cert_file = master_cert_file
         self._latest_checkpoint = latest_checkpoint
         self._trial = trial
-        self._container_addrs = container_addrs or ["127.0.0.1"]
-        self._container_rank = container_rank
+        addrs = container_addrs or ["127.0.0.1"]
+        self._rendezvous_info = rendezvous_info or RendezvousInfo(
+            addrs, container_rank, [len(slot_ids)] * len(addrs)
+        )
+        self._resources_info = resources_info or ResourcesInfo([])
         self.master_file = master_file
         self.home = home
 
@@ -160,20 +188,28 @@ class ClusterInfo:
         return dict(self._trial.experiment_config.data)
 
     @property
+    def rendezvous_info(self) -> RendezvousInfo:
+        return self._rendezvous_info
+
+    @property
+    def resources_info(self) -> ResourcesInfo:
+        return self._resources_info
+
+    @property
     def container_addrs(self) -> list[str]:
-        return list(self._container_addrs)
+        return list(self._rendezvous_info.container_addrs)
 
     @property
     def container_slot_counts(self) -> list[int]:
-        return [len(self.slot_ids)] * len(self._container_addrs)
+        return list(self._rendezvous_info.container_slot_counts)
 
     @property
     def container_rank(self) -> int:
-        return self._container_rank
+        return self._rendezvous_info.container_rank
 
     @property
     def gpu_uuids(self) -> list[str]:
-        return []
+        return list(self._resources_info.gpu_uuids)
 
     @classmethod
     def _from_json(cls, d: dict[str, Any]) -> ClusterInfo:
@@ -195,6 +231,8 @@ class ClusterInfo:
             container_rank=int(d.get("container_rank", 0)),
             master_file=d.get("master_file"),
             home=d.get("home"),
+            rendezvous_info=RendezvousInfo(**d["rendezvous"]) if d.get("rendezvous") else None,
+            resources_info=ResourcesInfo(**d["resources"]) if d.get("resources") else None,
         )
 
     def _to_json(self) -> dict[str, Any]:
@@ -211,8 +249,10 @@ class ClusterInfo:
             "master_cert_file": self.master_cert_file,
             "latest_checkpoint": self._latest_checkpoint,
             "trial": self._trial._to_json() if self._trial else None,
-            "container_addrs": self._container_addrs,
-            "container_rank": self._container_rank,
+            "container_addrs": self.container_addrs,
+            "container_rank": self.container_rank,
+            "rendezvous": vars(self._rendezvous_info),
+            "resources": {"gpu_uuids": self.gpu_uuids},
             "master_file": self.master_file,
             "home": self.home,
         }
@@ -231,6 +271,9 @@ def _from_determined_dir(root: Path) -> ClusterInfo:
     if trial_file.exists():
         t = _read_json(trial_file)
         d["trial"] = {k.lstrip("_"): v for k, v in t.items()}
+    for name in ("rendezvous", "resources"):
+        if (root / f"{name}.json").exists():
+            d[name] = {k.lstrip("_"): v for k, v in _read_json(root / f"{name}.json").items()}
     return ClusterInfo._from_json(d)
 
 

@@ -1,9 +1,11 @@
-"""DataLoader chain repeat -> shard -> skip, seeded shuffling, units, data_length."""
+"""DataLoader chain repeat -> shard -> skip, shuffling and its resume pins, units, data_length."""
 
 from __future__ import annotations
 
 import itertools
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -15,6 +17,7 @@ from torch.utils.data import TensorDataset  # noqa: E402
 
 from trialkit import pytorch  # noqa: E402
 from trialkit.pytorch import samplers  # noqa: E402
+from trialkit.pytorch._samplers import find_shuffle_sampler  # noqa: E402
 
 
 def _ids(n: int) -> TensorDataset:
@@ -23,6 +26,10 @@ def _ids(n: int) -> TensorDataset:
 
 def _take(loader: torch.utils.data.DataLoader, k: int) -> list[list[int]]:
     return [b[0].tolist() for b in itertools.islice(iter(loader), k)]
+
+
+def _iter_take(it: Iterator[Any], k: int) -> list[list[int]]:
+    return [b[0].tolist() for b in itertools.islice(it, k)]
 
 
 @settings(max_examples=40, deadline=None)
@@ -37,16 +44,25 @@ def _take(loader: torch.utils.data.DataLoader, k: int) -> list[list[int]]:
 def test_skip_continues_exactly_where_an_uninterrupted_rank_would_be(
     n: int, bs: int, replicas: int, skip: int, shuffle: bool, seed: int
 ) -> None:
+    """What a checkpoint at ``skip`` keeps (the global RNG and the recent passes' shuffle
+    seeds) makes the resumed loader go on with the uninterrupted one's batches."""
     dl = pytorch.DataLoader(_ids(n), batch_size=bs, shuffle=shuffle)
     for rank in range(replicas):
-        full = _take(
-            dl.get_data_loader(repeat=True, num_replicas=replicas, rank=rank, seed=seed), skip + 5
+        torch.manual_seed(seed)  # ranks are seeded alike
+        full_loader = dl.get_data_loader(repeat=True, num_replicas=replicas, rank=rank)
+        it = iter(full_loader)
+        _iter_take(it, skip)
+        rng = torch.random.get_rng_state()
+        sampler = find_shuffle_sampler(full_loader.batch_sampler)
+        pins = dict(sampler.seeds) if sampler is not None else None
+        full = _iter_take(it, 5)
+        torch.manual_seed(seed + 1)  # the resumed process starts elsewhere
+        resumed_loader = dl.get_data_loader(
+            repeat=True, skip=skip, num_replicas=replicas, rank=rank, shuffle_seeds=pins
         )
-        resumed = _take(
-            dl.get_data_loader(repeat=True, skip=skip, num_replicas=replicas, rank=rank, seed=seed),
-            5,
-        )
-        assert resumed == full[skip:]
+        resumed_it = iter(resumed_loader)
+        torch.random.set_rng_state(rng)  # the harness restores the RNG after building it
+        assert _iter_take(resumed_it, 5) == full
 
 
 @settings(max_examples=30, deadline=None)
@@ -60,29 +76,29 @@ def test_shards_partition_one_pass(n: int, bs: int, replicas: int, seed: int) ->
     dl = pytorch.DataLoader(_ids(n), batch_size=bs, shuffle=True)
     seen = []
     for rank in range(replicas):
-        loader = dl.get_data_loader(num_replicas=replicas, rank=rank, seed=seed)
+        torch.manual_seed(seed)  # every rank's global RNG is seeded alike
+        loader = dl.get_data_loader(num_replicas=replicas, rank=rank)
         batches = [b[0].tolist() for b in loader]
         assert len(batches) == len(loader)
         seen += [i for b in batches for i in b]
     assert sorted(seen) == list(range(n))
 
 
-def test_shuffle_depends_on_seed_and_pass_only() -> None:
-    dl = pytorch.DataLoader(_ids(20), batch_size=20, shuffle=True)
-    a = _take(dl.get_data_loader(repeat=True, seed=1), 3)
-    torch.manual_seed(12345)  # the global RNG plays no part
-    b = _take(dl.get_data_loader(repeat=True, seed=1), 3)
-    c = _take(dl.get_data_loader(repeat=True, seed=2), 1)
-    assert a == b and a[0] != a[1] and a[0] != c[0]
-    assert sorted(a[0]) == list(range(20))
-
-
-def test_iterating_does_not_touch_the_global_rng() -> None:
-    dl = pytorch.DataLoader(_ids(10), batch_size=3, shuffle=True)
+def test_pinned_passes_are_used_and_passes_skipped_whole_draw_nothing() -> None:
+    dl = pytorch.DataLoader(_ids(6), batch_size=3, shuffle=True)
+    pins = {2: 11, 3: 12}
     torch.manual_seed(0)
+    loader = dl.get_data_loader(repeat=True, skip=4, shuffle_seeds=pins)
+    it = iter(loader)
     before = torch.random.get_rng_state()
-    _take(dl.get_data_loader(repeat=True, seed=5), 7)
+    got = _iter_take(it, 4)  # passes 0-1 skipped, 2 and 3 pinned: no draw
     assert torch.equal(before, torch.random.get_rng_state())
+    expected = [
+        torch.randperm(6, generator=torch.Generator().manual_seed(s)).tolist() for s in (11, 12)
+    ]
+    assert got == [expected[0][:3], expected[0][3:], expected[1][:3], expected[1][3:]]
+    _iter_take(it, 1)  # pass 4 is not pinned: it draws, as torch's RandomSampler does
+    assert not torch.equal(before, torch.random.get_rng_state())
 
 
 def test_dataloader_argument_checks_and_len() -> None:

@@ -187,8 +187,11 @@ def test_callback_hooks_and_checkpoint_layout(trialkit_home: Path) -> None:
         "state_dict.pth", "trial_state.pkl", "load_data.json", "metadata.json", "code"
     }  # fmt: skip
     state = torch.load(path / "state_dict.pth", weights_only=False)
+    # Determined's keys, plus trialkit's shuffle seeds of the recent passes (Determined's
+    # loader ignores keys it does not know).
     assert sorted(state) == ["callbacks", "lr_schedulers_state_dict", "models_state_dict",
-                             "optimizers_state_dict", "rng_state"]  # fmt: skip
+                             "optimizers_state_dict", "rng_state", "trialkit_shuffle"]  # fmt: skip
+    assert state["trialkit_shuffle"]["skip"] == 12
     assert state["callbacks"] == {"recorder": {"validations": 2}}
     progress = pickle.loads((path / "trial_state.pkl").read_bytes())
     assert {k: progress[k] for k in ("batches_trained", "epochs_trained", "last_ckpt", "last_val")} == {

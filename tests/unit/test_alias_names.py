@@ -21,6 +21,8 @@ TOP = ["get_cluster_info", "ClusterInfo", "TrialInfo", "InvalidHP", "LOG_FORMAT"
 TOP += ["core", "keras", "experimental", "generic"]
 TOP += ["ClusterInfo.latest_checkpoint", "ClusterInfo.trial", "ClusterInfo.user_data"]
 TOP += [f"ClusterInfo.{a}" for a in ("container_addrs", "container_rank", "gpu_uuids")]
+TOP += ["import_from_path", "EnvContext", "RendezvousInfo", "ResourcesInfo"]
+TOP += ["ClusterInfo.rendezvous_info", "ClusterInfo.resources_info", "ResourcesInfo.gpu_uuids"]
 
 CORE = [
     "core.init",
@@ -46,6 +48,8 @@ CORE = [
     "core.Unit.RECORDS",
     "core.Unit.BATCHES",
     "core.ProfilerContext",
+    "core.ExperimentalCoreContext.report_task_using_checkpoint",
+    "core.ExperimentalCoreContext.report_task_using_model_version",
     "core.TensorboardMode.AUTO",
     "core.TensorboardMode.MANUAL",
 ]
@@ -103,7 +107,7 @@ PYTORCH += [
         "get_data_config get_experiment_id get_trial_id get_trial_seed get_initial_batch "
         "get_stop_requested set_stop_requested get_global_batch_size get_per_slot_batch_size "
         "get_tensorboard_path get_tensorboard_writer set_enable_tensorboard_logging "
-        "get_enable_tensorboard_logging set_profiler"
+        "get_enable_tensorboard_logging set_profiler from_config"
     ).split()
 ]
 PYTORCH += [
@@ -131,6 +135,7 @@ PYTORCH += ["pytorch.DataLoader.get_data_loader", "pytorch.Trainer.fit"]
 KERAS = [
     "keras.TFKerasTrial",
     "keras.TFKerasTrialContext",
+    "keras.TFKerasTrialContext.from_config",
     "keras.InputData",
     "keras.load_model_from_checkpoint_path",
 ]
@@ -164,9 +169,6 @@ DEEPSPEED = [
 
 #: Determined names trialkit does not provide, and why.
 GAPS = {
-    "RendezvousInfo": "rendezvous is read from ClusterInfo.container_addrs/container_rank",
-    "ResourcesInfo": "no containers: there are no per-container resources to describe",
-    "core.ExperimentalCoreContext": "inference links to model versions: no model registry",
     "keras.TensorBoard": "Keras' own TensorBoard callback writes where the trial asks",
 }
 

@@ -12,7 +12,17 @@ from typing import Any
 DETERMINED_API_VERSION = "0.38.1"
 
 #: Top-level names taken from ``trialkit`` itself.
-_FROM_TRIALKIT = ("ClusterInfo", "InvalidHP", "LOG_FORMAT", "TrialInfo", "get_cluster_info")
+_FROM_TRIALKIT = (
+    "ClusterInfo",
+    "EnvContext",
+    "InvalidHP",
+    "LOG_FORMAT",
+    "RendezvousInfo",
+    "ResourcesInfo",
+    "TrialInfo",
+    "get_cluster_info",
+    "import_from_path",
+)
 
 #: Subpackages that ``det.<name>`` imports on first use (``determined.<name>`` -> trialkit's).
 _SUBPACKAGES = ("core", "errors", "experimental", "generic", "keras", "launch", "pytorch")

@@ -4,6 +4,7 @@ coordination for any training code. Start with ``with trialkit.core.init() as co
 from ._checkpoint import CheckpointContext, DownloadMode
 from ._context import Context, init
 from ._distributed import DistributedContext, DummyDistributedContext
+from ._experimental import ExperimentalCoreContext
 from ._preempt import PreemptContext, PreemptMode
 from ._profiler import ProfilerContext
 from ._searcher import SearcherContext, SearcherMode, SearcherOperation, Unit
@@ -19,6 +20,7 @@ __all__ = [
     "DownloadMode",
     "DummyDistributedContext",
     "EarlyExitReason",
+    "ExperimentalCoreContext",
     "PeerLostError",
     "PreemptContext",
     "PreemptMode",

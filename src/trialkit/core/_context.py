@@ -15,6 +15,7 @@ from ..errors import InvalidHP
 from ._backend import TrialBackend
 from ._checkpoint import CheckpointContext
 from ._distributed import DistributedContext, DummyDistributedContext
+from ._experimental import DummyExperimentalCoreContext, ExperimentalCoreContext
 from ._metrics import MetricsShipper
 from ._preempt import PreemptContext, PreemptMode
 from ._profiler import ProfilerContext
@@ -31,7 +32,8 @@ logger = logging.getLogger("trialkit.core")
 
 
 class Context:
-    """The Core API: ``.checkpoint .distributed .preempt .train .searcher .profiler .info``.
+    """The Core API: ``.checkpoint .distributed .preempt .train .searcher .profiler .info``
+    (and Determined's ``.experimental``).
 
     Use as ``with core.init() as core_context:``. Unlike Determined, leaving the block never
     exits the process: an ``InvalidHP`` raised inside is reported and then suppressed, so the
@@ -52,6 +54,7 @@ class Context:
         _shipper: MetricsShipper,
         _tensorboard: EventFileWriter | None = None,
         _tensorboard_sync: TensorboardSync | None = None,
+        experimental: ExperimentalCoreContext | None = None,
     ) -> None:
         self.checkpoint = checkpoint
         self.distributed = distributed
@@ -60,6 +63,9 @@ class Context:
         self.searcher = searcher
         self.profiler = profiler
         self.info = info
+        self.experimental = experimental or (
+            DummyExperimentalCoreContext() if info is None else ExperimentalCoreContext()
+        )
         self._backend = _backend
         self._shipper = _shipper
         self._tensorboard = _tensorboard

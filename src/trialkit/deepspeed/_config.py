@@ -40,9 +40,14 @@ def overwrite_deepspeed_config(
     source_ds_dict: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``base_ds_config`` (a JSON file, duplicate keys refused, or a dict) with
-    ``source_ds_dict`` merged in recursively: overrides win, nested dicts merge."""
+    ``source_ds_dict`` merged in recursively: overrides win, nested dicts merge. Any other
+    argument type is Determined's TypeError."""
+    if source_ds_dict is not None and not isinstance(source_ds_dict, Mapping):
+        raise TypeError("Expected dict for source_ds_dict argument.")
     if isinstance(base_ds_config, Mapping):
         base = copy.deepcopy(dict(base_ds_config))
-    else:
+    elif isinstance(base_ds_config, (str, os.PathLike)):
         base = _load(base_ds_config)
+    else:
+        raise TypeError("Expected string or dict for base_ds_config argument.")
     return merge_into(base, source_ds_dict or {})

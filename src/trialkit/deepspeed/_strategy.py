@@ -107,8 +107,9 @@ class DeepSpeedStrategy(TorchStrategyBase):
                 skip=micro_skip,
                 num_replicas=self.mpu.data_parallel_world_size,
                 rank=self.mpu.data_parallel_rank,
-                seed=seed,
+                shuffle_seeds=self._pinned_shuffle_seeds(micro_skip),
             )
+            self._follow_shuffle(torch_loader, same_rng_on_all_ranks=False)
             mine = len(torch_loader)
             data = iter(torch_loader)
         elif loader is not None:
@@ -240,6 +241,10 @@ class DeepSpeedStrategy(TorchStrategyBase):
             "rng_state": rng_state,
             "module_buffers": _module_buffers(self.context.models),
         }
+        done = self.context._current_batch_idx
+        shuffle = self._shuffle_state(0 if done is None else (done + 1) * self._micro_batches)
+        if shuffle is not None:
+            state["trialkit_shuffle"] = shuffle
         for cb in self._callbacks.values():
             cb.on_checkpoint_save_start(state)
         torch.save(state, path / rank_state_file(self.dist.rank))
@@ -272,6 +277,7 @@ class DeepSpeedStrategy(TorchStrategyBase):
             cb.on_checkpoint_load_start(state)
         self.trial.load(self.context, path)
         _restore_module_buffers(self.context.models, state.get("module_buffers") or [])
+        self._shuffle_saved = state.get("trialkit_shuffle")
         saved_cbs = state.get("callbacks", {})
         for name, cb in self._callbacks.items():
             if name in saved_cbs:

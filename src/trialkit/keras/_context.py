@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import core
+from .._env_context import env_context_for, local_context_args
 from ._trial import TrialContractError
 
 logger = logging.getLogger("trialkit.keras")
+
+_Ctx = TypeVar("_Ctx", bound="TFKerasTrialContext")
 
 
 @dataclasses.dataclass
@@ -56,6 +59,29 @@ class TFKerasTrialContext:
                 f"{self.distributed.size} workers"
             )
         self._global_batch_size = gbs
+        #: Determined's ``context.env`` (old model code reads and sets its fields).
+        self.env = env_context_for(
+            getattr(core_context, "info", None),
+            hparams=self._hparams,
+            experiment_config=self._exp_conf,
+            trial_seed=trial_seed,
+            debug=bool(self._exp_conf.get("debug", False)),
+        )
+
+    @classmethod
+    def from_config(cls: type[_Ctx], config: dict[str, Any]) -> _Ctx:
+        """Determined's local-mode constructor, for building a TFKerasTrial's model and data
+        outside any harness: one worker, no master, nothing recorded; hyperparameters drawn
+        once from the config's space."""
+        args = local_context_args(config)
+        context = cls(
+            args["core_context"],
+            hparams=args["hparams"],
+            exp_conf=args["exp_conf"],
+            trial_seed=args["seed"],
+        )
+        context.env.managed_training = False
+        return context
 
     # Config ---------------------------------------------------------------------------------------
 

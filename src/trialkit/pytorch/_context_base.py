@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
 from .. import core
+from .._env_context import env_context_for, local_context_args
 from ._data import to_device
 from ._reducer import MetricReducer, _SimpleReducer
 
 logger = logging.getLogger("trialkit.pytorch")
+
+_Ctx = TypeVar("_Ctx", bound="TorchContextBase")
 
 
 class TorchContextBase:
@@ -56,6 +59,30 @@ class TorchContextBase:
         self._tb_writer: Any = None
         self._profiler: Any = None
         self._global_batch_size, self._per_slot_batch_size = self._batch_sizes()
+        #: Determined's ``context.env`` (old model code reads and sets its fields).
+        self.env = env_context_for(
+            getattr(core_context, "info", None),
+            hparams=hparams,
+            experiment_config=exp_conf,
+            trial_seed=trial_seed,
+            steps_completed=steps_completed,
+            use_gpu=self.device.type == "cuda",
+            debug=debug_enabled,
+            managed_training=managed_training,
+        )
+
+    @classmethod
+    def from_config(cls: type[_Ctx], config: dict[str, Any]) -> _Ctx:
+        """Determined's local-mode constructor, for poking at a Trial outside any harness: one
+        worker, no master, nothing recorded; hyperparameters drawn once from the config's space."""
+        args = local_context_args(config)
+        return cls(
+            args["core_context"],
+            hparams=args["hparams"],
+            exp_conf=args["exp_conf"],
+            trial_seed=args["seed"],
+            managed_training=False,
+        )
 
     # Setup --------------------------------------------------------------------------------------
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import logging
 import operator
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
 import torch
 from torch.utils.data import BatchSampler, Dataset, IterableDataset, SequentialSampler
 
-from ._samplers import SeededShuffleSampler, adapt_batch_sampler
+from ._samplers import TorchRandomSampler, adapt_batch_sampler
 
 logger = logging.getLogger("trialkit.pytorch")
 
@@ -22,8 +22,10 @@ TorchData = dict[str, torch.Tensor] | list[torch.Tensor] | tuple[torch.Tensor, .
 class DataLoader:
     """Takes torch.utils.data.DataLoader's arguments; the harness builds the real loader.
 
-    ``shuffle=True`` (without a sampler or generator) draws each pass's permutation from a
-    seed the harness keeps in checkpoints, so resuming reproduces the uninterrupted order.
+    ``shuffle=True`` orders records as Determined does (torch's ``RandomSampler``: each pass's
+    permutation seeded by a draw from the global torch RNG, which the trial seed seeded), and the
+    harness keeps the seed of the pass in progress in checkpoints, so a resumed run continues on
+    the uninterrupted run's order.
     """
 
     def __init__(
@@ -78,13 +80,13 @@ class DataLoader:
             "persistent_workers": persistent_workers,
         }
 
-    def _base_batch_sampler(self, seed: int) -> Any:
+    def _base_batch_sampler(self, pinned: Mapping[int, int] | None = None) -> Any:
         if self.batch_sampler is not None:
             return self.batch_sampler
         sampler = self.sampler
         if sampler is None:
             if self.shuffle and self.generator is None:
-                sampler = SeededShuffleSampler(self.dataset, seed)  # type: ignore[arg-type]
+                sampler = TorchRandomSampler(self.dataset, pinned)  # type: ignore[arg-type]
             elif self.shuffle:
                 sampler = torch.utils.data.RandomSampler(self.dataset, generator=self.generator)  # type: ignore[arg-type]
             else:
@@ -93,7 +95,7 @@ class DataLoader:
 
     def __len__(self) -> int:
         """Batches in one unsharded pass."""
-        return len(self._base_batch_sampler(0))
+        return len(self._base_batch_sampler())
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.get_data_loader())
@@ -106,20 +108,22 @@ class DataLoader:
         rank: int = 0,
         *,
         seed: int = 0,
+        shuffle_seeds: Mapping[int, int] | None = None,
     ) -> torch.utils.data.DataLoader[Any]:
-        """The real loader: repeat -> shard -> skip; ``seed`` fixes shuffling and worker seeds."""
+        """The real loader: repeat -> shard -> skip, built as Determined builds it (iterating
+        it draws from the global torch RNG, or from ``generator``, as torch's loader does).
+        ``shuffle_seeds`` pins passes' shuffle seeds ({pass: seed}, from a checkpoint);
+        ``seed`` is accepted for older callers and unused."""
         chain = adapt_batch_sampler(
-            self._base_batch_sampler(seed),
+            self._base_batch_sampler(shuffle_seeds),
             repeat=repeat,
             skip=skip,
             num_replicas=num_replicas,
             rank=rank,
         )
-        # A private generator keeps iterator creation from drawing on the global torch RNG.
-        gen = torch.Generator().manual_seed((int(seed) * 7919 + int(skip)) % 2**63)
         kwargs = {k: v for k, v in self._loader_kwargs.items() if v is not None}
         return torch.utils.data.DataLoader(
-            self.dataset, batch_sampler=chain, generator=gen, **kwargs
+            self.dataset, batch_sampler=chain, generator=self.generator, **kwargs
         )
 
 
@@ -141,23 +145,28 @@ def data_length(data: Any) -> int:
     )
 
 
-_warned_types: set[type] = set()
-
-
 def to_device(data: Any, device: torch.device | str, warned_types: set[type] | None = None) -> Any:
     """Move tensors (nested in dicts, lists, tuples) to ``device``; numpy arrays become tensors.
-    Containers whose leaves are all in place come back as they are (no copy per batch)."""
-    warned = _warned_types if warned_types is None else warned_types
+    Containers whose leaves are all in place come back as they are (no copy per batch).
+
+    A value that cannot move is returned as it is, with a warning once per type: per call when
+    ``warned_types`` is None, else once per type across the calls sharing that set (Determined's
+    rule; the harness shares one set per trial)."""
+    warned = set() if warned_types is None else warned_types
     if isinstance(device, str):
         device = torch.device(device)
+    return _to_device(data, device, warned)
+
+
+def _to_device(data: Any, device: torch.device, warned: set[type]) -> Any:
     if isinstance(data, torch.Tensor):
         return data if data.device == device else data.to(device)
     if isinstance(data, dict):
-        moved_items = {k: to_device(v, device, warned) for k, v in data.items()}
+        moved_items = {k: _to_device(v, device, warned) for k, v in data.items()}
         return data if all(map(operator.is_, moved_items.values(), data.values())) else moved_items
     if isinstance(data, (list, tuple)):
         moved = [
-            v if type(v) is torch.Tensor and v.device == device else to_device(v, device, warned)
+            v if type(v) is torch.Tensor and v.device == device else _to_device(v, device, warned)
             for v in data
         ]
         if all(map(operator.is_, moved, data)):
@@ -169,7 +178,9 @@ def to_device(data: Any, device: torch.device | str, warned_types: set[type] | N
         return torch.from_numpy(data).to(device)
     if callable(getattr(data, "to", None)):
         return data.to(device)
-    if type(data) not in warned and not isinstance(data, (str, int, float, bool, type(None))):
+    if type(data) not in warned:
         warned.add(type(data))
-        logger.warning("to_device: left a %s where it was (no .to method)", type(data).__name__)
+        logger.warning(
+            "Was not able to move data item of type '%s' to device.", type(data).__name__
+        )
     return data

@@ -3,6 +3,7 @@ inference or inspection, with no master and no training context."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -10,7 +11,7 @@ from typing import Any
 
 import torch
 
-from .._trial_code import import_trial_class
+from .._trial_code import trial_class_from_code
 from ..core import DummyDistributedContext
 from ._context import PyTorchTrialContext
 from ._strategy import _LEGACY_STATE_FILES, LOAD_DATA, STATE_DICT, _states, load_model_state
@@ -85,21 +86,28 @@ def load_trial_from_checkpoint_path(
     state_file = next((root / f for f in _LEGACY_STATE_FILES if (root / f).exists()), None)
     if state_file is None:
         raise RuntimeError(f"{root} has no {STATE_DICT}: not a PyTorchTrial checkpoint")
-    cls = trial_class or import_trial_class(root / "code", spec)
     context = CheckpointLoadContext(hparams, exp_conf)
-    trial = cls(context, **(trial_kwargs or {}))  # type: ignore[call-arg]
-    kwargs = {"map_location": "cpu", "weights_only": False, **(torch_load_kwargs or {})}
-    state = torch.load(state_file, **kwargs)
-    if not isinstance(state, dict):
-        raise RuntimeError(f"{state_file} holds a {type(state).__name__}, not a checkpoint dict")
-    build_model = getattr(trial, "build_model", None)
-    if callable(build_model):  # Determined < 0.13: the Trial built one model itself
-        model = build_model()
-        load_model_state(
-            model, _states(state, "models_state_dict", "model_state_dict", 1, "model")[0]
+    with contextlib.ExitStack() as stack:
+        # Without trial_class, Determined's way: the class from code/ under import_from_path,
+        # constructed while the checkpoint's modules are the importable ones.
+        cls = trial_class or stack.enter_context(trial_class_from_code(root / "code", spec))
+        trial = cls(context, **(trial_kwargs or {}))  # type: ignore[call-arg]
+        kwargs = {"map_location": "cpu", "weights_only": False, **(torch_load_kwargs or {})}
+        state = torch.load(state_file, **kwargs)
+        if not isinstance(state, dict):
+            raise RuntimeError(
+                f"{state_file} holds a {type(state).__name__}, not a checkpoint dict"
+            )
+        build_model = getattr(trial, "build_model", None)
+        if callable(build_model):  # Determined < 0.13: the Trial built one model itself
+            model = build_model()
+            load_model_state(
+                model, _states(state, "models_state_dict", "model_state_dict", 1, "model")[0]
+            )
+            return model  # type: ignore[no-any-return]
+        models = _states(
+            state, "models_state_dict", "model_state_dict", len(context.models), "model"
         )
-        return model  # type: ignore[no-any-return]
-    models = _states(state, "models_state_dict", "model_state_dict", len(context.models), "model")
-    for m, s in zip(context.models, models, strict=True):
-        load_model_state(m, s)
-    return trial
+        for m, s in zip(context.models, models, strict=True):
+            load_model_state(m, s)
+        return trial

@@ -3,13 +3,15 @@
 The names, arguments and index orders are Determined's ``determined.pytorch.samplers``: for the
 same seed, ``ReproducibleShuffleSampler`` and ``ReproducibleShuffleBatchSampler`` yield the same
 indices pass after pass (a ``numpy.random.RandomState(seed)`` shuffle of the materialized
-list, one shuffle per pass from one generator). ``SeededShuffleSampler`` is trialkit's own: its
-order depends only on ``(seed, pass)``, so a resumed trial continues mid-epoch on the same data.
+list, one shuffle per pass from one generator). ``TorchRandomSampler`` is what
+``DataLoader(shuffle=True)`` uses: torch's ``RandomSampler`` order (Determined's), with the seed
+each pass drew kept so that a checkpoint can pin it. ``SeededShuffleSampler`` is trialkit's
+earlier rule (the order a function of ``(seed, pass)`` only), kept for code that names it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sized
+from collections.abc import Iterable, Iterator, Mapping, Sized
 from typing import Any
 
 import numpy as np
@@ -64,6 +66,56 @@ class SeededShuffleSampler(Sampler[int]):
     def __iter__(self) -> Iterator[int]:
         g = torch.Generator().manual_seed((self.seed * 1_000_003 + self.epoch) % 2**63)
         return iter(torch.randperm(self._n, generator=g).tolist())
+
+
+class TorchRandomSampler(Sampler[int]):
+    """torch's ``RandomSampler`` order, Determined's ``shuffle=True``: when a pass begins, an
+    int64 is drawn from the global torch RNG and seeds the generator of that pass's
+    ``randperm``. The seeds drawn are kept in ``seeds`` (by pass, the last few); ``pinned``
+    seeds (from a checkpoint) are used instead of drawing, and passes before the first pinned
+    one (skipped on resume) draw nothing, so a resumed run's global RNG and order are those of
+    the uninterrupted run."""
+
+    _KEEP = 4
+
+    def __init__(self, data_source: Sized, pinned: Mapping[int, int] | None = None) -> None:
+        self._n = len(data_source)
+        self.epoch = 0
+        self.seeds: dict[int, int] = {}
+        self._pinned = {int(k): int(v) for k, v in (pinned or {}).items()}
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[int]:
+        p = self.epoch
+        if p in self._pinned:
+            seed = self._pinned[p]
+        elif self._pinned and p < min(self._pinned):
+            return iter(range(self._n))  # a pass the resumed run skips whole
+        else:
+            seed = int(torch.empty((), dtype=torch.int64).random_().item())
+        self.seeds[p] = seed
+        for old in [k for k in self.seeds if k <= p - self._KEEP]:
+            del self.seeds[old]
+        generator = torch.Generator()
+        generator.manual_seed(seed)
+        return iter(torch.randperm(self._n, generator=generator).tolist())
+
+
+def find_shuffle_sampler(batch_sampler: Any) -> TorchRandomSampler | None:
+    """The TorchRandomSampler at the bottom of a sampler chain, if there is one."""
+    obj = batch_sampler
+    for _ in range(16):
+        if isinstance(obj, TorchRandomSampler):
+            return obj
+        obj = getattr(obj, "batch_sampler", None) or getattr(obj, "sampler", None)
+        if obj is None:
+            return None
+    return None
 
 
 class RepeatSampler(Sampler[Any]):
@@ -272,5 +324,6 @@ __all__ = [
     "SeededShuffleSampler",
     "SkipBatchSampler",
     "SkipSampler",
+    "TorchRandomSampler",
     "adapt_batch_sampler",
 ]

@@ -99,10 +99,18 @@ class TorchStrategy(TorchStrategyBase):
     def build_train_iterator(self, skip: int, seed: int) -> tuple[Iterator[Any], int]:
         loader = self.trial.build_training_data_loader()
         self._check_loader(loader, "training")
+        # Determined builds the validation loader next, before iterating: a builder that draws
+        # from the global RNG then leaves it where Determined's does.
+        self._validation_loader()
         if isinstance(loader, DataLoader):
             torch_loader = loader.get_data_loader(
-                repeat=True, skip=skip, num_replicas=self.dist.size, rank=self.dist.rank, seed=seed
+                repeat=True,
+                skip=skip,
+                num_replicas=self.dist.size,
+                rank=self.dist.rank,
+                shuffle_seeds=self._pinned_shuffle_seeds(skip),
             )
+            self._follow_shuffle(torch_loader, same_rng_on_all_ranks=True)
             epoch_len = len(torch_loader)
             it = iter(torch_loader)
         else:
@@ -229,6 +237,11 @@ class TorchStrategy(TorchStrategyBase):
         }
         if ctx._scaler is not None:
             state["scaler_state_dict"] = ctx._scaler.state_dict()
+        shuffle = self._shuffle_state(
+            0 if ctx._current_batch_idx is None else ctx._current_batch_idx + 1
+        )
+        if shuffle is not None:
+            state["trialkit_shuffle"] = shuffle
         if ctx._current_batch_idx is not None and not ctx._is_communicating_batch():
             # Stopped inside a gradient-aggregation window: keep the partial sums so the
             # resumed run takes the same optimizer step as an uninterrupted one.
@@ -282,6 +295,7 @@ class TorchStrategy(TorchStrategyBase):
                     obj.load_state_dict(s)
         if ctx._scaler is not None and "scaler_state_dict" in state:
             ctx._scaler.load_state_dict(state["scaler_state_dict"])
+        self._shuffle_saved = state.get("trialkit_shuffle")
         for m, grads in zip(ctx.models, state.get("pending_gradients") or [], strict=False):
             for p, g in zip(m.parameters(), grads, strict=True):
                 p.grad = None if g is None else g.to(p.device)

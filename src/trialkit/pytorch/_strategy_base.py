@@ -16,6 +16,7 @@ from .. import _modeldir
 from ._callback import PyTorchCallback
 from ._reducer import custom_reducer_metrics
 from ._rng import capture_rng, restore_rng
+from ._samplers import TorchRandomSampler, find_shuffle_sampler
 
 logger = logging.getLogger("trialkit.pytorch")
 
@@ -62,6 +63,8 @@ class TorchStrategyBase:
         self._callbacks = build_callbacks(trial)
         self._val_loader: Any = None
         self._profiler_on = False
+        self._shuffle: TorchRandomSampler | None = None
+        self._shuffle_saved: dict[str, Any] | None = None
 
     def callbacks(self) -> dict[str, Any]:
         return self._callbacks
@@ -148,6 +151,32 @@ class TorchStrategyBase:
         for m in ctx.models:
             m.train()
         return metrics
+
+    # Shuffle order across a resume --------------------------------------------------------------
+
+    def _pinned_shuffle_seeds(self, skip: int) -> dict[int, int] | None:
+        """The pass seeds the checkpoint this run continues kept (None: not continuing one of
+        trialkit's, e.g. a fresh start, a warm start or a Determined checkpoint, where the
+        passes draw from the restored global RNG as in Determined)."""
+        saved = self._shuffle_saved
+        if saved is None or saved.get("skip") != skip:
+            return None
+        return {int(k): int(v) for k, v in saved["seeds"].items()}
+
+    def _follow_shuffle(self, torch_loader: Any, *, same_rng_on_all_ranks: bool) -> None:
+        """Remember the training loader's shuffle sampler. ``same_rng_on_all_ranks`` (every
+        rank calls this, a collective): give the ranks the chief's global torch RNG, so they
+        draw the same permutations (a no-op when the trial seed seeded them all)."""
+        self._shuffle = find_shuffle_sampler(getattr(torch_loader, "batch_sampler", None))
+        if same_rng_on_all_ranks and self._shuffle is not None and self.dist.size > 1:
+            torch.random.set_rng_state(self.dist.broadcast(torch.random.get_rng_state()))
+
+    def _shuffle_state(self, next_batch: int) -> dict[str, Any] | None:
+        """What a checkpoint keeps: the seeds of the recent passes and the loader batch the
+        resumed run starts at (``skip``)."""
+        if self._shuffle is None or not self._shuffle.seeds:
+            return None
+        return {"skip": next_batch, "seeds": dict(self._shuffle.seeds)}
 
     # Checkpoints --------------------------------------------------------------------------------
 
