@@ -70,12 +70,48 @@ def test_table_at_80_columns_keeps_every_hparam_and_whole_uuids(
     print_table(None, ["trial", "state", "hparams", "validation", "latest checkpoint"], rows)
     out = capsys.readouterr().out
     assert max(len(line) for line in out.splitlines()) <= 80, out
-    for u in uuids:
-        assert u in out, out  # on one line, whole
-    hparams = _column(out, "hparams", "validation")
-    for key, value in HPARAMS.items():  # every hparam, perhaps wrapped inside its cell
-        assert f"{key}={value}" in hparams, out
+    # Too wide side by side without cutting words: one field a line, every word whole.
+    _words_on_one_line(out, [*uuids, "COMPLETED", "accuracy=0.98"])
+    _words_on_one_line(out, [f"{k}={v}," for k, v in list(HPARAMS.items())[:-1]])
     assert "…" not in out
+
+
+def _words_on_one_line(out: str, words: list[str]) -> None:
+    """Every word is printed whole on one line (a table may break only between words)."""
+    for word in words:
+        assert any(word in line.split() for line in out.splitlines()), (word, out)
+
+
+def test_table_at_80_columns_breaks_only_between_words(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    hparams = "increment_by=7, learning_rate=0.01, momentum=0.9, n_layers=3, dropout=0.25"
+    validation = "loss=0.1234, accuracy=0.98"
+    rows = [(1, "COMPLETED", hparams, validation, str(uuid.uuid4()))]
+    print_table(None, ["trial", "state", "hparams", "validation", "checkpoint"], rows)
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+    _words_on_one_line(out, ["COMPLETED", rows[0][4], *hparams.split(), *validation.split()])
+
+    hparams = "increment_by=7, learning_rate=0.01, momentum=0.9, n_layers=3, width=128"
+    print_table(
+        None, ["trial", "state", "hparams"], [(1, "ACTIVE (validating, 1 restart)", hparams)]
+    )
+    out = capsys.readouterr().out
+    assert "hparams" in out.splitlines()[0], out  # still a table, wrapped between words
+    _words_on_one_line(out, [*hparams.split(), "(validating,"])
+
+
+def test_table_is_not_wrapped_when_piped(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+        monkeypatch.delenv(name, raising=False)
+    hparams = fmt_metrics(HPARAMS)
+    print_table(None, ["trial", "state", "hparams"], [(1, "COMPLETED", hparams)])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3 and hparams in lines[2], lines  # header, rule, one line per row
 
 
 def _column(out: str, name: str, next_name: str) -> str:

@@ -243,29 +243,75 @@ def trial_events(
     return lines
 
 
-def column_widths(
-    columns: Sequence[str], rows: Sequence[Sequence[str]], width: int
-) -> list[int | None]:
-    """Per column, the width that keeps it on one line, or None for a column that may wrap.
+def _longest_word(text: str) -> int:
+    return max((len(w) for w in text.split()), default=0)
 
-    Identifiers (UUIDs) always stay whole; other columns stay on one line while everything fits
-    in ``width``, and the widest of them wrap first when it does not (never cut)."""
-    longest = [
-        max([len(row[i]) for row in rows] + [min(len(col), _SHORT)])
-        for i, col in enumerate(columns)
+
+def column_widths(
+    columns: Sequence[str], rows: Sequence[Sequence[str]], width: int | None
+) -> list[int] | None:
+    """Per column, the width it gets: every column at its full width when that fits in
+    ``width`` (or when ``width`` is None: output that is not a terminal is never wrapped), else
+    the widest wrappable columns narrowed first, never below their longest word, so text breaks
+    only between words. Identifiers (UUIDs) and short values always stay whole on one line.
+    None when even that does not fit: the rows are better shown one field a line."""
+    full = [max([len(row[i]) for row in rows] + [len(col)]) for i, col in enumerate(columns)]
+    least = [
+        n
+        if col in WHOLE_COLUMNS or n <= _SHORT
+        else max([_longest_word(col)] + [_longest_word(row[i]) for row in rows])
+        for i, (col, n) in enumerate(zip(columns, full, strict=True))
     ]
-    keep: list[int | None] = [
-        n if col in WHOLE_COLUMNS or n <= _SHORT else None
-        for col, n in zip(columns, longest, strict=True)
-    ]
-    gap = 2 * (len(columns) - 1)
-    free = [i for i, col in enumerate(columns) if col not in WHOLE_COLUMNS and keep[i] is not None]
-    free.sort(key=lambda i: -longest[i])
-    wrapped_room = 10 * sum(1 for k in keep if k is None)
-    while free and sum(k for k in keep if k is not None) + gap + wrapped_room > width:
-        keep[free.pop(0)] = None
-        wrapped_room += 10
-    return keep
+    widths = list(full)
+    if width is None:
+        return widths
+    room = width - 2 * (len(columns) - 1)
+    while sum(widths) > room:
+        narrowable = [i for i in range(len(widths)) if widths[i] > least[i]]
+        if not narrowable:
+            return None
+        widths[max(narrowable, key=lambda i: widths[i])] -= 1
+    return widths
+
+
+def record_lines(
+    columns: Sequence[str], rows: Sequence[Sequence[str]], width: int | None
+) -> list[str]:
+    """Rows as records, one field a line (``trial 3``, then ``  hparams: lr=0.1, ...`` folded
+    between words): for a table whose words cannot fit side by side in ``width``."""
+    out: list[str] = []
+    for row in rows:
+        out.append(f"{columns[0]} {row[0]}")
+        for col, text in zip(columns[1:], row[1:], strict=True):
+            if not text:
+                continue
+            label = f"  {col}: "
+            room = max((width or 0) - len(label), 20) if width else len(text)
+            folded = wrap_cell(text, room).split("\n")
+            out.append(label + folded[0])
+            out += [" " * len(label) + line for line in folded[1:]]
+    return out
+
+
+def wrap_cell(text: str, width: int) -> str:
+    """``text`` folded onto lines of at most ``width`` characters at spaces; a word wider than
+    the column (a terminal too narrow for it) is cut into pieces on lines of their own."""
+    if len(text) <= width or "\n" in text:
+        return text
+    lines: list[str] = []
+    line = ""
+    for word in text.split():
+        pieces = [word[i : i + width] for i in range(0, len(word), width)]
+        if len(pieces) > 1:
+            lines += [line] if line else []
+            lines += pieces[:-1]
+            line = pieces[-1]
+        elif line and len(line) + 1 + len(word) <= width:
+            line += " " + word
+        else:
+            lines += [line] if line else []
+            line = word
+    return "\n".join([*lines, line] if line else lines)
 
 
 _SHORT = 20
