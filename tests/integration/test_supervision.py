@@ -232,10 +232,10 @@ def test_failed_trial_and_experiment_carry_the_reason_and_restarts_back_off(
 
     def in_second_back_off() -> bool:  # 2 s long: the trial says what it waits for
         statuses.append(master.describe(exp)["trials"][0]["status"] or "")
-        return statuses[-1].endswith("(restart 2 of 2)")
+        return statuses[-1].endswith(", restart 2 of 2")
 
     master.wait_for(in_second_back_off, what="the second restart's back-off")
-    assert re.fullmatch(r"restarting at \d\d:\d\d:\d\d \(restart 2 of 2\)", statuses[-1])
+    assert re.fullmatch(r"restarting at \d\d:\d\d:\d\d, restart 2 of 2", statuses[-1])
     desc = master.wait_state(exp, TERMINAL, timeout=90)
     assert desc["experiment"]["state"] == "ERROR"
     assert desc["experiment"]["error"] == "trial 1 failed: ValueError: boom (restarted 2 times)"

@@ -195,7 +195,7 @@ def test_progress_is_not_100_percent_while_a_trial_runs() -> None:
 
 
 def test_restart_back_off_says_what_it_waits_for() -> None:
-    status = "restarting at 23:15:04 (restart 2 of 5)"
+    status = "restarting at 23:15:04, restart 2 of 5"
     t = _trial(1, "ACTIVE", run_id=2, restarts=2, status=status)
     assert trial_counts(_desc("ACTIVE", [t], max_trials=1)) == "1 restarting"
     assert trial_state(t, restarts=True) == f"ACTIVE ({status})"

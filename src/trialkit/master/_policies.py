@@ -96,12 +96,12 @@ RESTARTING = "restarting"
 
 
 def restart_status(restart: int, max_restarts: int, at: float) -> str:
-    """``restarting at 23:15:04 (restart 2 of 5)``: a trial's status while its restart back-off
+    """``restarting at 23:15:04, restart 2 of 5``: a trial's status while its restart back-off
     runs, ``at`` the wall-clock time the back-off ends."""
     import datetime
 
     when = datetime.datetime.fromtimestamp(at).strftime("%H:%M:%S")
-    return f"{RESTARTING} at {when} (restart {restart} of {max_restarts})"
+    return f"{RESTARTING} at {when}, restart {restart} of {max_restarts}"
 
 
 _TRACEBACK = "Traceback (most recent call last):"
