@@ -204,8 +204,14 @@ def test_restart_back_off_says_what_it_waits_for() -> None:
 
 
 def test_plurals() -> None:
+    from trialkit.cli._checkpoint import deleted_summary
+    from trialkit.cli._master import _pool_line
+
     assert searcher_line(_desc("ACTIVE", [], max_trials=1)).endswith("at most 1 trial")
     assert plural(1, "checkpoint") == "1 checkpoint" and plural(2, "slot") == "2 slots"
+    pool = {"name": "default", "type": "local", "slots": 1, "slot_type": "cpu"}
+    assert _pool_line(pool) == "default: 1 CPU slot on this machine"
+    assert deleted_summary(1, 1, 0) == "1 checkpoint deleted, 1 byte freed"
 
 
 def test_counts_while_running() -> None:
