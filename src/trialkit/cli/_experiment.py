@@ -203,7 +203,7 @@ def show_experiment(desc: dict[str, Any]) -> None:
     """The readable describe view: a header of a few lines, then one row per trial."""
     e = desc["experiment"]
     metric = (desc.get("searcher") or {}).get("metric")
-    filled = int(round(int(progress_percent(e)[:-1]) * 30 / 100))
+    filled = int(progress_percent(e)[:-1]) * 30 // 100  # a full bar only once it ended
     click.echo(f"experiment {e['id']} {e['name']!r}: {e['state']}")
     if e.get("python"):
         click.echo(f"python {e['python']}")
