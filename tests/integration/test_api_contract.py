@@ -69,7 +69,7 @@ def test_openapi_types_every_route_answer(master: Master) -> None:
     trial = components["TrialOut"]["properties"]
     assert trial["latest_validation"]["anyOf"][0] == {"$ref": "#/components/schemas/MetricOut"}
     best = components["BestTrial"]["properties"]
-    assert set(best) == {"trial_id", "metric", "value", "hparams"}
+    assert set(best) == {"trial_id", "metric", "value", "hparams", "checkpoint"}
 
 
 BATCHES_TRIAL = """

@@ -9,6 +9,7 @@ import base64
 import io
 import json
 import os
+import re
 import signal
 import tarfile
 from pathlib import Path
@@ -227,11 +228,20 @@ def test_failed_trial_and_experiment_carry_the_reason_and_restarts_back_off(
     d = tmp_path / "raise"
     write_script(d, "trial.py", RAISING_TRIAL)
     exp = master.create(config("raise", max_restarts=2), d)
+    statuses: list[str] = []
+
+    def in_second_back_off() -> bool:  # 2 s long: the trial says what it waits for
+        statuses.append(master.describe(exp)["trials"][0]["status"] or "")
+        return statuses[-1].endswith(", restart 2 of 2")
+
+    master.wait_for(in_second_back_off, what="the second restart's back-off")
+    assert re.fullmatch(r"restarting at \d\d:\d\d:\d\d, restart 2 of 2", statuses[-1])
     desc = master.wait_state(exp, TERMINAL, timeout=90)
     assert desc["experiment"]["state"] == "ERROR"
     assert desc["experiment"]["error"] == "trial 1 failed: ValueError: boom (restarted 2 times)"
     [trial] = desc["trials"]
     assert trial["state"] == "ERROR" and trial["error"] == "ValueError: boom"
+    assert trial["status"] is None  # cleared when the restarted run started
     out = master.client.request("GET", f"/api/v1/trials/{trial['id']}/logs")["logs"]
     starts = [ln["ts"] for ln in out if ln["line"].startswith("run ") and "starts" in ln["line"]]
     assert len(starts) == 3

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -11,7 +12,9 @@ from trialkit.cli._common import print_table
 from trialkit.cli._render import (
     ended_line,
     fmt_metrics,
+    plural,
     search_line,
+    searcher_line,
     trial_counts,
     trial_events,
     trial_state,
@@ -70,12 +73,48 @@ def test_table_at_80_columns_keeps_every_hparam_and_whole_uuids(
     print_table(None, ["trial", "state", "hparams", "validation", "latest checkpoint"], rows)
     out = capsys.readouterr().out
     assert max(len(line) for line in out.splitlines()) <= 80, out
-    for u in uuids:
-        assert u in out, out  # on one line, whole
-    hparams = _column(out, "hparams", "validation")
-    for key, value in HPARAMS.items():  # every hparam, perhaps wrapped inside its cell
-        assert f"{key}={value}" in hparams, out
+    # Too wide side by side without cutting words: one field a line, every word whole.
+    _words_on_one_line(out, [*uuids, "COMPLETED", "accuracy=0.98"])
+    _words_on_one_line(out, [f"{k}={v}," for k, v in list(HPARAMS.items())[:-1]])
     assert "…" not in out
+
+
+def _words_on_one_line(out: str, words: list[str]) -> None:
+    """Every word is printed whole on one line (a table may break only between words)."""
+    for word in words:
+        assert any(word in line.split() for line in out.splitlines()), (word, out)
+
+
+def test_table_at_80_columns_breaks_only_between_words(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    hparams = "increment_by=7, learning_rate=0.01, momentum=0.9, n_layers=3, dropout=0.25"
+    validation = "loss=0.1234, accuracy=0.98"
+    rows = [(1, "COMPLETED", hparams, validation, str(uuid.uuid4()))]
+    print_table(None, ["trial", "state", "hparams", "validation", "checkpoint"], rows)
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+    _words_on_one_line(out, ["COMPLETED", rows[0][4], *hparams.split(), *validation.split()])
+
+    hparams = "increment_by=7, learning_rate=0.01, momentum=0.9, n_layers=3, width=128"
+    print_table(
+        None, ["trial", "state", "hparams"], [(1, "ACTIVE (validating, 1 restart)", hparams)]
+    )
+    out = capsys.readouterr().out
+    assert "hparams" in out.splitlines()[0], out  # still a table, wrapped between words
+    _words_on_one_line(out, [*hparams.split(), "(validating,"])
+
+
+def test_table_is_not_wrapped_when_piped(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+        monkeypatch.delenv(name, raising=False)
+    hparams = fmt_metrics(HPARAMS)
+    print_table(None, ["trial", "state", "hparams"], [(1, "COMPLETED", hparams)])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3 and hparams in lines[2], lines  # header, rule, one line per row
 
 
 def _column(out: str, name: str, next_name: str) -> str:
@@ -110,8 +149,69 @@ def test_counts_say_what_happened_to_a_killed_search() -> None:
         _trial(4, "CANCELED", run_id=0),
     ]
     desc = _desc("CANCELED", trials, max_trials=6)
-    assert trial_counts(desc) == "1 completed · 1 errored · 1 canceled · 3 never started"
+    assert trial_counts(desc) == (
+        "1 completed · 1 errored · 2 canceled (1 never started) · 2 never created"
+    )
     assert "trials done" not in search_line(desc)
+
+
+def _counted(summary: str) -> dict[str, int]:
+    """``{"canceled": 3, ...}`` from a summary line, notes in brackets left out."""
+    parts = (re.sub(r" \(.*\)", "", p).split(" ", 1) for p in summary.split(" · "))
+    return {what: int(n) for n, what in parts}
+
+
+def _table_states(desc: dict[str, Any]) -> dict[str, int]:
+    names = {"COMPLETED": "completed", "ERROR": "errored", "CANCELED": "canceled"}
+    states = [names.get(trial_state(t).split(" ")[0], "?") for t in desc["trials"]]
+    return {s: states.count(s) for s in set(states)}
+
+
+def test_counts_agree_with_the_table_after_a_kill() -> None:
+    # e kill while one trial ran and two were created but never launched; 4 planned.
+    trials = [
+        _trial(1, "CANCELED"),
+        _trial(2, "CANCELED", run_id=0),
+        _trial(3, "CANCELED", run_id=0),
+    ]
+    summary = trial_counts(_desc("CANCELED", trials, max_trials=4))
+    assert summary == "3 canceled (2 never started) · 1 never created"
+    counted = _counted(summary)
+    del counted["never created"]  # planned, not in the table
+    assert counted == _table_states(_desc("CANCELED", trials)) == {"canceled": 3}
+
+
+def test_a_local_run_is_not_counted_as_never_started() -> None:
+    # An unmanaged (local) run: the master launched nothing, so the trial has no run id.
+    desc = _desc("COMPLETED", [_trial(1, "COMPLETED", run_id=0)], max_trials=8, unmanaged=True)
+    assert trial_counts(desc) == "1 completed"
+
+
+def test_progress_is_not_100_percent_while_a_trial_runs() -> None:
+    desc = _desc("ACTIVE", [_trial(1, "ACTIVE", pid=42)], max_trials=1, progress=1.0)
+    assert search_line(desc) == "random 99% · 1 running"
+    desc = _desc("COMPLETED", [_trial(1, "COMPLETED")], max_trials=1, progress=1.0)
+    assert search_line(desc) == "random 100% · 1 completed"
+
+
+def test_restart_back_off_says_what_it_waits_for() -> None:
+    status = "restarting at 23:15:04, restart 2 of 5"
+    t = _trial(1, "ACTIVE", run_id=2, restarts=2, status=status)
+    assert trial_counts(_desc("ACTIVE", [t], max_trials=1)) == "1 restarting"
+    assert trial_state(t, restarts=True) == f"ACTIVE ({status})"
+    t = _trial(1, "ACTIVE", run_id=2, restarts=1)
+    assert trial_state(t, restarts=True) == "ACTIVE (1 restart)"
+
+
+def test_plurals() -> None:
+    from trialkit.cli._checkpoint import deleted_summary
+    from trialkit.cli._master import _pool_line
+
+    assert searcher_line(_desc("ACTIVE", [], max_trials=1)).endswith("at most 1 trial")
+    assert plural(1, "checkpoint") == "1 checkpoint" and plural(2, "slot") == "2 slots"
+    pool = {"name": "default", "type": "local", "slots": 1, "slot_type": "cpu"}
+    assert _pool_line(pool) == "default: 1 CPU slot on this machine"
+    assert deleted_summary(1, 1, 0) == "1 checkpoint deleted, 1 byte freed"
 
 
 def test_counts_while_running() -> None:
@@ -123,10 +223,12 @@ def test_ended_line_gives_the_reason() -> None:
     trials = [_trial(1, "COMPLETED"), _trial(2, "ERROR", error="ValueError: boom\nlast lines")]
     assert (
         ended_line(3, _desc("ERROR", trials)) == "experiment 3 ended ERROR: trial 2 failed: "
-        "ValueError: boom"
+        "ValueError: boom (full output: trialkit t logs 2)"
     )
     own = _desc("ERROR", trials, error="searcher error: bad")
-    assert ended_line(3, own) == "experiment 3 ended ERROR: searcher error: bad"
+    assert ended_line(3, own) == (
+        "experiment 3 ended ERROR: searcher error: bad (full output: trialkit t logs 2)"
+    )
     assert ended_line(3, _desc("COMPLETED", [_trial(1, "COMPLETED")])) == (
         "experiment 3 ended COMPLETED"
     )
@@ -145,7 +247,9 @@ def test_events_one_line_each() -> None:
         "trial 1 validation at step 100: loss=0.5",
         "trial 1 checkpoint abc",
     ]
-    assert trial_events(validated, failed, "loss") == ["trial 1 failed: RuntimeError: nan loss"]
+    assert trial_events(validated, failed, "loss") == [
+        "trial 1 failed: RuntimeError: nan loss (full output: trialkit t logs 1)"
+    ]
     assert trial_events(failed, failed, "loss") == []
 
 
@@ -176,7 +280,7 @@ def test_best_trial_is_told_by_its_keys_not_by_dict_order() -> None:
     # ``hparams`` first and a metric named like a field: nothing is recovered by position.
     best = {"hparams": {"lr": 0.1}, "value": 0.0123, "metric": "trial_id", "trial_id": 2}
     trials = [_trial(2, "COMPLETED", latest_checkpoint="abc")]
-    desc = _desc("COMPLETED", trials, max_trials=1) | {"best_trial": best}
+    desc = _desc("COMPLETED", trials, max_trials=1) | {"best_trial": best | {"checkpoint": "abc"}}
     assert search_line(desc).endswith("best trial 2 trial_id=0.0123")
     assert best_line(desc) == "best: trial 2 trial_id=0.0123 (lr=0.1), checkpoint abc"
 
@@ -184,4 +288,16 @@ def test_best_trial_is_told_by_its_keys_not_by_dict_order() -> None:
 def test_a_trial_error_is_told_without_its_control_characters() -> None:
     started = _trial(2, "ACTIVE", pid=7)
     failed = {**started, "state": "ERROR", "error": "\x1b[2J\x07boom\x18\nmore"}
-    assert trial_events(started, failed, None) == ["trial 2 failed: boom"]
+    assert trial_events(started, failed, None) == [
+        "trial 2 failed: boom (full output: trialkit t logs 2)"
+    ]
+
+
+def test_a_multi_line_error_is_told_with_its_cause() -> None:
+    error = "ValueError: in user code:\n\n    File x.py, line 3\n    ValueError: Input 0 is bad\n"
+    started = _trial(2, "ACTIVE", pid=7)
+    failed = {**started, "state": "ERROR", "error": error}
+    assert trial_events(started, failed, None) == [
+        "trial 2 failed: ValueError: in user code: … ValueError: Input 0 is bad"
+        " (full output: trialkit t logs 2)"
+    ]

@@ -146,6 +146,26 @@ def test_failure_reason_is_the_exception_line_of_the_last_traceback() -> None:
     assert failure_reason(1, lines) == "ValueError: boom"
 
 
+def test_failure_reason_of_a_multi_line_exception_carries_its_cause() -> None:
+    # TensorFlow's: the first line only introduces the cause, told on the last indented line.
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "train.py", line 9, in <module>',
+        "    model.fit(x, y)",
+        "ValueError: in user code:",
+        "",
+        '    File "keras/engine/training.py", line 1160, in train_function  *',
+        "        return step_function(self, iterator)",
+        '    ValueError: Input 0 of layer "dense" is incompatible with the layer: expected '
+        "axis -1 of input shape to have value 784, but received input with shape (None, 28)",
+        "",
+        "[trialkit] run 1 exited with code 1",
+    ]
+    reason = failure_reason(1, lines)
+    assert reason.startswith("ValueError: in user code: … ValueError: Input 0 of layer"), reason
+    assert "(None, 28)" in reason
+
+
 def test_failure_reason_without_traceback_is_exit_code_or_signal_and_last_lines() -> None:
     lines = ["a", "", "b", "c", "d"]
     assert failure_reason(3, lines) == "exit code 3; last output: b | c | d"

@@ -18,6 +18,7 @@ from ._common import (
     print_table,
     resolve_checkpoint,
 )
+from ._render import plural
 
 
 @click.group("checkpoint")
@@ -78,7 +79,7 @@ def describe(uuid: str, as_json: bool) -> None:
     files = {p: n for p, n in c["resources"].items() if not p.endswith("/")}
     print_table("files", ["path", "bytes"], sorted(files.items()))
     gone = _GONE.get(c["state"], "")
-    click.echo(f"{len(files)} files, {fmt_bytes(sum(files.values()))} in total{gone}")
+    click.echo(f"{plural(len(files), 'file')}, {fmt_bytes(sum(files.values()))} in total{gone}")
 
 
 #: What ``checkpoint describe`` adds after the files of a deleted checkpoint, by its state.
@@ -142,7 +143,7 @@ def fmt_bytes(n: int) -> str:
         if size < 1024:
             break
         size, unit = size / 1024, bigger
-    return f"{n} bytes" if unit == "bytes" else f"{n} bytes ({size:.1f} {unit})"
+    return plural(n, "byte") if unit == "bytes" else f"{n} bytes ({size:.1f} {unit})"
 
 
 def _list_best(client: Any, experiment_id: int, limit: int, as_json: bool) -> None:
@@ -195,5 +196,5 @@ def echo_deleted(deleted: list[str], missing: list[str]) -> None:
 
 def deleted_summary(deleted: int, bytes_freed: int, missing: int) -> str:
     """``N checkpoints deleted, B freed``, and the records without files if there were any."""
-    text = f"{deleted} checkpoints deleted, {fmt_bytes(bytes_freed)} freed"
+    text = f"{plural(deleted, 'checkpoint')} deleted, {fmt_bytes(bytes_freed)} freed"
     return f"{text}; {missing} without files in storage marked deleted" if missing else text

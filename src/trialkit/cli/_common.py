@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -91,15 +92,26 @@ def print_json(data: Any) -> None:
 
 def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     """A rich table that never hides data: identifiers and short values stay whole on one line,
-    longer text (hparams, metrics, names) wraps inside its column."""
+    longer text (hparams, metrics, names) wraps inside its column, only between words; rows are
+    printed one field a line where the words cannot fit side by side. Output that is not a
+    terminal (a pipe, a file) is not wrapped unless COLUMNS sets a width."""
     from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    from ._render import column_widths
+    from ._render import column_widths, record_lines, wrap_cell
 
     console = Console(soft_wrap=False)
     cells = [["" if v is None else str(v) for v in row] for row in rows]
+    limit = console.width if console.is_terminal or os.environ.get("COLUMNS") else None
+    widths = column_widths(columns, cells, limit)
+    if widths is None:  # too narrow for the words side by side: one field a line
+        if title:
+            click.echo(title)
+        click.echo("\n".join(record_lines(columns, cells, limit)))
+        return
+    # Cells come wrapped to their widths: rich only lays them out, never folds or crops one.
+    console.width = max(console.width, sum(widths) + 2 * len(columns))
     table = Table(
         title=title,
         header_style="bold",
@@ -108,13 +120,10 @@ def print_table(title: str | None, columns: Sequence[str], rows: Sequence[Sequen
         collapse_padding=True,
         pad_edge=False,
     )
-    for col, width in zip(columns, column_widths(columns, cells, console.width), strict=True):
-        if width is None:
-            table.add_column(col, overflow="fold")
-        else:
-            table.add_column(col, no_wrap=True, min_width=width)
+    for col in columns:
+        table.add_column(col, no_wrap=True)
     for row in cells:
-        table.add_row(*row)
+        table.add_row(*(wrap_cell(text, w) for text, w in zip(row, widths, strict=True)))
     console.print(table)
 
 

@@ -29,11 +29,15 @@ from ._render import (
     ended_line,
     first_line,
     fmt_metrics,
+    logs_hint,
     pick_metrics,
+    plural,
+    progress_percent,
     search_line,
     searcher_line,
     terminal_text,
     trial_state,
+    trial_states_cell,
 )
 
 if TYPE_CHECKING:
@@ -165,13 +169,14 @@ def list_(show_all: bool, as_json: bool) -> None:
     if as_json:
         print_json(exps)
         return
-    columns = ["id", "name", "state", "progress", "started", "ended"]
+    columns = ["id", "name", "state", "progress", "trials", "started", "ended"]
     rows: list[tuple[Any, ...]] = [
         (
             e["id"],
             e["name"],
             e["state"],
-            f"{e['progress'] * 100:.0f}%",
+            progress_percent(e),
+            trial_states_cell(e["trial_states"]),
             fmt_time(e["created_at"]),
             fmt_time(e["ended_at"]),
         )
@@ -198,7 +203,7 @@ def show_experiment(desc: dict[str, Any]) -> None:
     """The readable describe view: a header of a few lines, then one row per trial."""
     e = desc["experiment"]
     metric = (desc.get("searcher") or {}).get("metric")
-    filled = int(round(float(e["progress"] or 0.0) * 30))
+    filled = int(progress_percent(e)[:-1]) * 30 // 100  # a full bar only once it ended
     click.echo(f"experiment {e['id']} {e['name']!r}: {e['state']}")
     if e.get("python"):
         click.echo(f"python {e['python']}")
@@ -228,11 +233,11 @@ def show_experiment(desc: dict[str, Any]) -> None:
     print_table(None, ["trial", "state", "hparams", "validation"], rows)
     for t in desc["trials"]:
         if t["state"] == "ERROR" and t.get("error"):
-            click.echo(f"trial {t['id']} error: {first_line(t['error'])}")
+            click.echo(f"trial {t['id']} error: {first_line(t['error'])} {logs_hint(t['id'])}")
     live = [c for c in desc["checkpoints"] if c["state"] not in ("DELETING", "DELETED")]
     if live:
         click.echo(
-            f"{len(live)} checkpoints (trialkit checkpoint list {e['id']});"
+            f"{plural(len(live), 'checkpoint')} (trialkit checkpoint list {e['id']});"
             f" JSON: trialkit experiment describe {e['id']} --json"
         )
 
@@ -321,7 +326,9 @@ def preview(config_file: Path, overrides: tuple[str, ...], seed: int | None, as_
         for i, t in enumerate(trials)
     ]
     print_table(
-        f"{len(trials)} trials (seed {seed})", ["trial", "hparams", "seed", "trains to"], rows
+        f"{plural(len(trials), 'trial')} (seed {seed})",
+        ["trial", "hparams", "seed", "trains to"],
+        rows,
     )
 
 
@@ -393,7 +400,7 @@ def delete(experiment_ref: str, yes: bool) -> None:
     result = client.delete_experiment(experiment_id)
     missing = result.checkpoints_missing
     click.echo(
-        f"deleted experiment {experiment_id}: {result.checkpoints_deleted} checkpoints, "
+        f"deleted experiment {experiment_id}: {plural(result.checkpoints_deleted, 'checkpoint')}, "
         f"{fmt_bytes(result.bytes_freed)} freed"
-        + (f"; {missing} checkpoint records had no files in storage" if missing else "")
+        + (f"; {plural(missing, 'checkpoint record')} had no files in storage" if missing else "")
     )

@@ -11,6 +11,7 @@ import click
 
 from .._home import trialkit_home
 from ._common import CLIError, exit_with_error, json_option, print_json
+from ._render import plural
 
 
 def _duration(seconds: float) -> str:
@@ -47,14 +48,14 @@ def _pool_line(pool: dict[str, Any]) -> str:
     """``ray: Ray cluster at 127.0.0.2:6390, 3 nodes, 2 CPU slots`` (or the local pool's)."""
     kind = str(pool.get("slot_type") or "cpu").upper()
     slots = pool.get("slots")
-    size = f"{slots} {kind} slots" if slots is not None else f"{kind} slots unknown"
+    size = plural(int(slots), f"{kind} slot") if slots is not None else f"{kind} slots unknown"
     if pool.get("type") != "ray":
         return f"{pool.get('name')}: {size} on this machine"
     nodes = pool.get("nodes")
     where = f"Ray cluster at {pool.get('address')}"
     if nodes is None:
         return f"{pool.get('name')}: {where}, not answering"
-    return f"{pool.get('name')}: {where}, {nodes} nodes, {size}"
+    return f"{pool.get('name')}: {where}, {plural(int(nodes), 'node')}, {size}"
 
 
 @click.group("master")
@@ -118,7 +119,7 @@ def up(
     running = client_for(home)
     client = running or start_background(home, slots=slots, idle_timeout=idle)
     info = client.master_info()
-    where = f"at {client.url} with {info.slots} slots (home {home})"
+    where = f"at {client.url} with {plural(info.slots, 'slot')} (home {home})"
     if running is None:
         click.echo(f"master running {where}")
     elif slots is not None and slots != info.slots:

@@ -6,6 +6,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from .._messages import summary_line
+
 TERMINAL = frozenset({"COMPLETED", "CANCELED", "ERROR"})
 
 # Columns whose values are identifiers to copy whole: never folded or cut.
@@ -59,45 +61,80 @@ def pick_metrics(values: dict[str, Any] | None, first: str | None) -> dict[str, 
     return out
 
 
-def never_started(desc: dict[str, Any]) -> int:
-    """Trials the search planned (or created) that never ran, once the experiment is over."""
-    exp, trials = desc["experiment"], desc["trials"]
+def plural(n: int, noun: str, nouns: str | None = None) -> str:
+    """``1 checkpoint``, ``2 checkpoints``: a count with its noun in the right number."""
+    return f"{n} {noun if n == 1 else nouns or noun + 's'}"
+
+
+def progress_percent(exp: dict[str, Any]) -> str:
+    """``45%``: the search's progress; never 100% before the experiment ended (a trial that
+    trained its full length may still validate, checkpoint and exit)."""
+    percent = float(exp.get("progress") or 0.0) * 100
     if exp["state"] not in TERMINAL:
-        return 0
-    unlaunched = sum(1 for t in trials if not t.get("run_id"))
-    max_trials = (desc.get("searcher") or {}).get("max_trials") or 0
-    return unlaunched + max(int(max_trials) - len(trials), 0)
+        percent = min(percent, 99.0)
+    return f"{percent:.0f}%"
+
+
+RESTARTING = "restarting"
+"""How the master's status for a trial in its restart back-off begins."""
+
+
+def _count_key(t: dict[str, Any]) -> str:
+    """The trial-table state a trial is counted under in the summary."""
+    state = t["state"]
+    if state in _COUNT_KEYS:
+        return _COUNT_KEYS[state]
+    if not t.get("run_id"):
+        return "to start"
+    if t.get("pid") or t.get("slots"):  # Ray: no pid
+        return "running"
+    return RESTARTING if str(t.get("status") or "").startswith(RESTARTING) else "waiting"
+
+
+_COUNT_KEYS = {
+    "COMPLETED": "completed",
+    "ERROR": "errored",
+    "CANCELED": "canceled",
+    "PAUSED": "paused",
+}
+_COUNT_ORDER = ["running", RESTARTING, "waiting", "paused", "completed", "errored", "canceled"]
 
 
 def trial_counts(desc: dict[str, Any]) -> str:
-    """``3 completed · 1 errored · 2 never started``: what happened to the trials."""
+    """``3 completed · 1 errored · 2 canceled (1 never started)``: every trial in the table
+    counted once under its state, then the trials the search planned but did not create."""
     exp, trials = desc["experiment"], desc["trials"]
-    launched = [t for t in trials if t.get("run_id")]
     counts: dict[str, int] = {}
-    for t in launched:
-        state = t["state"]
-        if state == "COMPLETED":
-            key = "completed"
-        elif state == "ERROR":
-            key = "errored"
-        elif state == "CANCELED":
-            key = "canceled"
-        elif state == "PAUSED":
-            key = "paused"
-        else:
-            key = "running" if t.get("pid") or t.get("slots") else "waiting"  # Ray: no pid
+    unstarted: dict[str, int] = {}
+    for t in trials:
+        key = _count_key(t)
         counts[key] = counts.get(key, 0) + 1
-    order = ["running", "waiting", "paused", "completed", "errored", "canceled"]
-    parts = [f"{counts[k]} {k}" for k in order if counts.get(k)]
+        if not t.get("run_id") and key in ("canceled", "errored"):  # local runs have no run id
+            unstarted[key] = unstarted.get(key, 0) + 1
+    parts = []
+    for key in _COUNT_ORDER:
+        if counts.get(key):
+            never = f" ({unstarted[key]} never started)" if unstarted.get(key) else ""
+            parts.append(f"{counts[key]} {key}{never}")
+    max_trials = 0 if exp.get("unmanaged") else (desc.get("searcher") or {}).get("max_trials")
+    planned = max(int(max_trials or 0) - len(trials), 0)
     if exp["state"] in TERMINAL:
-        if never_started(desc):
-            parts.append(f"{never_started(desc)} never started")
-    else:
-        max_trials = (desc.get("searcher") or {}).get("max_trials") or 0
-        waiting = len(trials) - len(launched) + max(int(max_trials) - len(trials), 0)
-        if waiting:
-            parts.append(f"{waiting} to start")
+        if counts.get("to start"):  # not ended with their experiment: none ever ran
+            parts.append(f"{counts['to start']} never started")
+        if planned:
+            parts.append(f"{planned} never created")
+    elif counts.get("to start", 0) + planned:
+        parts.append(f"{counts.get('to start', 0) + planned} to start")
     return " · ".join(parts) or "no trials yet"
+
+
+def trial_states_cell(states: dict[str, int]) -> str:
+    """``3 completed, 1 running``: an experiment's trials by state, for ``experiment list``."""
+    words = {"ACTIVE": "active", "PAUSED": "paused", "COMPLETED": "completed"}
+    words.update(ERROR="errored", CANCELED="canceled")
+    shown = [f"{states[s]} {w}" for s, w in words.items() if states.get(s)]
+    shown += [f"{n} {s.lower()}" for s, n in states.items() if s not in words and n]
+    return ", ".join(shown) or "none"
 
 
 def best_line(desc: dict[str, Any]) -> str | None:
@@ -109,11 +146,8 @@ def best_line(desc: dict[str, Any]) -> str | None:
     line = f"best: trial {best['trial_id']} {best['metric']}={best['value']:.6g}"
     if best.get("hparams"):
         line += f" ({fmt_metrics(best['hparams'])})"
-    ckpt = next(
-        (t.get("latest_checkpoint") for t in desc["trials"] if t["id"] == best["trial_id"]), None
-    )
-    if ckpt:
-        line += f", checkpoint {ckpt}"
+    if best.get("checkpoint"):
+        line += f", checkpoint {best['checkpoint']}"
     return line
 
 
@@ -121,7 +155,7 @@ def search_line(desc: dict[str, Any], with_best: bool = True) -> str:
     """``random 45% · 2 running · 5 completed · best trial 3 loss=0.0123``."""
     exp = desc["experiment"]
     s = desc.get("searcher") or {}
-    parts = [f"{s.get('name') or 'search'} {float(exp['progress'] or 0.0) * 100:.0f}%"]
+    parts = [f"{s.get('name') or 'search'} {progress_percent(exp)}"]
     parts.append(trial_counts(desc))
     best = desc.get("best_trial")
     if best and with_best:
@@ -141,18 +175,29 @@ def failure_reason(desc: dict[str, Any]) -> str | None:
 
 
 def first_line(text: str) -> str:
-    """The first non-empty line of a (possibly multi-line) error, safe to print (an error may
-    quote a trial's output)."""
-    lines = terminal_text(str(text)).splitlines()
-    return next((ln.strip() for ln in lines if ln.strip()), "")
+    """A (possibly multi-line) error on one line, safe to print (an error may quote a trial's
+    output): its first non-empty line, with its last where the first only introduces it."""
+    return summary_line(terminal_text(str(text)).splitlines())
+
+
+def logs_hint(trial_id: int) -> str:
+    """Where a failed trial's whole output (its traceback) is."""
+    return f"(full output: trialkit t logs {trial_id})"
+
+
+def _first_errored(desc: dict[str, Any]) -> int | None:
+    return next((t["id"] for t in desc["trials"] if t["state"] == "ERROR"), None)
 
 
 def ended_line(experiment_id: int, desc: dict[str, Any]) -> str:
-    """``experiment 3 ended ERROR: trial 2 failed: ValueError: boom``."""
+    """``experiment 3 ended ERROR: trial 2 failed: ValueError: boom (full output: trialkit t
+    logs 2)``."""
     state = desc["experiment"]["state"]
     reason = failure_reason(desc) if state != "COMPLETED" else None
+    errored = _first_errored(desc) if reason else None
+    hint = f" {logs_hint(errored)}" if errored is not None else ""
     return f"experiment {experiment_id} ended {state}" + (
-        f": {first_line(reason)}" if reason else ""
+        f": {first_line(reason)}{hint}" if reason else ""
     )
 
 
@@ -161,8 +206,8 @@ def trial_state(t: dict[str, Any], restarts: bool = False) -> str:
     with ``restarts``, how often it restarted."""
     state = str(t["state"])
     notes = [str(t["status"])] if state not in TERMINAL and t.get("status") else []
-    if restarts and t.get("restarts"):
-        notes.append(f"{t['restarts']} restart{'s' if t['restarts'] > 1 else ''}")
+    if restarts and t.get("restarts") and not str(t.get("status") or "").startswith(RESTARTING):
+        notes.append(plural(int(t["restarts"]), "restart"))
     return f"{state} ({', '.join(notes)})" if notes else state
 
 
@@ -175,7 +220,7 @@ def searcher_line(desc: dict[str, Any]) -> str:
         text += f", metric {s['metric']} ({better} is better)"
     if s.get("max_trials"):
         n = int(s["max_trials"])
-        text += f", at most {n} trial{'s' if n != 1 else ''}"
+        text += f", at most {plural(n, 'trial')}"
     return text
 
 
@@ -235,7 +280,7 @@ def trial_events(
     if now["state"] in TERMINAL and now["state"] != prev.get("state"):
         if now["state"] == "ERROR":
             reason = first_line(now.get("error") or "") or "no reason recorded"
-            lines.append(f"trial {tid} failed: {reason}")
+            lines.append(f"trial {tid} failed: {reason} {logs_hint(tid)}")
         elif now["state"] == "COMPLETED":
             lines.append(f"trial {tid} completed")
         elif now.get("run_id"):
@@ -243,29 +288,75 @@ def trial_events(
     return lines
 
 
-def column_widths(
-    columns: Sequence[str], rows: Sequence[Sequence[str]], width: int
-) -> list[int | None]:
-    """Per column, the width that keeps it on one line, or None for a column that may wrap.
+def _longest_word(text: str) -> int:
+    return max((len(w) for w in text.split()), default=0)
 
-    Identifiers (UUIDs) always stay whole; other columns stay on one line while everything fits
-    in ``width``, and the widest of them wrap first when it does not (never cut)."""
-    longest = [
-        max([len(row[i]) for row in rows] + [min(len(col), _SHORT)])
-        for i, col in enumerate(columns)
+
+def column_widths(
+    columns: Sequence[str], rows: Sequence[Sequence[str]], width: int | None
+) -> list[int] | None:
+    """Per column, the width it gets: every column at its full width when that fits in
+    ``width`` (or when ``width`` is None: output that is not a terminal is never wrapped), else
+    the widest wrappable columns narrowed first, never below their longest word, so text breaks
+    only between words. Identifiers (UUIDs) and short values always stay whole on one line.
+    None when even that does not fit: the rows are better shown one field a line."""
+    full = [max([len(row[i]) for row in rows] + [len(col)]) for i, col in enumerate(columns)]
+    least = [
+        n
+        if col in WHOLE_COLUMNS or n <= _SHORT
+        else max([_longest_word(col)] + [_longest_word(row[i]) for row in rows])
+        for i, (col, n) in enumerate(zip(columns, full, strict=True))
     ]
-    keep: list[int | None] = [
-        n if col in WHOLE_COLUMNS or n <= _SHORT else None
-        for col, n in zip(columns, longest, strict=True)
-    ]
-    gap = 2 * (len(columns) - 1)
-    free = [i for i, col in enumerate(columns) if col not in WHOLE_COLUMNS and keep[i] is not None]
-    free.sort(key=lambda i: -longest[i])
-    wrapped_room = 10 * sum(1 for k in keep if k is None)
-    while free and sum(k for k in keep if k is not None) + gap + wrapped_room > width:
-        keep[free.pop(0)] = None
-        wrapped_room += 10
-    return keep
+    widths = list(full)
+    if width is None:
+        return widths
+    room = width - 2 * (len(columns) - 1)
+    while sum(widths) > room:
+        narrowable = [i for i in range(len(widths)) if widths[i] > least[i]]
+        if not narrowable:
+            return None
+        widths[max(narrowable, key=lambda i: widths[i])] -= 1
+    return widths
+
+
+def record_lines(
+    columns: Sequence[str], rows: Sequence[Sequence[str]], width: int | None
+) -> list[str]:
+    """Rows as records, one field a line (``trial 3``, then ``  hparams: lr=0.1, ...`` folded
+    between words): for a table whose words cannot fit side by side in ``width``."""
+    out: list[str] = []
+    for row in rows:
+        out.append(f"{columns[0]} {row[0]}")
+        for col, text in zip(columns[1:], row[1:], strict=True):
+            if not text:
+                continue
+            label = f"  {col}: "
+            room = max((width or 0) - len(label), 20) if width else len(text)
+            folded = wrap_cell(text, room).split("\n")
+            out.append(label + folded[0])
+            out += [" " * len(label) + line for line in folded[1:]]
+    return out
+
+
+def wrap_cell(text: str, width: int) -> str:
+    """``text`` folded onto lines of at most ``width`` characters at spaces; a word wider than
+    the column (a terminal too narrow for it) is cut into pieces on lines of their own."""
+    if len(text) <= width or "\n" in text:
+        return text
+    lines: list[str] = []
+    line = ""
+    for word in text.split():
+        pieces = [word[i : i + width] for i in range(0, len(word), width)]
+        if len(pieces) > 1:
+            lines += [line] if line else []
+            lines += pieces[:-1]
+            line = pieces[-1]
+        elif line and len(line) + 1 + len(word) <= width:
+            line += " " + word
+        else:
+            lines += [line] if line else []
+            line = word
+    return "\n".join([*lines, line] if line else lines)
 
 
 _SHORT = 20

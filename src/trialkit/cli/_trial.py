@@ -73,7 +73,8 @@ def describe(trial_id: int, with_metrics: bool, as_json: bool) -> None:
         f"trial {t['id']} of experiment {t['experiment_id']}: {trial_state(t)},"
         f" restarts {t['restarts']}, seed {t['seed']}"
     )
-    click.echo(f"hparams: {fmt_metrics(t['hparams'])}")
+    if t["hparams"]:
+        click.echo(f"hparams: {fmt_metrics(t['hparams'])}")
     if t.get("error"):
         click.echo(f"error: {terminal_text(t['error'])}")
     rows = [(m["steps_completed"], fmt_metrics(m["values"])) for m in desc["validation_metrics"]]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import dataclasses
 import logging
 import os
 import sys
@@ -250,7 +251,13 @@ def create_app(
     @app.get(routes.EXPERIMENTS, dependencies=[Auth])
     def list_experiments(all: bool = False) -> ExperimentList:
         exps = store.list_experiments(include_archived=all)
-        return ExperimentList(experiments=[experiment_out(e) for e in exps])
+        states = store.trial_state_counts()
+        return ExperimentList(
+            experiments=[
+                dataclasses.replace(experiment_out(e), trial_states=states.get(e.id, {}))
+                for e in exps
+            ]
+        )
 
     @app.get(routes.EXPERIMENT, dependencies=[Auth])
     def describe(experiment_id: ExperimentId) -> ExperimentDescription:

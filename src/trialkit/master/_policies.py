@@ -9,6 +9,7 @@ import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .._messages import summary_line
 from ..store import ExperimentState, Trial, TrialState
 from ._lifecycle import TrialEvent, TrialPhase
 
@@ -90,6 +91,19 @@ def restart_delay(restarts_so_far: int) -> float:
     return min(RESTART_DELAY_BASE * 2.0 ** min(restarts_so_far, 32), RESTART_DELAY_MAX)
 
 
+RESTARTING = "restarting"
+"""How a trial's status begins during its restart back-off (the CLI counts it under this)."""
+
+
+def restart_status(restart: int, max_restarts: int, at: float) -> str:
+    """``restarting at 23:15:04, restart 2 of 5``: a trial's status while its restart back-off
+    runs, ``at`` the wall-clock time the back-off ends."""
+    import datetime
+
+    when = datetime.datetime.fromtimestamp(at).strftime("%H:%M:%S")
+    return f"{RESTARTING} at {when}, restart {restart} of {max_restarts}"
+
+
 _TRACEBACK = "Traceback (most recent call last):"
 #: How many of a run's last log lines a failure reason quotes when there is no traceback.
 REASON_LINES = 3
@@ -119,13 +133,21 @@ def failure_reason(exit_code: int, last_lines: Sequence[str], supervisor_lost: b
 
 def _last_exception_line(lines: Sequence[str]) -> str | None:
     """``SomeError: msg`` closing the last traceback: its first unindented line after the
-    traceback header (frames and carets are indented)."""
+    traceback header (frames and carets are indented). A message that goes on over indented
+    lines and only introduces them (TensorFlow's ``ValueError: in user code:``) is told with
+    its last line, where the cause is (see ``summary_line``)."""
     starts = [i for i, ln in enumerate(lines) if ln.strip() == _TRACEBACK]
     if not starts:
         return None
-    for ln in lines[starts[-1] + 1 :]:
+    rest = lines[starts[-1] + 1 :]
+    for i, ln in enumerate(rest):
         if ln.strip() and not ln[0].isspace():
-            return ln.strip()
+            message = [ln]
+            for more in rest[i + 1 :]:
+                if more.strip() and not more[0].isspace():
+                    break  # output after the traceback
+                message.append(more)
+            return summary_line(message)
     return None
 
 

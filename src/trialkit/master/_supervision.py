@@ -113,6 +113,9 @@ class TrialSupervision:
             fields["restarts"] = trial.restarts + 1
             delay = policy.restart_delay(trial.restarts)
             self._restart_at[trial.id] = time.monotonic() + delay
+            fields["status"] = policy.restart_status(
+                trial.restarts + 1, facts.max_restarts, time.time() + delay
+            )
             logger.info("trial %d: restarting in %.0f s (%s)", trial.id, delay, failure)
         self.store.forget_metric_batches(trial.id, proc.run_id)  # an exited run cannot resend
         self.states.trial(trial, _EXIT_EVENTS[outcome], fields)
@@ -231,7 +234,11 @@ class TrialSupervision:
             self._launch_failed(trial, run_id, e)
             return False
         self.procs.add(proc, slots, pool)
-        fields = dict(run_id=run_id, pid=proc.pid, pid_started=proc.started, slots=slots)
+        fields: dict[str, Any] = dict(
+            run_id=run_id, pid=proc.pid, pid_started=proc.started, slots=slots
+        )
+        if (trial.status or "").startswith(policy.RESTARTING):
+            fields["status"] = None  # the back-off is over
         self.states.trial(trial, TrialEvent.LAUNCHED, {**fields, "early_exit": None})
         logger.info("trial %d run %d started (pid %s, slots %s)", trial.id, run_id, proc.pid, slots)
         return True

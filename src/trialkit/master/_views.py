@@ -147,6 +147,7 @@ def best_trial(exp: Experiment, views: list[TrialView]) -> BestTrial | None:
         metric=metric,
         value=top.best_validation,  # type: ignore[arg-type]
         hparams=top.trial.hparams,
+        checkpoint=top.latest_checkpoint,
     )
 
 

@@ -70,6 +70,9 @@ class ExperimentOut:
     ended_at: float | None
     #: The interpreter the trials run with (None: the master's, for older experiments).
     python: str | None
+    #: How many of its trials are in each state (``{"COMPLETED": 3, "ACTIVE": 1}``); filled in
+    #: by the experiment list only.
+    trial_states: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,8 @@ class BestTrial:
     metric: str
     value: float
     hparams: dict[str, Any]
+    #: The trial's latest checkpoint (the one describe's text shows beside it), if any.
+    checkpoint: str | None = None
 
 
 @dataclass(frozen=True)

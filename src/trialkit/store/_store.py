@@ -388,6 +388,17 @@ class Store(MetricWrites, DeleteQueries, ChartQueries):
                 q = q.where(TrialRow.experiment_id == experiment_id)
             return [convert.trial(r) for r in s.scalars(q)]
 
+    def trial_state_counts(self) -> dict[int, dict[str, int]]:
+        """Per experiment, how many of its trials are in each state (one grouped query)."""
+        with self._session() as s:
+            q = select(TrialRow.experiment_id, TrialRow.state, func.count()).group_by(
+                TrialRow.experiment_id, TrialRow.state
+            )
+            counts: dict[int, dict[str, int]] = {}
+            for exp_id, state, n in s.execute(q):
+                counts.setdefault(exp_id, {})[state] = n
+            return counts
+
     def trial_by_request(self, experiment_id: int, request_id: str) -> Trial | None:
         """The experiment's trial made for searcher request ``request_id``, if any."""
         with self._session() as s:
