@@ -15,8 +15,10 @@ from typing import Any
 
 import pytest
 
-from trialkit._alias import BOOT_DIR
-from trialkit.pytorch import dsat
+pytest.importorskip("torch")  # the search methods are pure, but trialkit.pytorch imports torch
+
+from trialkit._alias import BOOT_DIR  # noqa: E402
+from trialkit.pytorch import dsat  # noqa: E402
 from trialkit.searcher import (
     Close,
     Create,

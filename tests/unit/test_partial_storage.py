@@ -58,3 +58,15 @@ def test_a_key_no_storage_type_has_is_one_line() -> None:
     assert [str(e) for e in info.value.errors] == [
         "checkpoint_storage.bucket_name: unknown key; did you mean bucket?"
     ]
+
+
+@pytest.mark.parametrize("value", [{"nested": 1}, [1, 2]])
+def test_a_value_no_storage_field_takes_is_one_line(value: object) -> None:
+    """The block travels unvalidated until the master completes it, so a value no field could
+    take (found by tests/faults/test_fuzz_config.py: a nested list stayed in the trial's config)
+    is refused at once."""
+    raw = {"searcher": {"name": "single"}, "checkpoint_storage": {"access_key": value}}
+    with pytest.raises(ConfigError) as info:
+        parse_config(raw)
+    [error] = [str(e) for e in info.value.errors]
+    assert error.startswith("checkpoint_storage.access_key: expected a string, number or boolean")

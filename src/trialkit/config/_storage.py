@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_serializer, model_validator
 
 from trialkit.config._base import ConfigModel
-from trialkit.config._errors import ConfigError, Issue, custom_error, unknown_key_message
+from trialkit.config._errors import ConfigError, Issue, custom_error, show, unknown_key_message
 
 STORAGE_TYPES = ("shared_fs", "directory", "s3", "gcs", "azure")
 
@@ -144,14 +145,31 @@ _ANY_STORAGE_KEY = sorted(
 )
 
 
+def _is_setting(value: Any) -> bool:
+    """A value some storage field could take: every field is a string, number or boolean."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, (str, int, bool))
+
+
 def partial_storage_issues(block: dict[str, Any]) -> list[Issue]:
-    """Keys of a ``checkpoint_storage`` block without ``type`` that no storage type has (the
-    rest is checked once the master's default completes it)."""
-    return [
+    """Keys of a ``checkpoint_storage`` block without ``type`` that no storage type has, and
+    values no storage field takes (the rest is checked once the master's default completes
+    it; until then the block travels as given, so it must already be plain settings)."""
+    issues = [
         Issue(("checkpoint_storage", key), unknown_key_message(key, _ANY_STORAGE_KEY))
         for key in block
         if key not in _ANY_STORAGE_KEY
     ]
+    issues += [
+        Issue(
+            ("checkpoint_storage", key),
+            f"expected a string, number or boolean, got {show(value)}",
+        )
+        for key, value in block.items()
+        if key in _ANY_STORAGE_KEY and value is not None and not _is_setting(value)
+    ]
+    return issues
 
 
 def complete_storage(
