@@ -42,7 +42,6 @@ def test_trial_describe_shows_the_counters_as_progress_not_metrics(
     trial = str(master.describe(exp)["trials"][0]["id"])
 
     out = master.cli("trial", "describe", trial, "--metrics").stdout
-    print(out)
     for table in ("validations", "training"):
         lines = [line for line in out.split(table, 1)[1].splitlines() if line.strip()]
         assert "progress" in next(line for line in lines if "steps" in line), out
@@ -51,6 +50,9 @@ def test_trial_describe_shows_the_counters_as_progress_not_metrics(
         assert "epochs" not in metrics and "records" not in metrics, out
         assert progress.startswith("8") and "epochs=2" in progress and "records=256" in progress
     assert "val_acc=0.75" in out and "loss=0.5" in out
+
+    shown = master.cli("experiment", "describe", str(exp)).stdout
+    assert "val_acc=0.75" in shown and "batches=" not in shown, shown
 
     desc = json.loads(master.cli("trial", "describe", trial, "--json").stdout)
     [val] = desc["validation_metrics"]
