@@ -1,6 +1,6 @@
 """The batches/epochs/records counters the harnesses add to each report are progress, not
-metrics: ``trialkit trial describe`` shows them in a progress column of their own, while
-``--json`` (and the API) keep them under their own names."""
+metrics: ``trialkit trial describe`` shows them in a progress column of their own and
+``experiment describe`` leaves them out, while ``--json`` (and the API) keep them by name."""
 
 from __future__ import annotations
 
