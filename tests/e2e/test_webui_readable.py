@@ -126,7 +126,7 @@ def test_pages_are_readable_at_1024_and_1400_px(master: Master, tmp_path: Path) 
             assert len(hp) == len(hparams)
             for key, shown, full in hp:
                 assert float(shown) == pytest.approx(hparams[key], rel=1e-3)
-                assert len(shown.replace("0.", "").lstrip("0")) <= 4 + 1, shown
+                assert len(shown.replace("0.", "").lstrip("0")) <= 4, shown  # 4 significant digits
                 assert float(full) == hparams[key]
             _no_sideways_scroll(b, "trial")
 
