@@ -22,7 +22,7 @@ export async function trialPage(main, id) {
   let desc = null;
 
   main.replaceChildren(header,
-    h("div", { class: "toolbar" }, "metric ", metricSelect),
+    h("div", { class: "toolbar", id: "metric-toolbar" }, "metric ", metricSelect),
     h("div", { class: "grid" }, trainEl, valEl),
     h("h2", {}, "Checkpoints"), ckptEl,
     h("h2", {}, "Logs"), h("div", { class: "toolbar" }, logSearch, h("label", {}, follow, " follow")),
@@ -40,7 +40,7 @@ export async function trialPage(main, id) {
         h("dt", {}, "hyperparameters"), h("dd", {}, hparamList(t.hparams)),
         progress ? [h("dt", {}, "progress"), h("dd", { id: "trial-progress" }, progress)] : null,
         h("dt", {}, "restarts"), h("dd", {}, String(t.restarts)),
-        h("dt", {}, "best validation"), h("dd", {}, fmtNum(t.best_validation)),
+        h("dt", {}, "best validation"), h("dd", {}, t.best_validation === null || t.best_validation === undefined ? "—" : fmtNum(t.best_validation)),
         t.status ? [h("dt", {}, "status"), h("dd", {}, t.status)] : null,
         t.early_exit ? [h("dt", {}, "early exit"), h("dd", {}, t.early_exit)] : null,
         h("dt", {}, "TensorBoard"), h("dd", { id: "tensorboard" }, tensorboardLinks(
@@ -97,6 +97,7 @@ export async function trialPage(main, id) {
       metricSelect.replaceChildren(...names.map((n) => h("option", { value: n }, n)));
       metricSelect.value = names.includes(keep) ? keep : defaultMetric(names);
     }
+    metricSelect.parentElement.hidden = !names.length;  // nothing to pick until a metric comes
     const picked = metricSelect.value;
     for (const [group, chart] of [["training", training], ["validation", validation]]) {
       const name = drawn(group, picked);
