@@ -137,3 +137,21 @@ def test_only_finite_numbers_become_scalars_and_large_steps_encode(tmp_path: Pat
     writer.close()
     [events] = list(tmp_path.glob("events.out.tfevents.*"))
     assert sorted(_scalars(events)) == [(300_000, "int", 3.0), (300_000, "np", 0.5)]
+
+
+def test_progress_counters_are_not_written_as_metric_cards(tmp_path: Path) -> None:
+    """The harnesses add batches/epochs/records to each training and validation report: they
+    are progress, not metrics, and must not lead TensorBoard's page as scalar cards."""
+    from trialkit.core._tensorboard import EventFileWriter
+
+    counters = {"batches": 40, "epochs": 1, "records": 1280}
+    writer = EventFileWriter(tmp_path)
+    writer.write_reports(
+        [
+            {"group": "training", "steps_completed": 40, "metrics": {"loss": 0.5, **counters}},
+            {"group": "validation", "steps_completed": 40, "metrics": {"acc": 0.75, **counters}},
+        ]
+    )
+    writer.close()
+    [events] = list(tmp_path.glob("events.out.tfevents.*"))
+    assert sorted(_scalars(events)) == [(40, "loss", 0.5), (40, "val_acc", 0.75)]

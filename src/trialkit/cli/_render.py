@@ -51,13 +51,23 @@ def fmt_metrics(values: dict[str, Any] | None, limit: int | None = None) -> str:
     return text
 
 
+#: What the harnesses add to each report to say how far training got: progress, not metrics.
+PROGRESS_COUNTERS = ("batches", "epochs", "records")
+
+
+def split_progress(values: dict[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A report's values as (metrics, progress): the batches/epochs/records counters apart."""
+    values = values or {}
+    metrics = {k: v for k, v in values.items() if k not in PROGRESS_COUNTERS}
+    progress = {k: values[k] for k in PROGRESS_COUNTERS if k in values}
+    return metrics, progress
+
+
 def pick_metrics(values: dict[str, Any] | None, first: str | None) -> dict[str, Any]:
     """The metrics with the searcher metric first, without the batches/epochs/records counters."""
-    if not values:
-        return {}
-    counters = {"batches", "epochs", "records"}
-    out = {first: values[first]} if first and first in values else {}
-    out.update((k, v) for k, v in values.items() if k not in out and k not in counters)
+    metrics, _ = split_progress(values)
+    out = {first: metrics[first]} if first and first in metrics else {}
+    out.update((k, v) for k, v in metrics.items() if k not in out)
     return out
 
 

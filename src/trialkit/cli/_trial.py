@@ -9,7 +9,7 @@ import click
 
 from ._common import experiment_client, get_client, json_option, print_json, print_table
 from ._follow import color_option, follow_logs, tail_option
-from ._render import TERMINAL, fmt_metrics, terminal_text, trial_state
+from ._render import TERMINAL, fmt_metrics, split_progress, terminal_text, trial_state
 
 
 @click.group("trial")
@@ -77,18 +77,27 @@ def describe(trial_id: int, with_metrics: bool, as_json: bool) -> None:
         click.echo(f"hparams: {fmt_metrics(t['hparams'])}")
     if t.get("error"):
         click.echo(f"error: {terminal_text(t['error'])}")
-    rows = [(m["steps_completed"], fmt_metrics(m["values"])) for m in desc["validation_metrics"]]
-    print_table("validations", ["steps", "metrics"], rows)
+    _show_reports("validations", desc["validation_metrics"])
     crow = [(c["uuid"], c["steps_completed"], c["state"]) for c in desc["checkpoints"]]
     print_table("checkpoints", ["uuid", "steps", "state"], crow)
     if with_metrics:
         _show_training(desc["training_metrics"], desc["batch_metrics"])
 
 
+def _show_reports(title: str, reports: list[dict[str, Any]]) -> None:
+    """One row per report: its metrics, then how far training got (batches, epochs, records)
+    in a column of its own, since those counters are progress, not metrics."""
+    split = [(m["steps_completed"], *split_progress(m["values"])) for m in reports]
+    if any(progress for _, _, progress in split):
+        rows = [(s, fmt_metrics(m), fmt_metrics(p)) for s, m, p in split]
+        print_table(title, ["steps", "metrics", "progress"], rows)
+    else:
+        print_table(title, ["steps", "metrics"], [(s, fmt_metrics(m)) for s, m, _ in split])
+
+
 def _show_training(reports: list[dict[str, Any]], batches: list[dict[str, Any]]) -> None:
     """The training reports, then one row per batch of those that carried batch metrics."""
-    rows = [(m["steps_completed"], fmt_metrics(m["values"])) for m in reports]
-    print_table("training", ["steps", "metrics"], rows)
+    _show_reports("training", reports)
     brows = [
         (b["steps_completed"], i, fmt_metrics(values))
         for b in batches

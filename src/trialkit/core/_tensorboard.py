@@ -101,6 +101,11 @@ def _version_event(wall_time: float) -> bytes:
     return _varint(1 << 3 | 1) + struct.pack("<d", wall_time) + _field_bytes(3, b"brain.Event:2")
 
 
+#: The harnesses' progress counters, added to every training and validation report: not
+#: written as scalar cards (they led TensorBoard's page; the step axis already counts batches).
+_PROGRESS = frozenset({"batches", "epochs", "records"})
+
+
 @functools.lru_cache(maxsize=4096)
 def _tag(group: str, name: str) -> str:
     if group == "training":
@@ -112,7 +117,10 @@ def _tag(group: str, name: str) -> str:
 
 def _scalars(group: str, metrics: Mapping[str, Any]) -> list[tuple[str, float]]:
     out = []
+    counters = group in ("training", "validation")
     for name, value in metrics.items():
+        if counters and name in _PROGRESS:
+            continue
         t = type(value)
         if t is float or t is int:  # exact types first: this runs for every reported metric
             if value - value == 0:

@@ -1,5 +1,6 @@
 // Charts on uPlot (vendored from npm, see vendor/README.md).
 import uPlot from "./vendor/uPlot.esm.js";
+import { h } from "./util.js";
 
 const PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777",
   "#65a30d", "#ea580c", "#4f46e5", "#0d9488", "#be123c"];
@@ -8,13 +9,23 @@ export const color = (i) => PALETTE[i % PALETTE.length];
 function width(el) { return Math.max(320, (el.clientWidth || 640) - 4); }
 
 /**
- * Lines over steps: series = [{label, steps: [], values: []}]. Returns {update(series)},
- * which redraws in place (uPlot.setData when the set of lines is unchanged).
+ * Lines over steps: series = [{label, steps: [], values: []}]. Returns {update(series, {empty})},
+ * which redraws in place (uPlot.setData when the set of lines is unchanged), or shows the
+ * ``empty`` message (why there is nothing to draw) when no line has a point.
  */
 export function lineChart(el, { title, xLabel = "steps", yLabel = "" } = {}) {
   let plot = null;
   let labels = "";
-  function build(series) {
+  function build(series, { empty = "no data yet" } = {}) {
+    if (!series.some((s) => s.steps.length)) {
+      // Nothing to draw: say why instead of an empty frame.
+      plot?.destroy();
+      plot = null;
+      labels = "";
+      el.dataset.points = "0";
+      el.replaceChildren(title ? h("div", { class: "u-title" }, title) : "", h("p", { class: "muted no-data" }, empty));
+      return;
+    }
     const data = series.length
       ? uPlot.join(series.map((s) => [s.steps, s.values.map((v) => (v === null ? null : +v))]))
       : [[]];

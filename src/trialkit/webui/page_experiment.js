@@ -1,7 +1,7 @@
 // One experiment: actions, the searcher metric per trial, HP vs metric, rungs, trials, config.
 import { get, loadOnFirstEvent, post } from "./api.js";
 import { lineChart, scatterChart } from "./charts.js";
-import { dataTable, fmtNum, h, progressBar, stateBadge, tensorboardLinks } from "./util.js";
+import { dataTable, fmtNum, fmtProgress, h, isProgress, progressBar, stateBadge, tensorboardLinks } from "./util.js";
 
 const TERMINAL = new Set(["COMPLETED", "CANCELED", "ERROR", "DELETED"]);
 
@@ -73,15 +73,20 @@ export async function experimentPage(main, id) {
   function renderTrials() {
     const trials = summary.trials;
     const hps = [...new Set(trials.flatMap((t) => Object.keys(t.hparams)))].sort();
-    const vkeys = [...new Set(trials.flatMap((t) => Object.keys(t.latest_validation?.values ?? {})))].sort();
+    // The batches/epochs/records counters are progress (the Steps column's tooltip), not metrics.
+    const vkeys = [...new Set(trials.flatMap((t) => Object.keys(t.latest_validation?.values ?? {})))]
+      .filter((k) => !isProgress(k)).sort();
+    const progressOf = (t) => fmtProgress(
+      [t.latest_training, t.latest_validation].filter(Boolean).sort((a, b) => b.steps_completed - a.steps_completed)[0]?.values);
     const scalar = (v) => (v !== null && typeof v === "object" ? JSON.stringify(v) : v);
     const cols = [
       { key: "id", label: "Trial", value: (t) => t.id, num: true,
         render: (t) => h("a", { href: `#/trials/${t.id}` }, String(t.id)) },
       { key: "state", label: "State", value: (t) => t.state, render: (t) => stateBadge(t.state) },
-      { key: "steps", label: "Steps", value: stepsOf, num: true },
+      { key: "steps", label: "Steps", value: stepsOf, num: true,
+        render: (t) => h("span", { title: progressOf(t) || null }, fmtNum(stepsOf(t))) },
       { key: "best", label: `best ${summary.searcher.metric ?? ""}`, value: (t) => t.best_validation, num: true },
-      ...vkeys.map((k) => ({ key: `v:${k}`, label: `val ${k}`, value: (t) => scalar(t.latest_validation?.values?.[k] ?? null), num: true })),
+      ...vkeys.map((k) => ({ key: `v:${k}`, label: k.startsWith("val") ? k : `val ${k}`, value: (t) => scalar(t.latest_validation?.values?.[k] ?? null), num: true })),
       ...hps.map((k) => ({ key: `hp:${k}`, label: k, value: (t) => scalar(t.hparams[k] ?? null), num: true })),
     ];
     trialsTable.setColumns(cols);
@@ -119,7 +124,7 @@ export async function experimentPage(main, id) {
     const count = (r, status) => r.trials.filter((t) => t.status === status).length;
     rungsEl.replaceChildren(...brackets.map((b) => h("div", { class: "bracket", "data-bracket": b.index },
       brackets.length > 1 ? h("h3", {}, `bracket ${b.index}: ${b.rungs.length} rung${b.rungs.length === 1 ? "" : "s"}, ${b.max_trials} trials`) : null,
-      h("table", { class: "rung-table" },
+      h("div", { class: "table-wrap" }, h("table", { class: "rung-table" },
         h("tr", {}, ["rung", `trains to${unit}`, "results", "promoted", "completed", "stopped", "waiting", "training",
           `trials (${rungs.metric ?? "metric"}, best first)`].map((c) => h("th", {}, c))),
         b.rungs.map((r) => h("tr", { "data-rung": r.index, "data-length": r.length },
@@ -130,7 +135,7 @@ export async function experimentPage(main, id) {
           h("td", { class: "num" }, String(count(r, "stopped") + count(r, "exited"))),
           h("td", { class: "num" }, String(count(r, "waiting"))),
           h("td", { class: "num" }, String(r.training.length)),
-          h("td", { class: "rung-trials" }, r.trials.map(chip))))))));
+          h("td", { class: "rung-trials" }, r.trials.map(chip)))))))));
   }
 
   async function loadMetrics() {
@@ -142,14 +147,19 @@ export async function experimentPage(main, id) {
       cur.values.push(...s.values);
       series.set(s.trial_id, cur);
     }
-    const changed = m.last_id !== lastId || lastId === 0;
     lastId = m.last_id;
-    if (changed) {
-      const lines = [...series.entries()].sort((a, b) => a[0] - b[0])
-        .map(([tid, s]) => ({ label: `trial ${tid}`, steps: s.steps, values: s.values }));
-      chart.update(lines);
-      chartEl.dataset.metric = metricName;
-    }
+  }
+
+  function renderChart() {
+    const lines = [...series.entries()].sort((a, b) => a[0] - b[0])
+      .map(([tid, s]) => ({ label: `trial ${tid}`, steps: s.steps, values: s.values }));
+    const e = summary.experiment;
+    const empty = e.state === "ERROR"
+      ? `nothing was reported: the experiment failed before any trial reported ${metricName || "a validation metric"}`
+      : TERMINAL.has(e.state) ? `no trial reported ${metricName || "a validation metric"}`
+        : `no validation metrics reported yet${metricName ? ` (waiting for ${metricName})` : ""}`;
+    chart.update(lines, { empty });
+    chartEl.dataset.metric = metricName;
   }
 
   let busy = false;
@@ -168,6 +178,7 @@ export async function experimentPage(main, id) {
       tensorboards = tb.tensorboards;
       rungs = r;
       renderHeader();
+      renderChart();
       renderTrials();
       if (!configEl.textContent) configEl.textContent = JSON.stringify(summary.experiment.config, null, 2);
     } finally {

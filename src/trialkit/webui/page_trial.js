@@ -1,7 +1,7 @@
 // One trial: training and validation curves for any metric, checkpoints, logs, failure reason.
 import { get, loadOnFirstEvent } from "./api.js";
 import { lineChart } from "./charts.js";
-import { fmtBytes, fmtNum, h, stateBadge, tensorboardLinks } from "./util.js";
+import { fmtBytes, fmtNum, fmtProgress, h, hparamList, isProgress, stateBadge, tensorboardLinks } from "./util.js";
 
 const TERMINAL = new Set(["COMPLETED", "CANCELED", "ERROR", "DELETED"]);
 
@@ -22,7 +22,7 @@ export async function trialPage(main, id) {
   let desc = null;
 
   main.replaceChildren(header,
-    h("div", { class: "toolbar" }, "metric ", metricSelect),
+    h("div", { class: "toolbar", id: "metric-toolbar" }, "metric ", metricSelect),
     h("div", { class: "grid" }, trainEl, valEl),
     h("h2", {}, "Checkpoints"), ckptEl,
     h("h2", {}, "Logs"), h("div", { class: "toolbar" }, logSearch, h("label", {}, follow, " follow")),
@@ -31,13 +31,16 @@ export async function trialPage(main, id) {
   function renderHeader() {
     const t = desc.trial;
     const reason = t.error || (t.state === "ERROR" ? "the trial failed (see its logs)" : null);
+    const latest = metrics.reduce((a, m) => (fmtProgress(m.values) && (!a || m.steps_completed >= a.steps_completed) ? m : a), null);
+    const progress = latest ? fmtProgress(latest.values) : "";
     header.replaceChildren(h("div", {},
       h("h1", {}, `Trial ${t.id} `, stateBadge(t.state)),
       h("dl", { class: "kv" },
         h("dt", {}, "experiment"), h("dd", {}, h("a", { href: `#/experiments/${t.experiment_id}` }, String(t.experiment_id))),
-        h("dt", {}, "hyperparameters"), h("dd", {}, h("code", {}, JSON.stringify(t.hparams))),
+        h("dt", {}, "hyperparameters"), h("dd", {}, hparamList(t.hparams)),
+        progress ? [h("dt", {}, "progress"), h("dd", { id: "trial-progress" }, progress)] : null,
         h("dt", {}, "restarts"), h("dd", {}, String(t.restarts)),
-        h("dt", {}, "best validation"), h("dd", {}, fmtNum(t.best_validation)),
+        h("dt", {}, "best validation"), h("dd", {}, t.best_validation === null || t.best_validation === undefined ? "—" : fmtNum(t.best_validation)),
         t.status ? [h("dt", {}, "status"), h("dd", {}, t.status)] : null,
         t.early_exit ? [h("dt", {}, "early exit"), h("dd", {}, t.early_exit)] : null,
         h("dt", {}, "TensorBoard"), h("dd", { id: "tensorboard" }, tensorboardLinks(
@@ -50,7 +53,7 @@ export async function trialPage(main, id) {
   function renderCheckpoints() {
     const rows = desc.checkpoints;
     ckptEl.replaceChildren(rows.length
-      ? h("table", {}, h("tr", {}, ["UUID", "steps", "state", "size", "files", ""].map((x) => h("th", {}, x))),
+      ? h("div", { class: "table-wrap" }, h("table", {}, h("tr", {}, ["UUID", "steps", "state", "size", "files", ""].map((x) => h("th", {}, x))),
         rows.map((c) => {
           const files = Object.keys(c.resources || {});
           const size = Object.values(c.resources || {}).reduce((a, b) => a + b, 0);
@@ -59,22 +62,48 @@ export async function trialPage(main, id) {
             h("td", {}, c.state === "COMPLETED"
               ? h("a", { href: `/ui/checkpoints/${c.uuid}.tar.gz`, download: `${c.uuid}.tar.gz` }, "download")
               : ""));
-        }))
+        })))
       : h("p", { class: "muted" }, "no checkpoints yet"));
   }
 
+  // Which metric a group's chart draws for the one picked: itself, else its counterpart
+  // (training "loss" beside validation "val_loss", as Determined names them).
+  function drawn(group, name) {
+    const has = (n) => metrics.some((m) => m.group === group && typeof m.values[n] === "number");
+    const other = group === "validation" ? `val_${name}` : name.replace(/^val_/, "");
+    return has(name) ? name : has(other) ? other : null;
+  }
+
+  // The metric the page opens on: one with data in both charts, the searcher's first.
+  function defaultMetric(names) {
+    const metric = desc?.searcherMetric;
+    const first = [metric, metric?.replace(/^val_/, ""), ...names].filter((n) => names.includes(n));
+    return first.find((n) => drawn("training", n) && drawn("validation", n)) ?? first[0] ?? "";
+  }
+
+  function emptyMessage(group, name) {
+    const ended = TERMINAL.has(desc.trial.state);
+    if (!metrics.some((m) => m.group === group)) {
+      return ended ? `no ${group} metrics reported: the trial ended before reporting any` : `no ${group} metrics reported yet`;
+    }
+    return `no ${group} values of ${name}: pick another metric`;
+  }
+
   function renderCharts() {
-    const names = [...new Set(metrics.flatMap((m) => Object.keys(m.values).filter((k) => typeof m.values[k] === "number")))].sort();
+    const names = [...new Set(metrics.flatMap((m) => Object.keys(m.values)
+      .filter((k) => typeof m.values[k] === "number" && !isProgress(k))))].sort();
     if ([...metricSelect.options].map((o) => o.value).join() !== names.join()) {
       const keep = metricSelect.value;
-      const searcherMetric = desc?.searcherMetric;
       metricSelect.replaceChildren(...names.map((n) => h("option", { value: n }, n)));
-      metricSelect.value = names.includes(keep) ? keep : (names.includes(searcherMetric) ? searcherMetric : names[0] ?? "");
+      metricSelect.value = names.includes(keep) ? keep : defaultMetric(names);
     }
-    const name = metricSelect.value;
+    metricSelect.parentElement.hidden = !names.length;  // nothing to pick until a metric comes
+    const picked = metricSelect.value;
     for (const [group, chart] of [["training", training], ["validation", validation]]) {
-      const rows = metrics.filter((m) => m.group === group && typeof m.values[name] === "number");
-      chart.update(rows.length ? [{ label: name, steps: rows.map((m) => m.steps_completed), values: rows.map((m) => m.values[name]) }] : []);
+      const name = drawn(group, picked);
+      const rows = name ? metrics.filter((m) => m.group === group && typeof m.values[name] === "number") : [];
+      chart.update(rows.length ? [{ label: name, steps: rows.map((m) => m.steps_completed), values: rows.map((m) => m.values[name]) }] : [],
+        { empty: emptyMessage(group, picked) });
     }
   }
   metricSelect.addEventListener("change", renderCharts);

@@ -23,6 +23,32 @@ export function fmtNum(v) {
   return a !== 0 && (a < 1e-3 || a >= 1e5) ? v.toExponential(3) : v.toPrecision(4).replace(/\.?0+$/, "");
 }
 
+/** The counters the harnesses add to every report: how far training got, not metrics. */
+export const PROGRESS_COUNTERS = ["batches", "epochs", "records"];
+export const isProgress = (name) => PROGRESS_COUNTERS.includes(name);
+
+/** "32 batches · 4 epochs · 1024 records" from a report's values ("" without counters). */
+export function fmtProgress(values) {
+  return PROGRESS_COUNTERS.filter((k) => typeof values?.[k] === "number")
+    .map((k) => `${fmtNum(values[k])} ${k}`).join(" · ");
+}
+
+/** Hyperparameters as a key/value list: nested ones as dotted keys, numbers to 4 significant
+ * digits with the full value in a tooltip. */
+export function hparamList(hparams) {
+  const rows = [];
+  const walk = (prefix, v) => {
+    if (v !== null && typeof v === "object" && !Array.isArray(v) && Object.keys(v).length) {
+      for (const [k, x] of Object.entries(v)) walk(prefix ? `${prefix}.${k}` : k, x);
+    } else {
+      const full = typeof v === "object" ? JSON.stringify(v) : String(v);
+      rows.push([h("dt", {}, prefix), h("dd", { title: full }, typeof v === "number" ? fmtNum(v) : full)]);
+    }
+  };
+  walk("", hparams ?? {});
+  return rows.length ? h("dl", { class: "kv hparams", id: "hparams" }, rows.flat()) : h("span", { class: "muted" }, "none");
+}
+
 export function fmtDuration(seconds) {
   if (seconds === null || seconds === undefined) return "";
   const s = Math.max(0, Math.round(seconds));
