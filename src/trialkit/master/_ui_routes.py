@@ -28,6 +28,7 @@ from pydantic import TypeAdapter
 from starlette.background import BackgroundTask
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.staticfiles import StaticFiles
+from starlette.types import Scope
 
 from .. import storage as storage_lib
 from .._tensorboards import tensorboard_records
@@ -210,7 +211,18 @@ def add_ui_routes(
         )
 
     # Last: the pages themselves (index.html at /ui/), behind the token or the cookie.
-    app.mount("/ui", StaticFiles(directory=WEBUI_DIR, html=True), name="ui")
+    app.mount("/ui", _RevalidatedFiles(directory=WEBUI_DIR, html=True), name="ui")
+
+
+class _RevalidatedFiles(StaticFiles):
+    """The UI's files with ``Cache-Control: no-cache``: the browser asks the master before each
+    use (a 304 when unchanged), so a page is shown only while the master accepts the session.
+    Without it, a browser logged out (or revoked) could still open the UI from its cache."""
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        response = await super().get_response(path, scope)
+        response.headers["Cache-Control"] = "no-cache"
+        return response
 
 
 def _token_only(request: Request, what: str) -> None:
