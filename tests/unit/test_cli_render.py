@@ -185,3 +185,20 @@ def test_a_trial_error_is_told_without_its_control_characters() -> None:
     started = _trial(2, "ACTIVE", pid=7)
     failed = {**started, "state": "ERROR", "error": "\x1b[2J\x07boom\x18\nmore"}
     assert trial_events(started, failed, None) == ["trial 2 failed: boom"]
+
+
+def test_following_groups_a_checkpoint_with_its_step_in_step_order() -> None:
+    from trialkit.cli._follow import _hold_for_checkpoint
+
+    started = _trial(1, "ACTIVE", pid=7)
+    val = {"steps_completed": 100, "reported_at": 2.0, "values": {"loss": 0.5}}
+    at_75 = {"uuid": "75757575-aaaa-bbbb-cccc-dddddddddddd", "steps_completed": 75}
+    at_100 = {"uuid": "10010010-aaaa-bbbb-cccc-dddddddddddd", "steps_completed": 100}
+    # the step-75 checkpoint is told before the step-100 validation, which carries its own
+    assert trial_events(started, started, "loss", [val], [at_75, at_100]) == [
+        "trial 1 checkpoint 75757575 at step 75",
+        "trial 1 validation at step 100: loss=0.5, checkpoint 10010010",
+    ]
+    # a validation past every checkpoint of this poll waits one poll for its checkpoint
+    assert _hold_for_checkpoint([val], [at_75]) == ([], [val])
+    assert _hold_for_checkpoint([val], [at_100]) == ([val], [])

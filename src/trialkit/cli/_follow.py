@@ -108,7 +108,9 @@ class _Told:
                 new.append(dataclasses.asdict(m))
         return new
 
-    def new_checkpoints(self, before: dict[str, Any] | None, trial: dict[str, Any]) -> list[str]:
+    def new_checkpoints(
+        self, before: dict[str, Any] | None, trial: dict[str, Any]
+    ) -> list[dict[str, Any]]:
         if not checkpoint_changed(before, trial):
             return []
         reply = self._client.experiment_checkpoints(self._experiment_id, retry_for=30)
@@ -117,12 +119,23 @@ class _Told:
         for c in sorted(mine, key=lambda c: c.reported_at):
             if c.uuid not in self._checkpoints:
                 self._checkpoints.add(c.uuid)
-                new.append(c.uuid)
+                new.append({"uuid": c.uuid, "steps_completed": c.steps_completed})
         return new
+
+
+def _hold_for_checkpoint(
+    validations: list[dict[str, Any]], checkpoints: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(told now, held one poll): a validation after every checkpoint told now waits one poll
+    for its step's checkpoint, usually registered just after it, so both share a line."""
+    last = max((c["steps_completed"] for c in checkpoints), default=-1)
+    now = [v for v in validations if v["steps_completed"] <= last]
+    return now, [v for v in validations if v["steps_completed"] > last]
 
 
 def _follow_lines(client: MasterClient, experiment_id: int, interval: float) -> dict[str, Any]:
     seen: dict[int, dict[str, Any]] = {}
+    held: dict[int, list[dict[str, Any]]] = {}  # per trial, validations waiting a poll
     told = _Told(client, experiment_id)
     while True:
         desc = _describe(client, experiment_id)
@@ -133,13 +146,15 @@ def _follow_lines(client: MasterClient, experiment_id: int, interval: float) -> 
             if t["state"] == "ERROR" and not t.get("error") and not over:
                 # the reason may be stored just after the state: say it failed once it is there
                 t = {**t, "state": (before or {}).get("state", "ACTIVE")}
-            events = trial_events(
-                before,
-                t,
-                metric,
-                validations=told.new_validations(before, t),
-                checkpoints=told.new_checkpoints(before, t),
-            )
+            fresh = told.new_validations(before, t)
+            checkpoints = told.new_checkpoints(before, t)
+            validations = held.pop(t["id"], [])
+            if over or t["state"] in TERMINAL:
+                validations += fresh
+            else:
+                now, held[t["id"]] = _hold_for_checkpoint(fresh, checkpoints)
+                validations += now
+            events = trial_events(before, t, metric, validations, checkpoints)
             for line in events:
                 click.echo(line)
             seen[t["id"]] = t
