@@ -325,3 +325,24 @@ def test_yaml_file_validation_errors_use_config_paths(tmp_path: Path) -> None:
     assert info.value.errors == [
         "searcher.max_concurent_trials: unknown key; did you mean max_concurrent_trials?"
     ]
+
+
+# --- the searcher metric ------------------------------------------------------------------------
+
+
+def test_a_new_experiment_must_name_its_searcher_metric(tmp_path: Path) -> None:
+    """Determined required searcher.metric for every searcher; a blank one is no name either."""
+    from trialkit.master._create import CreateError, prepare_experiment
+
+    raw = {"name": "x", "entrypoint": "python3 t.py", "searcher": {"name": "single"}}
+    with pytest.raises(CreateError) as caught:
+        prepare_experiment(raw, 2, tmp_path / "home")
+    assert caught.value.errors[0] == (
+        "searcher.metric: required by the single searcher; add the name of a validation metric"
+        " your trial reports, e.g. metric: validation_loss"
+    )
+    assert errors_of({"searcher": {"name": "random", "max_trials": 2, "metric": " "}}) == [
+        "searcher.metric: required by the random searcher; add metric: validation_loss"
+    ]
+    # a stored single search without one still reads (checked at creation only)
+    assert parse_config({"searcher": {"name": "single"}}).searcher.metric is None

@@ -83,6 +83,7 @@ def create(
     """Create an experiment from CONFIG_FILE running code from MODEL_DIR."""
     from .._modeldir import entrypoint_check, pack
     from ..config import ConfigError, load_config
+    from ..config._searcher import missing_metric
 
     warm_start_path = _warm_start_dir(warm_start)
     cfg = load_config(config_file, list(overrides))
@@ -90,6 +91,7 @@ def create(
         click.echo(f"warning: {warning}", err=True)
     archive = pack(model_dir)
     missing = entrypoint_check(cfg.entrypoint, archive, f"model directory {model_dir}")
+    missing += [m for m in [missing_metric(cfg.searcher)] if m]
     if missing:
         raise ConfigError(missing)
     if dry_run:

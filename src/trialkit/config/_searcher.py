@@ -92,9 +92,23 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "custom": (),
     "optuna": ("metric", "max_trials"),
 }
+#: Searchers whose metric defaults (custom: ``searcher_metric``); every other one needs it named.
+_DEFAULT_METRIC = ("custom",)
 _NEEDS_LENGTH = ("async_halving", "adaptive_asha", "optuna")
 _ASHA = ("async_halving", "adaptive_asha")
 _EXAMPLES = {"metric": "metric: validation_loss", "max_trials": "max_trials: 16"}
+
+
+def missing_metric(searcher: SearcherConfig) -> str | None:
+    """The error for a new experiment whose searcher names no metric, as Determined gave for
+    every searcher ("eventually required"): without it no trial or checkpoint is the best.
+    Checked at creation only, so that a stored single search without one still reads."""
+    if searcher.name in _DEFAULT_METRIC or (searcher.metric or "").strip():
+        return None
+    return (
+        f"searcher.metric: required by the {searcher.name} searcher; add the name of a"
+        " validation metric your trial reports, e.g. metric: validation_loss"
+    )
 
 
 class SearcherConfig(ConfigModel):
@@ -200,7 +214,7 @@ def _method_issues(data: dict[str, Any]) -> tuple[dict[str, Any], list[Issue]]:
     issues = [_foreign_key_issue(key, name) for key in data if key not in own]
     kept = {key: value for key, value in data.items() if key in own}
     for key in REQUIRED[name]:
-        if key not in kept:
+        if key not in kept or (isinstance(kept[key], str) and not kept[key].strip()):
             example = _EXAMPLES.get(key, f"{key}: N")
             issues.append(Issue((key,), f"required by the {name} searcher; add {example}"))
     issues.extend(_length_issues(kept, name))

@@ -23,6 +23,7 @@ from ..config import (
     parse_config,
     with_defaults,
 )
+from ..config._searcher import missing_metric
 from ..storage import CheckpointStorageError, StorageConfigError, build
 from ..store import Store
 from ._bind_mounts import bind_mount_errors
@@ -228,6 +229,7 @@ def prepare_experiment(
     )
     cfg = _anchor_relative_storage(filled, home)
     errors, cfg = _resolve_pool(cfg, master_config or MasterConfig())
+    errors += [e for e in [missing_metric(cfg.searcher)] if e]
     local = cfg.resources.resource_pool == LOCAL_POOL
     errors += _check_runnable(cfg, slots if local else None) + _check_env_sizes(cfg)
     if not errors and pool_capacity is not None:
