@@ -493,3 +493,14 @@ def test_a_read_command_says_how_long_the_master_it_starts_stays(tmp_path: Path)
         f"Starting a master in the background (home {home}); it stops after 1.5 min idle;"
         " 'trialkit master down' stops it now"
     )
+
+
+def test_create_f_follows_the_first_trials_logs_as_det_did(master: Master, tmp_path: Path) -> None:
+    model_dir = _model_dir(tmp_path)
+    cfg = model_dir / "_config.json"
+    cfg.write_text(json.dumps(_config("chatty", {"lines": 3})))
+    made = _cli(master, "e", "create", str(cfg), str(model_dir), "-f")
+    lines = made.stdout.splitlines()
+    assert lines[0] == "Created experiment 1", made.stdout
+    assert [ln for ln in lines if ln.startswith("line ")] == ["line 0", "line 1", "line 2"]
+    assert lines[-1] == "experiment 1 ended COMPLETED", made.stdout
