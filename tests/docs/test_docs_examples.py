@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -158,9 +159,7 @@ def _run_shell(
 
 def test_extras_lists_name_pyproject_s_extras_and_the_site_has_no_placeholder_link() -> None:
     """README and the quickstart list the same extras, those pyproject.toml defines."""
-    import re
-    import tomllib
-
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
