@@ -260,20 +260,25 @@ def _step_events(
     for val in validations:
         shown = fmt_metrics(pick_metrics(val.get("values"), metric))
         by_step.setdefault(val.get("steps_completed"), {"val": [], "ckpt": []})["val"].append(shown)
+    trained: dict[int | None, str] = {}  # a checkpoint's step's training metrics
     for ckpt in checkpoints:
+        step = ckpt.get("steps_completed")
         short = str(ckpt["uuid"])[:SHORT_UUID]
-        by_step.setdefault(ckpt.get("steps_completed"), {"val": [], "ckpt": []})["ckpt"].append(
-            short
-        )
+        by_step.setdefault(step, {"val": [], "ckpt": []})["ckpt"].append(short)
+        if ckpt.get("values"):
+            trained[step] = fmt_metrics(pick_metrics(ckpt["values"], None))
     lines = []
     for step in sorted(by_step, key=lambda s: float("inf") if s is None else s):
         vals, ckpts = by_step[step]["val"], by_step[step]["ckpt"]
         told = [*vals, *(f"checkpoint {c}" for c in ckpts)]
-        where = "" if step is None else f"step {step}"
         if vals:
-            lines.append(f"validation at {where}: {', '.join(told)}")
+            lines.append(f"validation at step {step}: {', '.join(told)}")
+        elif step in trained:
+            lines.append(f"step {step}: {trained[step]}, {', '.join(told)}")
         else:
-            lines.append(f"checkpoint {', '.join(ckpts)}" + (f" at {where}" if where else ""))
+            lines.append(
+                f"checkpoint {', '.join(ckpts)}" + ("" if step is None else f" at step {step}")
+            )
     return lines
 
 
