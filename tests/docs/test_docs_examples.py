@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -154,3 +155,16 @@ def _run_shell(
                 parse_cli(translated)
         else:
             parse_cli(argv[1:])
+
+
+def test_extras_lists_name_pyproject_s_extras_and_the_site_has_no_placeholder_link() -> None:
+    """README and the quickstart list the same extras, those pyproject.toml defines."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    for doc, lead in (("README.md", "(extras:"), ("docs/quickstart.md", "the extras are")):
+        text = " ".join((REPO / doc).read_text().split())
+        listed = text.split(lead, 1)[1].split(";" if doc == "README.md" else "(`pip", 1)[0]
+        assert set(re.findall(r"`([a-z0-9_]+)`", listed)) == set(extras), doc
+    assert "example.invalid" not in (REPO / "mkdocs.yml").read_text()

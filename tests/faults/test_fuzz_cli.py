@@ -32,7 +32,7 @@ QUICK = settings(
 )
 SLOW = settings(QUICK, max_examples=1500)
 EXCLUDED = {("master", "up"), ("master", "down")}
-BLOCKING_OPTIONS = {"-f", "--follow"}
+BLOCKING_OPTIONS = {"-f", "--follow", "--follow-first-trial"}
 
 
 def _commands(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -166,8 +167,11 @@ def test_follow_without_tty_prints_each_event_and_why_the_trial_failed(
     assert lines[1].startswith(f"trial {trial_id} started: ")
     for key, value in {"fail": True, "go_file": str(go)}.items():
         assert f"{key}={value}" in lines[1]
-    assert f"trial {trial_id} validation at step 2: loss=0.5, acc=0.9" in lines
-    assert any(ln.startswith(f"trial {trial_id} checkpoint ") for ln in lines), out
+    # step 2's checkpoint shares the validation's line, or has its own line before it
+    assert any(
+        ln.startswith(f"trial {trial_id} validation at step 2: loss=0.5, acc=0.9") for ln in lines
+    ), out
+    assert any(re.search(r", checkpoint [0-9a-f]{8}$", ln) for ln in lines), out
     hint = f"(full output: trialkit t logs {trial_id})"
     assert f"trial {trial_id} failed: ValueError: boom {hint}" in lines, out
     assert lines[-2].startswith("single 0% · 1 errored"), out
@@ -200,10 +204,12 @@ def test_follow_tells_every_validation_and_checkpoint_reported_between_two_polls
     lines = out.splitlines()
     steps = [int(ln.split(" step ")[1].split(":")[0]) for ln in lines if " validation at " in ln]
     assert steps == [1, 2, 3, 4, 5], out
-    told = [ln.split()[-1] for ln in lines if ln.startswith("trial 1 checkpoint ")]
+    told = re.findall(r"checkpoint ([0-9a-f]{8})\b", out)  # a UUID's start names it
     registered = master.client.request("GET", "/api/v1/experiments/1/checkpoints")["checkpoints"]
-    in_order = [c["uuid"] for c in sorted(registered, key=lambda c: c["steps_completed"])]
+    in_order = [c["uuid"][:8] for c in sorted(registered, key=lambda c: c["steps_completed"])]
     assert told == in_order and len(told) == 5, out
+    # a step's checkpoint shares its validation's line: one line per step, not two
+    assert len([ln for ln in lines if ln.startswith("trial 1 ") and " step " in ln]) == 5, out
 
 
 def test_a_trial_that_raises_is_explained_end_to_end(master: Master, tmp_path: Path) -> None:
@@ -433,3 +439,74 @@ def test_local_trainer_run_shows_a_bar_on_a_terminal_and_log_lines_elsewhere(
     assert code == 0, out
     assert "━" in out and "30/30" in out, out  # the bar, run to the end
     assert "[batch 15] validation: val_loss=" in out  # printed above the bar
+
+
+def test_master_down_says_what_becomes_of_running_trials(master: Master, tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    exp = master.create(_config("stays", {"go_file": str(go)}), _model_dir(tmp_path))
+    try:
+        master.wait_for(lambda: bool(_trials(master, exp)[0]["pid"]), what="a running trial")
+        [trial] = _trials(master, exp)
+        down = _cli(master, "master", "down")
+    finally:
+        go.touch()
+    assert down.stdout.strip() == (
+        f"master stopped; trial {trial['id']} keeps running and reports to the next master if"
+        " it starts within 5m 00s ('trialkit master up'; $TRIALKIT_MASTER_RETRY_SECONDS), else"
+        " it fails"
+    ), down.stdout
+    assert _cli(master, "master", "down").stdout.startswith("no master running for ")
+
+
+def test_ctrl_c_stops_tensorboard_without_an_error(master: Master, tmp_path: Path) -> None:
+    pytest.importorskip("tensorboard")
+    exp = master.create(_config("tb", {}), _model_dir(tmp_path))
+    master.wait_state(exp, {"COMPLETED"})  # it has written TensorBoard files
+    proc = subprocess.Popen(
+        [*TRIALKIT, "tensorboard", str(exp)],
+        env=_env(master),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_ctrl_c_as_in_a_terminal,
+    )
+    try:
+        assert proc.stdout is not None
+        banner = proc.stdout.readline()  # printed once TensorBoard answers
+        assert "(Ctrl-C stops it)" in banner, banner
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, (out, err)
+    assert out.strip() == "TensorBoard stopped", out
+    assert "error" not in err and "Traceback" not in err, err
+
+
+def test_a_read_command_says_how_long_the_master_it_starts_stays(tmp_path: Path) -> None:
+    from trialkit._discovery import stop_master
+
+    home = tmp_path / "home"
+    env = {**os.environ, "TRIALKIT_HOME": str(home), "TRIALKIT_MASTER_IDLE_TIMEOUT": "90s"}
+    try:
+        listed = subprocess.run(
+            [*TRIALKIT, "e", "list"], env=env, capture_output=True, text=True, timeout=120
+        )
+    finally:
+        stop_master(home)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stderr.strip() == (
+        f"Starting a master in the background (home {home}); it stops after 1.5 min idle;"
+        " 'trialkit master down' stops it now"
+    )
+
+
+def test_create_f_follows_the_first_trials_logs_as_det_did(master: Master, tmp_path: Path) -> None:
+    model_dir = _model_dir(tmp_path)
+    cfg = model_dir / "_config.json"
+    cfg.write_text(json.dumps(_config("chatty", {"lines": 3})))
+    made = _cli(master, "e", "create", str(cfg), str(model_dir), "-f")
+    lines = made.stdout.splitlines()
+    assert lines[0] == "Created experiment 1", made.stdout
+    assert [ln for ln in lines if ln.startswith("line ")] == ["line 0", "line 1", "line 2"]
+    assert lines[-1] == "experiment 1 ended COMPLETED", made.stdout

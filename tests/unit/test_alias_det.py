@@ -20,9 +20,9 @@ SRC = Path(__file__).resolve().parents[2] / "src"
         ("e create const.yaml .", ["experiment create const.yaml ."]),
         (
             "experiment create const.yaml . -f --paused --config searcher.max_trials=2",
-            ["experiment create const.yaml . --follow --paused --config searcher.max_trials=2"],
+            ["experiment create const.yaml . -f --paused --config searcher.max_trials=2"],
         ),
-        ("e create const.yaml . --follow-first-trial", ["experiment create const.yaml . --follow"]),
+        ("e create const.yaml . --follow-first-trial", ["experiment create const.yaml . -f"]),
         ("e", ["experiment list"]),
         ("e list --all", ["experiment list -a"]),
         ("e ls -a --json", ["experiment list -a --json"]),

@@ -301,3 +301,27 @@ def test_a_multi_line_error_is_told_with_its_cause() -> None:
         "trial 2 failed: ValueError: in user code: … ValueError: Input 0 is bad"
         " (full output: trialkit t logs 2)"
     ]
+
+
+def test_following_groups_a_checkpoint_with_its_step_in_step_order() -> None:
+    from trialkit.cli._follow import _hold_last_step
+
+    started = _trial(1, "ACTIVE", pid=7)
+    val = {"steps_completed": 100, "reported_at": 2.0, "values": {"loss": 0.5}}
+    at_75 = {"uuid": "75757575-aaaa-bbbb-cccc-dddddddddddd", "steps_completed": 75}
+    at_100 = {"uuid": "10010010-aaaa-bbbb-cccc-dddddddddddd", "steps_completed": 100}
+    # the step-75 checkpoint is told before the step-100 validation, which carries its own
+    assert trial_events(started, started, "loss", [val], [at_75, at_100]) == [
+        "trial 1 checkpoint 75757575 at step 75",
+        "trial 1 validation at step 100: loss=0.5, checkpoint 10010010",
+    ]
+    # a checkpoint's line carries the training metrics reported at its step
+    trained_75 = {**at_75, "values": {"x": 7}}
+    assert trial_events(started, started, "loss", [], [trained_75]) == [
+        "trial 1 step 75: x=7, checkpoint 75757575"
+    ]
+    # the newest step's validation or checkpoint waits one poll for the other, only once
+    assert _hold_last_step([val], [at_75], set()) == (([], [at_75]), ([val], []))
+    assert _hold_last_step([], [at_100], set()) == (([], []), ([], [at_100]))
+    assert _hold_last_step([val], [at_100], set()) == (([val], [at_100]), ([], []))
+    assert _hold_last_step([val], [], {100}) == (([val], []), ([], []))

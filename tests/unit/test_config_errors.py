@@ -325,3 +325,19 @@ def test_yaml_file_validation_errors_use_config_paths(tmp_path: Path) -> None:
     assert info.value.errors == [
         "searcher.max_concurent_trials: unknown key; did you mean max_concurrent_trials?"
     ]
+
+
+# --- the searcher metric ------------------------------------------------------------------------
+
+
+def test_a_searcher_that_compares_trials_must_name_a_metric() -> None:
+    """A blank metric is no name either; ``single`` may leave it out (seed 002's first config
+    has none, and every API the seeds show must work)."""
+    assert errors_of({"searcher": {"name": "random", "max_trials": 2, "metric": " "}}) == [
+        "searcher.metric: required by the random searcher; add metric: validation_loss"
+    ]
+    asha = {"name": "adaptive_asha", "max_trials": 2, "max_length": 8}
+    assert errors_of({"searcher": asha}) == [
+        "searcher.metric: required by the adaptive_asha searcher; add metric: validation_loss"
+    ]
+    assert parse_config({"searcher": {"name": "single"}}).searcher.metric is None

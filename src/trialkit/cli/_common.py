@@ -77,8 +77,21 @@ def get_client(start: bool = True) -> MasterClient:
         return client
     if not start:
         raise CLIError(f"no master is running for {home}; start one with 'trialkit master up'")
-    click.echo(f"Starting a master in the background (home {home})...", err=True)
+    click.echo(f"Starting a master in the background (home {home}); {_idle_note()}", err=True)
     return start_background(home)
+
+
+def _idle_note() -> str:
+    """How long an on-demand master stays, and how to stop it before: a read command leaves
+    it running so that the next command answers at once."""
+    from .._discovery import default_idle_timeout
+
+    try:
+        idle = default_idle_timeout(on_demand=True)
+    except ValueError:  # start_background says what is wrong with the variable
+        return "'trialkit master down' stops it"
+    stays = f"it stops after {idle / 60:g} min idle" if idle else "it never stops by itself"
+    return f"{stays}; 'trialkit master down' stops it now"
 
 
 def print_json(data: Any) -> None:

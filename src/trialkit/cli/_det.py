@@ -37,8 +37,8 @@ EXPERIMENT: dict[str, Cmd] = {
         ("CONFIG_FILE", "MODEL_DEF"),
         {
             "--config": ("--config", True),
-            "-f": ("--follow", False),
-            "--follow-first-trial": ("--follow", False),
+            "-f": ("-f", False),
+            "--follow-first-trial": ("-f", False),
             "--paused": ("--paused", False),
         },
     ),

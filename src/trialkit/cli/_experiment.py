@@ -60,10 +60,16 @@ def experiment() -> None:
     help="Override a config field, e.g. searcher.max_trials=4.",
 )
 @click.option(
-    "-f",
     "--follow",
     is_flag=True,
     help="Follow the experiment until it ends: a live trial table on a terminal, else a line per event.",
+)
+@click.option(
+    "-f",
+    "--follow-first-trial",
+    "follow_first",
+    is_flag=True,
+    help="Print the first trial's logs as they come until the experiment ends (det e create -f).",
 )
 @click.option(
     "--dry-run", is_flag=True, help="Validate the config and model directory; create nothing."
@@ -80,6 +86,7 @@ def create(
     model_dir: Path,
     overrides: tuple[str, ...],
     follow: bool,
+    follow_first: bool,
     dry_run: bool,
     paused: bool,
     warm_start: str | None,
@@ -88,6 +95,8 @@ def create(
     from .._modeldir import entrypoint_check, pack
     from ..config import ConfigError, load_config
 
+    if follow and follow_first:
+        raise CLIError("--follow and -f/--follow-first-trial: give one (events, or logs)")
     warm_start_path = _warm_start_dir(warm_start)
     cfg = load_config(config_file, list(overrides))
     for warning in cfg.warnings:
@@ -113,6 +122,8 @@ def create(
     click.echo(f"Created experiment {exp.id}")
     if follow:
         _follow_to_end(client, exp.id)
+    elif follow_first:
+        _follow_to_end(client, exp.id, first_trial_logs=True)
 
 
 def _warm_start_dir(value: str | None) -> str | None:
@@ -143,10 +154,16 @@ def _with_warm_start_uuid(
     return config
 
 
-def _follow_to_end(client: MasterClient, experiment_id: int) -> None:
-    """Follow until the experiment ends; exit 1 unless it completed, 130 on Ctrl-C."""
+def _follow_to_end(
+    client: MasterClient, experiment_id: int, first_trial_logs: bool = False
+) -> None:
+    """Follow until the experiment ends (its events, or its first trial's logs as Determined's
+    ``-f`` did); exit 1 unless it completed, 130 on Ctrl-C."""
     try:
-        desc = follow_experiment(client, experiment_id)
+        if first_trial_logs:
+            desc = _follow_first_trial_logs(client, experiment_id)
+        else:
+            desc = follow_experiment(client, experiment_id)
     except KeyboardInterrupt:
         exit_with_error(
             f"stopped following; experiment {experiment_id} keeps running"
@@ -156,6 +173,20 @@ def _follow_to_end(client: MasterClient, experiment_id: int) -> None:
     click.echo(ended_line(experiment_id, desc))
     if desc["experiment"]["state"] != "COMPLETED":
         sys.exit(1)
+
+
+def _follow_first_trial_logs(client: MasterClient, experiment_id: int) -> dict[str, Any]:
+    """Print the first trial's logs until the experiment ends; return its last summary."""
+
+    def first_trial() -> list[int]:
+        ids = [t.id for t in client.list_trials(experiment_id).trials]
+        return [min(ids)] if ids else []
+
+    def finished() -> bool:
+        return client.experiment_summary(experiment_id).experiment.state in TERMINAL
+
+    follow_logs(client, first_trial, follow=True, prefix=False, finished=finished)
+    return dataclasses.asdict(client.experiment_summary(experiment_id, retry_for=30))
 
 
 @experiment.command("list")

@@ -108,21 +108,59 @@ class _Told:
                 new.append(dataclasses.asdict(m))
         return new
 
-    def new_checkpoints(self, before: dict[str, Any] | None, trial: dict[str, Any]) -> list[str]:
+    def new_checkpoints(
+        self, before: dict[str, Any] | None, trial: dict[str, Any]
+    ) -> list[dict[str, Any]]:
         if not checkpoint_changed(before, trial):
             return []
         reply = self._client.experiment_checkpoints(self._experiment_id, retry_for=30)
         mine = [c for c in reply.checkpoints if c.trial_id == trial["id"]]
-        new = []
+        new: list[dict[str, Any]] = []
         for c in sorted(mine, key=lambda c: c.reported_at):
             if c.uuid not in self._checkpoints:
                 self._checkpoints.add(c.uuid)
-                new.append(c.uuid)
+                new.append({"uuid": c.uuid, "steps_completed": c.steps_completed, "values": None})
+        if new:  # the training metrics of each checkpoint's step share its line
+            trained = self._client.trial_metrics(trial["id"], group="training", retry_for=30)
+            at_step = {
+                m.steps_completed: m.values
+                for m in sorted(trained.metrics, key=lambda m: m.reported_at)
+            }
+            for ckpt in new:
+                ckpt["values"] = at_step.get(ckpt["steps_completed"])
         return new
+
+
+Events = tuple[list[dict[str, Any]], list[dict[str, Any]]]  # (validations, checkpoints)
+
+
+def _hold_last_step(
+    validations: list[dict[str, Any]], checkpoints: list[dict[str, Any]], waited: set[int]
+) -> tuple[Events, Events]:
+    """(told now, held one poll): the newest step's validation or checkpoint, when the other
+    may still come (a trial validates then checkpoints, or the reverse), waits one poll so both
+    share a line; every earlier step is told now, and nothing waits twice (``waited``: the steps
+    of the events held at the last poll)."""
+    steps = [e["steps_completed"] for e in [*validations, *checkpoints]]
+    last = max(steps, default=None)
+    if last is None or last in waited:
+        return (validations, checkpoints), ([], [])
+    at_last = [
+        any(e["steps_completed"] == last for e in group) for group in (validations, checkpoints)
+    ]
+    if all(at_last):  # both are there: nothing to wait for
+        return (validations, checkpoints), ([], [])
+    return (
+        ([v for v in validations if v["steps_completed"] < last],
+         [c for c in checkpoints if c["steps_completed"] < last]),
+        ([v for v in validations if v["steps_completed"] == last],
+         [c for c in checkpoints if c["steps_completed"] == last]),
+    )  # fmt: skip
 
 
 def _follow_lines(client: MasterClient, experiment_id: int, interval: float) -> dict[str, Any]:
     seen: dict[int, dict[str, Any]] = {}
+    held: dict[int, Events] = {}  # per trial, the newest step's events waiting a poll
     told = _Told(client, experiment_id)
     while True:
         desc = _describe(client, experiment_id)
@@ -133,13 +171,14 @@ def _follow_lines(client: MasterClient, experiment_id: int, interval: float) -> 
             if t["state"] == "ERROR" and not t.get("error") and not over:
                 # the reason may be stored just after the state: say it failed once it is there
                 t = {**t, "state": (before or {}).get("state", "ACTIVE")}
-            events = trial_events(
-                before,
-                t,
-                metric,
-                validations=told.new_validations(before, t),
-                checkpoints=told.new_checkpoints(before, t),
-            )
+            old_vals, old_ckpts = held.pop(t["id"], ([], []))
+            validations = old_vals + told.new_validations(before, t)
+            checkpoints = old_ckpts + told.new_checkpoints(before, t)
+            if not (over or t["state"] in TERMINAL):  # what waited a poll is told now
+                (validations, checkpoints), held[t["id"]] = _hold_last_step(
+                    validations, checkpoints, {e["steps_completed"] for e in old_vals + old_ckpts}
+                )
+            events = trial_events(before, t, metric, validations, checkpoints)
             for line in events:
                 click.echo(line)
             seen[t["id"]] = t

@@ -156,7 +156,48 @@ def down() -> None:
     from .._discovery import stop_master
 
     home = trialkit_home()
-    click.echo("master stopped" if stop_master(home) else f"no master running for {home}")
+    running = _running_trials(home)
+    if not stop_master(home):
+        click.echo(f"no master running for {home}")
+    else:
+        click.echo(stopped_line(running))
+
+
+def _running_trials(home: Path) -> list[int]:
+    """The trials the running master supervises now (none when no master answers)."""
+    from .._discovery import client_for
+
+    client = client_for(home)
+    if client is None:
+        return []
+    try:
+        return list(client.master_info().running_trials)
+    except Exception:  # it stopped answering: down stops it all the same
+        return []
+    finally:
+        client.close()
+
+
+def stopped_line(running: list[int]) -> str:
+    """What ``master down`` did, and what becomes of the trials it leaves running: they go on
+    training and retry their reports, so the next master for this home adopts them if it comes
+    within the trials' retry window; after it a report fails, and so does the trial."""
+    if not running:
+        return "master stopped"
+    from ..core._http import RETRY_ENV, HttpBackend, retry_window
+
+    try:
+        window = _duration(retry_window(HttpBackend.RETRY_FOR))
+    except ValueError:  # a bad value: the trials say so themselves
+        window = _duration(HttpBackend.RETRY_FOR)
+    one = len(running) == 1
+    who = f"trial {running[0]} keeps" if one else f"{len(running)} trials keep"
+    ids = "" if one else f" ({', '.join(map(str, running))})"
+    report, fail = ("reports", "it fails") if one else ("report", "they fail")
+    return (
+        f"master stopped; {who} running{ids} and {report} to the next master if it starts"
+        f" within {window} ('trialkit master up'; ${RETRY_ENV}), else {fail}"
+    )
 
 
 @master.command("status")

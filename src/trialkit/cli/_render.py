@@ -271,22 +271,24 @@ def trial_events(
     now: dict[str, Any],
     metric: str | None,
     validations: Sequence[dict[str, Any]] | None = None,
-    checkpoints: Sequence[str] | None = None,
+    checkpoints: Sequence[dict[str, Any]] | None = None,
 ) -> list[str]:
     """One line per thing that happened to a trial between two describe responses.
-    ``validations`` / ``checkpoints``: every one reported since ``before``, oldest first, where
-    the caller fetched them; else only the latest of each is told."""
+    ``validations`` / ``checkpoints`` (``uuid`` and ``steps_completed``): every one reported
+    since ``before``, oldest first, where the caller fetched them; else only the latest of each
+    is told. A step's validation and checkpoint share one line, and steps are told in order."""
     tid, prev = now["id"], before or {}
     lines: list[str] = []
     lines += _run_events(prev, now)
     if validations is None:
         validations = [now["latest_validation"]] if validation_changed(before, now) else []
-    for val in validations:
-        shown = fmt_metrics(pick_metrics(val.get("values"), metric))
-        lines.append(f"trial {tid} validation at step {val['steps_completed']}: {shown}")
     if checkpoints is None:
-        checkpoints = [now["latest_checkpoint"]] if checkpoint_changed(before, now) else []
-    lines += [f"trial {tid} checkpoint {uuid}" for uuid in checkpoints]
+        checkpoints = (
+            [{"uuid": now["latest_checkpoint"], "steps_completed": None}]
+            if checkpoint_changed(before, now)
+            else []
+        )
+    lines += [f"trial {tid} {text}" for text in _step_events(validations, checkpoints, metric)]
     if now["state"] in TERMINAL and now["state"] != prev.get("state"):
         if now["state"] == "ERROR":
             reason = first_line(now.get("error") or "") or "no reason recorded"
@@ -300,6 +302,43 @@ def trial_events(
 
 def _longest_word(text: str) -> int:
     return max((len(w) for w in text.split()), default=0)
+
+
+#: Characters of a checkpoint UUID shown while following (any unique prefix names it).
+SHORT_UUID = 8
+
+
+def _step_events(
+    validations: Sequence[dict[str, Any]],
+    checkpoints: Sequence[dict[str, Any]],
+    metric: str | None,
+) -> list[str]:
+    """Per step, in step order: its validation's metrics and its checkpoint's short UUID on one
+    line (a validation and a checkpoint of the same step used to be two lines, out of order)."""
+    by_step: dict[int | None, dict[str, list[str]]] = {}
+    for val in validations:
+        shown = fmt_metrics(pick_metrics(val.get("values"), metric))
+        by_step.setdefault(val.get("steps_completed"), {"val": [], "ckpt": []})["val"].append(shown)
+    trained: dict[int | None, str] = {}  # a checkpoint's step's training metrics
+    for ckpt in checkpoints:
+        step = ckpt.get("steps_completed")
+        short = str(ckpt["uuid"])[:SHORT_UUID]
+        by_step.setdefault(step, {"val": [], "ckpt": []})["ckpt"].append(short)
+        if ckpt.get("values"):
+            trained[step] = fmt_metrics(pick_metrics(ckpt["values"], None))
+    lines = []
+    for step in sorted(by_step, key=lambda s: float("inf") if s is None else s):
+        vals, ckpts = by_step[step]["val"], by_step[step]["ckpt"]
+        told = [*vals, *(f"checkpoint {c}" for c in ckpts)]
+        if vals:
+            lines.append(f"validation at step {step}: {', '.join(told)}")
+        elif step in trained:
+            lines.append(f"step {step}: {trained[step]}, {', '.join(told)}")
+        else:
+            lines.append(
+                f"checkpoint {', '.join(ckpts)}" + ("" if step is None else f" at step {step}")
+            )
+    return lines
 
 
 def column_widths(

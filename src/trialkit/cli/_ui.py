@@ -146,6 +146,8 @@ def tensorboard(experiments: tuple[str, ...], trial_id: int | None, port: int | 
         click.echo(f"TensorBoard: {url}  (Ctrl-C stops it)", err=False)
         sys.stdout.flush()
         proc.wait()
+    except KeyboardInterrupt:  # the way the banner says to stop it: not an error
+        click.echo("\nTensorBoard stopped")
     finally:
         if record is not None:
             record.unlink(missing_ok=True)

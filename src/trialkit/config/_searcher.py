@@ -200,7 +200,7 @@ def _method_issues(data: dict[str, Any]) -> tuple[dict[str, Any], list[Issue]]:
     issues = [_foreign_key_issue(key, name) for key in data if key not in own]
     kept = {key: value for key, value in data.items() if key in own}
     for key in REQUIRED[name]:
-        if key not in kept:
+        if key not in kept or (isinstance(kept[key], str) and not kept[key].strip()):
             example = _EXAMPLES.get(key, f"{key}: N")
             issues.append(Issue((key,), f"required by the {name} searcher; add {example}"))
     issues.extend(_length_issues(kept, name))

@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import __version__
 from .._home import default_checkpoint_storage
+from .._install import pip_install_command
 from .._modeldir import entrypoint_check
 from ..config import (
     LOCAL_POOL,
@@ -139,7 +140,7 @@ def _probe_interpreter(python: str) -> tuple[str | None, str]:
         last = (out.stderr.strip().splitlines() or [f"exit code {out.returncode}"])[-1]
         return (
             None,
-            f"cannot import trialkit ({last}); install it there: {python} -m pip install trialkit",
+            f"cannot import trialkit ({last}); install it there: {pip_install_command(python)}",
         )
     version = out.stdout.strip()
     with _RUNNABLE_LOCK:
