@@ -96,7 +96,7 @@ def test_checkpoint_delete_counts_only_files_it_removed(setup: Setup) -> None:
     assert out.splitlines() == [
         "deleted checkpoint real",
         NO_FILES.format("etc"),
-        "1 checkpoints deleted, 1000 bytes freed; 1 without files in storage marked deleted",
+        "1 checkpoint deleted, 1000 bytes freed; 1 without files in storage marked deleted",
     ]
     assert not (ck / "real").exists() and Path("/etc").is_dir()
     assert {c.uuid: c.state for c in setup.api.store.list_checkpoints()} == {
@@ -115,13 +115,13 @@ def test_experiment_gc_and_delete_count_only_files_they_removed(setup: Setup) ->
     assert out.splitlines() == [
         "deleted checkpoint g2",
         NO_FILES.format("g1"),
-        f"experiment {exp}: 1 checkpoints deleted, 1000 bytes freed; "
+        f"experiment {exp}: 1 checkpoint deleted, 1000 bytes freed; "
         "1 without files in storage marked deleted",
     ]
     setup.checkpoint(exp, trial, "g4", 4, ck, files=False)
     out = setup.cli("experiment", "delete", str(exp), "--yes")
     assert out.splitlines() == [
-        f"deleted experiment {exp}: 1 checkpoints, 1000 bytes freed; "
-        "1 checkpoint records had no files in storage"
+        f"deleted experiment {exp}: 1 checkpoint, 1000 bytes freed; "
+        "1 checkpoint record had no files in storage"
     ]
     assert list(ck.iterdir()) == []
