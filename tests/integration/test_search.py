@@ -194,7 +194,10 @@ def _check_asha_experiment(master: Master, exp: int, length: int, max_trials: in
         "metric": "loss",
         "value": best["best_validation"],
         "hparams": best["hparams"],
+        "checkpoint": desc["best_trial"]["checkpoint"],
     }
+    best_ckpts = [c["uuid"] for c in desc["checkpoints"] if c["trial_id"] == best["id"]]
+    assert desc["best_trial"]["checkpoint"] in best_ckpts  # the one describe's text shows
     assert math.isclose(best["best_validation"], min(t["best_validation"] for t in trials))
     assert desc["experiment"]["progress"] == 1.0
 
