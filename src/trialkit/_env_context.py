@@ -1,11 +1,8 @@
 """``EnvContext``: Determined's ``context.env``, the trial's environment as plain attributes that
-old model code reads and sets (``context.env.hparams``, ``context.env.container_gpus = []``);
-and ``local_context_args``, what Determined's ``TrialContext.from_config`` builds a context from."""
+old model code reads and sets (``context.env.hparams``, ``context.env.container_gpus = []``)."""
 
 from __future__ import annotations
 
-import time
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -108,22 +105,3 @@ def env_context_for(
         managed_training=managed_training,
         on_cluster=info is not None,
     )
-
-
-def local_context_args(config: dict[str, Any]) -> dict[str, Any]:
-    """What Determined's ``TrialContext.from_config(config)`` builds a context from: a detached
-    core (one worker, no master, nothing recorded), hyperparameters drawn once from the config's
-    space, and the config's ``reproducibility.experiment_seed`` (else a time-based one)."""
-    if not isinstance(config, dict):
-        raise TypeError(
-            f"from_config(config): expected the experiment config as a dict, got {config!r}"
-        )
-    from .core import DummyDistributedContext
-    from .searcher._rng import RandomState
-    from .searcher._sampling import sample_hparams
-
-    seed = (config.get("reproducibility") or {}).get("experiment_seed")
-    seed = int(seed) if seed is not None else int(time.time()) % 2**31
-    hparams = sample_hparams(config.get("hyperparameters") or {}, RandomState(seed))
-    detached = SimpleNamespace(distributed=DummyDistributedContext(), info=None)
-    return {"core_context": detached, "hparams": hparams, "exp_conf": dict(config), "seed": seed}

@@ -2,6 +2,7 @@
 when to validate, checkpoint, report and stop, in batches, records or epochs. Framework-free;
 each harness supplies a ``Strategy`` for how to step, validate, save and load."""
 
+from ._local_context import local_context_args
 from ._loop import LoopSettings, Strategy, Target, TrainLoop
 from ._progress import TRIAL_STATE, Progress
 from ._report import average_batches, format_metrics, report_period, scalar
@@ -22,6 +23,7 @@ __all__ = [
     "TrainUnit",
     "average_batches",
     "format_metrics",
+    "local_context_args",
     "report_period",
     "scalar",
     "searcher_targets",
