@@ -86,7 +86,7 @@ def _checkpoints(master: Master, exp: int) -> dict[tuple[int, int], dict[str, An
 
 def _stored(root: Path) -> list[Path]:
     """The checkpoint storage's entries but ``tensorboard/``, where TensorboardMode.AUTO uploads
-    the trials' event files (GC leaves them; see docs/checkpoint-storage.md)."""
+    the trials' event files (GC leaves them; experiment delete removes them)."""
     return [p for p in root.iterdir() if p.name != "tensorboard"]
 
 
@@ -226,9 +226,10 @@ def test_experiment_delete_removes_storage_dirs_and_records(master: Master, tmp_
         f"trialkit: error: experiment delete {exp}: no terminal to confirm on; add --yes"
     ]
     assert len(_stored(root)) == 9
+    assert (root / "tensorboard" / f"experiment-{exp}").is_dir()  # AUTO's uploads
     out = master.cli("experiment", "delete", "--yes", str(exp)).stdout
     assert f"deleted experiment {exp}: 9 checkpoints, {total} bytes (" in out
-    assert _stored(root) == []
+    assert list(root.iterdir()) == []  # the TensorBoard files too, as Determined's delete
     assert not any((master.home / "trials" / str(t)).exists() for t in trials)
     gone = master.cli("experiment", "describe", str(exp), check=False)
     assert gone.returncode != 0 and f"experiment {exp} not found" in gone.stderr

@@ -12,6 +12,7 @@ from .. import storage as storage_lib
 from .._home import default_checkpoint_storage, trialkit_home
 from .._info import ClusterInfo, get_cluster_info
 from ..errors import InvalidHP
+from ..storage import tensorboard_prefix
 from ._backend import TrialBackend
 from ._checkpoint import CheckpointContext
 from ._distributed import DistributedContext, DummyDistributedContext
@@ -21,7 +22,7 @@ from ._preempt import PreemptContext, PreemptMode
 from ._profiler import ProfilerContext
 from ._searcher import SearcherContext
 from ._tensorboard import EventFileWriter, TensorboardMode
-from ._tensorboard_sync import TensorboardSync, tensorboard_prefix
+from ._tensorboard_sync import TensorboardSync
 from ._train import EarlyExitReason, TrainContext
 
 if TYPE_CHECKING:

@@ -15,11 +15,6 @@ from ..storage import StorageManager
 logger = logging.getLogger("trialkit.core")
 
 
-def tensorboard_prefix(experiment_id: int | None, trial_id: int | None) -> str:
-    """Where a trial's TensorBoard files go in checkpoint storage."""
-    return f"tensorboard/experiment-{experiment_id}/trial-{trial_id}"
-
-
 def upload_tensorboard_dir(
     storage: StorageManager,
     root: Path,

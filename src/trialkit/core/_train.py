@@ -8,12 +8,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..storage import StorageManager
+from ..storage import StorageManager, tensorboard_prefix
 from ._backend import TrialBackend
 from ._distributed import DistributedContext
 from ._metrics import MetricsShipper
 from ._tensorboard import TensorboardMode
-from ._tensorboard_sync import tensorboard_prefix, upload_tensorboard_dir
+from ._tensorboard_sync import upload_tensorboard_dir
 
 logger = logging.getLogger("trialkit.core")
 

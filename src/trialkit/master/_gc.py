@@ -25,7 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..storage import CheckpointStorageError, StorageConfigError, StorageManager, build
+from ..storage import (
+    CheckpointStorageError,
+    StorageConfigError,
+    StorageManager,
+    build,
+    tensorboard_prefix,
+)
 from ..store import Checkpoint, Experiment, Store
 from ._warm_start import warm_start_copy
 
@@ -473,6 +479,7 @@ def delete_experiment(store: Store, experiment: Experiment, trials_dir: Path) ->
         )
         if copy is not None:  # what its trials started from, copied in at create
             storage.delete(copy)
+        storage.delete_files(tensorboard_prefix(experiment.id))  # AUTO's uploads, as Determined
     for trial in store.list_trials(experiment.id):
         shutil.rmtree(trials_dir / str(trial.id), ignore_errors=True)
     store.delete_experiment_rows(experiment.id)

@@ -9,6 +9,7 @@ from ._base import (
     StorageManager,
     check_storage_id,
     list_directory,
+    tensorboard_prefix,
 )
 from ._build import StorageConfigError, build, from_string, shared_fs_path
 from ._cloud import StorageExtraMissing
@@ -32,6 +33,7 @@ __all__ = [
     "StorageManager",
     "build",
     "check_storage_id",
+    "tensorboard_prefix",
     "from_string",
     "list_directory",
     "location_mismatch",

@@ -33,6 +33,13 @@ class CheckpointContentError(ValueError):
 _STORAGE_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 
 
+def tensorboard_prefix(experiment_id: int | None, trial_id: int | None = None) -> str:
+    """Where TensorBoard files go in checkpoint storage: a trial's, or (``trial_id`` None) all
+    of an experiment's, which ``experiment delete`` removes."""
+    experiment = f"tensorboard/experiment-{experiment_id}"
+    return experiment if trial_id is None else f"{experiment}/trial-{trial_id}"
+
+
 def check_storage_id(storage_id: str) -> str:
     """``storage_id`` if it is one plain path component (a uuid); CheckpointNotFound if not."""
     if not _STORAGE_ID.fullmatch(storage_id) or ".." in storage_id:
@@ -183,6 +190,11 @@ class StorageManager(abc.ABC):
     def remove_stale_partials(self) -> list[Path]:
         """Delete what writers that died mid-save left behind; return it (nothing by default)."""
         return []
+
+    def delete_files(self, prefix: str) -> None:
+        """Remove what ``upload_files`` put under ``<storage>/<prefix>`` (nothing by default:
+        a manager that cannot store such files holds none)."""
+        return None
 
     def upload_files(self, files: list[tuple[Path, str]], prefix: str) -> None:
         """Copy local files to ``<storage>/<prefix>/<dest>`` for each ``(file, dest)``: files

@@ -272,6 +272,10 @@ class ObjectStoreManager(StorageManager):
         self._remove_objects(self._key(storage_id))
         self._remove_marker(storage_id)
 
+    def delete_files(self, prefix: str) -> None:
+        base = "/".join(p for p in (self.backend.root, check_relative(prefix, "prefix")) if p)
+        self._remove_objects(base)
+
     def _remove_objects(self, prefix: str) -> None:
         keys = self._find(prefix)
         if keys:

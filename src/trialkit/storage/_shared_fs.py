@@ -247,6 +247,13 @@ class SharedFSStorageManager(StorageManager):
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, target)
 
+    def delete_files(self, prefix: str) -> None:
+        target = self.base_path / check_relative(prefix, "prefix")
+        shutil.rmtree(target, ignore_errors=True)
+        for parent in target.relative_to(self.base_path).parents[:-1]:  # now-empty folders
+            with contextlib.suppress(OSError):
+                (self.base_path / parent).rmdir()
+
     def delete(self, storage_id: str) -> None:
         shutil.rmtree(self._final(storage_id), ignore_errors=True)
         pattern = f"{glob.escape(check_storage_id(storage_id))}.*"
