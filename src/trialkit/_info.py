@@ -251,7 +251,6 @@ class ClusterInfo:
             "trial": self._trial._to_json() if self._trial else None,
             "container_addrs": self.container_addrs,
             "container_rank": self.container_rank,
-            "rendezvous": vars(self._rendezvous_info),
             "resources": {"gpu_uuids": self.gpu_uuids},
             "master_file": self.master_file,
             "home": self.home,

@@ -75,3 +75,28 @@ def test_reading_cluster_info_does_not_load_the_config_models(tmp_path: Path) ->
     )
     env = {**os.environ, INFO_ENV: str(_write_info(tmp_path, parse_config(RAW).as_dict()))}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
+
+
+def test_a_nodes_rank_written_into_the_cluster_info_json_is_the_rank_it_reads() -> None:
+    """The Ray pool writes each node's copy of the cluster info with its own container rank
+    (``_ray_pool._run_files``): a rendezvous block repeating the chief's rank beside it made every
+    node read rank 0, and both torch_distributed launchers of a two-node trial tried to host the
+    rendezvous store (EADDRINUSE)."""
+    from trialkit._info import ClusterInfo
+
+    info = ClusterInfo(
+        master_url="http://127.0.0.1:1",
+        cluster_id="c",
+        agent_id="a",
+        task_id="t",
+        allocation_id="t.1",
+        session_token="s",
+        container_addrs=["a", "b"],
+        slot_ids=[0],
+    )
+    data = info._to_json()
+    data["container_rank"] = 1
+    node = ClusterInfo._from_json(json.loads(json.dumps(data)))
+    assert node.container_rank == 1
+    assert node.rendezvous_info.container_rank == 1
+    assert node.container_addrs == ["a", "b"]
