@@ -27,7 +27,7 @@ import pytest
 
 from trialkit.master import start_background
 
-from .conftest import Master
+from .conftest import Master, checkpoint_entries
 from .kill_support import Run, print_line
 
 pytestmark = pytest.mark.integration
@@ -146,12 +146,6 @@ def test_kill_the_master(master: Master, tmp_path: Path, seed: int) -> None:
 # Storage that fails ------------------------------------------------------------------------------
 
 
-def _checkpoint_dirs(storage: Path) -> list[Path]:
-    """What storage holds but the TensorBoard files TensorboardMode.AUTO uploads beside the
-    checkpoints (under ``tensorboard/``, as Determined's upload_tensorboard_files does)."""
-    return [p for p in storage.iterdir() if p.name != "tensorboard"]
-
-
 def test_disk_full_is_a_clear_error_and_registers_nothing_half_written(
     master: Master, tmp_path: Path
 ) -> None:
@@ -164,7 +158,7 @@ def test_disk_full_is_a_clear_error_and_registers_nothing_half_written(
     desc = run.check(exp)
     assert desc["experiment"]["state"] == "ERROR"
     assert desc["checkpoints"] == []
-    assert _checkpoint_dirs(run.storage) == [], "a half-written checkpoint was left in storage"
+    assert checkpoint_entries(run.storage) == [], "a half-written checkpoint was left in storage"
     log = _log(master, desc["trials"][0]["id"])
     assert "File too large" in log, log[-2000:]
     # The reason is recorded with the trial, where describe shows it (issue 13, item 1): one
@@ -186,7 +180,7 @@ def test_read_only_storage_is_a_clear_error_and_registers_nothing(
     desc = run.check(exp)
     assert desc["experiment"]["state"] == "ERROR"
     assert desc["checkpoints"] == []
-    assert _checkpoint_dirs(run.storage) == []
+    assert checkpoint_entries(run.storage) == []
     log = _log(master, desc["trials"][0]["id"])
     assert "Read-only file system" in log and str(run.storage) in log, log[-2000:]
     assert "Read-only file system" in (desc["trials"][0].get("error") or ""), desc["trials"][0]

@@ -139,6 +139,12 @@ def write_script(model_dir: Path, name: str, body: str) -> Path:
     return path
 
 
+def checkpoint_entries(root: Path) -> list[Path]:
+    """What a shared_fs checkpoint storage holds but ``tensorboard/``, where TensorboardMode.AUTO
+    uploads the trials' event files beside the checkpoints (GC leaves them)."""
+    return [p for p in root.iterdir() if p.name != "tensorboard"]
+
+
 def keep_all_checkpoints(host_path: Path) -> dict[str, Any]:
     """A checkpoint_storage block whose GC policy keeps every checkpoint: GC runs when an
     experiment ends, so a test that looks at every checkpoint afterwards needs it."""

@@ -17,7 +17,7 @@ import pytest
 from trialkit.master import start_background, stop_master
 from trialkit.storage import MANIFEST_NAME
 
-from .conftest import TRIALKIT, Master, write_script
+from .conftest import TRIALKIT, Master, checkpoint_entries, write_script
 
 pytestmark = pytest.mark.integration
 
@@ -84,12 +84,6 @@ def _checkpoints(master: Master, exp: int) -> dict[tuple[int, int], dict[str, An
     return {(x_of[c["trial_id"]], c["steps_completed"]): c for c in desc["checkpoints"]}
 
 
-def _stored(root: Path) -> list[Path]:
-    """The checkpoint storage's entries but ``tensorboard/``, where TensorboardMode.AUTO uploads
-    the trials' event files (GC leaves them; experiment delete removes them)."""
-    return [p for p in root.iterdir() if p.name != "tensorboard"]
-
-
 def _master_log(master: Master, text: str, timeout: float = 60) -> str:
     """The first line of the master's log that contains ``text`` (waited for)."""
     log = master.home / "master.log"
@@ -135,7 +129,9 @@ def test_a_failed_gc_at_the_end_is_logged_and_experiment_gc_finishes_it(
     assert f"experiment {exp}: {len(collected)} checkpoints deleted, {freed} bytes" in out
     after = _checkpoints(master, exp)
     assert {k for k, c in after.items() if c["state"] == "COMPLETED"} == KEPT
-    assert sorted(p.name for p in _stored(root)) == sorted(after[k]["uuid"] for k in KEPT)
+    assert sorted(p.name for p in checkpoint_entries(root)) == sorted(
+        after[k]["uuid"] for k in KEPT
+    )
     trials = {t["id"]: t for t in master.describe(exp)["trials"]}
     assert {t["latest_checkpoint"] for t in trials.values()} == {
         after[(x, 3)]["uuid"] for x in (1, 2, 3)
@@ -156,7 +152,9 @@ def test_gc_runs_when_the_experiment_ends(master: Master, tmp_path: Path) -> Non
     _master_log(master, f"experiment {exp}: checkpoint GC at its end deleted 3 checkpoints")
     after = _checkpoints(master, exp)
     assert {k for k, c in after.items() if c["state"] == "COMPLETED"} == kept
-    assert sorted(p.name for p in _stored(root)) == sorted(after[k]["uuid"] for k in kept)
+    assert sorted(p.name for p in checkpoint_entries(root)) == sorted(
+        after[k]["uuid"] for k in kept
+    )
     listed = master.cli("checkpoint", "list", str(exp)).stdout
     assert not any(after[(x, 1)]["uuid"] in listed for x in (1, 2, 3))
 
@@ -225,7 +223,7 @@ def test_experiment_delete_removes_storage_dirs_and_records(master: Master, tmp_
     assert unconfirmed.returncode == 2 and unconfirmed.stderr.splitlines() == [
         f"trialkit: error: experiment delete {exp}: no terminal to confirm on; add --yes"
     ]
-    assert len(_stored(root)) == 9
+    assert len(checkpoint_entries(root)) == 9
     assert (root / "tensorboard" / f"experiment-{exp}").is_dir()  # AUTO's uploads
     out = master.cli("experiment", "delete", "--yes", str(exp)).stdout
     assert f"deleted experiment {exp}: 9 checkpoints, {total} bytes (" in out
@@ -297,9 +295,9 @@ def test_experiment_delete_removes_the_warm_start_path_copy(master: Master, tmp_
     exp = int(out.strip().split()[-1])
     master.wait_state(exp, {"COMPLETED", "ERROR"}, timeout=120)
     copy = master.describe(exp)["experiment"]["config"]["searcher"]["source_checkpoint_uuid"]
-    assert (root / copy / "weights.bin").is_file() and len(_stored(root)) == 4
+    assert (root / copy / "weights.bin").is_file() and len(checkpoint_entries(root)) == 4
     master.cli("experiment", "delete", "--yes", str(exp))
-    assert _stored(root) == []
+    assert checkpoint_entries(root) == []
     assert (src / "weights.bin").is_file()
 
 
@@ -342,7 +340,7 @@ def test_a_master_stopped_while_gc_runs_stops_and_keeps_what_it_must(
     master.cli("experiment", "gc", str(exp))
     [kept] = [c for c in master.describe(exp)["checkpoints"] if c["state"] == "COMPLETED"]
     assert kept["steps_completed"] == 40  # the latest, and the only one with a metric
-    assert [p.name for p in _stored(root)] == [kept["uuid"]]
+    assert [p.name for p in checkpoint_entries(root)] == [kept["uuid"]]
 
 
 # Deletes checkpoints as ``checkpoint delete`` does on the master (the same function) and is
@@ -406,7 +404,7 @@ def test_a_delete_killed_midway_is_finished_when_the_master_starts(
         (3, 1): "DELETING",
         **{k: "COMPLETED" for k in kept},
     }
-    assert sorted(p.name for p in _stored(root)) == sorted([*kept.values(), stuck])
+    assert sorted(p.name for p in checkpoint_entries(root)) == sorted([*kept.values(), stuck])
     listed = json.loads(master.cli("checkpoint", "list", str(exp), "--json").stdout)
     assert sorted(c["uuid"] for c in listed) == sorted(kept.values())
     described = master.cli("checkpoint", "describe", stuck).stdout
@@ -419,4 +417,4 @@ def test_a_delete_killed_midway_is_finished_when_the_master_starts(
     assert master.describe(exp)["checkpoints"] and _checkpoints(master, exp)[(3, 1)]["state"] == (
         "DELETED"
     )
-    assert sorted(p.name for p in _stored(root)) == sorted(kept.values())
+    assert sorted(p.name for p in checkpoint_entries(root)) == sorted(kept.values())

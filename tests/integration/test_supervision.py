@@ -20,7 +20,7 @@ import pytest
 
 from trialkit.storage import PARTIALS
 
-from .conftest import Master, keep_all_checkpoints, write_script
+from .conftest import Master, checkpoint_entries, keep_all_checkpoints, write_script
 
 pytestmark = pytest.mark.integration
 
@@ -411,7 +411,7 @@ def test_partial_checkpoint_of_a_run_killed_mid_save_is_removed_at_relaunch(
     desc = master.wait_state(exp, TERMINAL, timeout=90)
     assert desc["experiment"]["state"] == "COMPLETED", desc
     assert desc["trials"][0]["restarts"] == 1
-    stored = [p.name for p in base.iterdir() if p.name != "tensorboard"]  # AUTO's upload
+    stored = [p.name for p in checkpoint_entries(base)]
     assert sorted(stored) == sorted(c["uuid"] for c in desc["checkpoints"]), (
         "a partial (or unregistered) checkpoint directory was left in storage"
     )
