@@ -198,8 +198,8 @@ def served_master(home: Path) -> Iterator[tuple[str, Any]]:
 
     import uvicorn
 
-    from trialkit.master._app import create_app
-    from trialkit.master._engine import Engine, EngineSettings
+    from trialkit.master.api._app import create_app
+    from trialkit.master.engine._engine import Engine, EngineSettings
     from trialkit.rendezvous import free_port
     from trialkit.store import Store
 

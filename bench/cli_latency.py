@@ -84,7 +84,7 @@ def wall(argv: list[str], env: dict[str, str]) -> float:
 
 
 def main() -> None:
-    from trialkit.master import start_background, stop_master
+    from trialkit.client import start_background, stop_master
 
     with tempfile.TemporaryDirectory(prefix="trialkit-bench-cli-") as tmpdir:
         tmp = Path(tmpdir)

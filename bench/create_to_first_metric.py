@@ -153,7 +153,7 @@ def create_to_first_metric(home: Path, cfg: Path, model_dir: Path) -> tuple[floa
 
 def run_warm(tmp: Path, cfg: Path, model_dir: Path) -> list[tuple[float, float]]:
     """REPEATS experiments against one master started beforehand (start-up not counted)."""
-    from trialkit.master import start_background, stop_master
+    from trialkit.client import start_background, stop_master
 
     home = tmp / "warm-home"
     start_background(home).close()
@@ -165,7 +165,7 @@ def run_warm(tmp: Path, cfg: Path, model_dir: Path) -> list[tuple[float, float]]
 
 def run_cold(tmp: Path, cfg: Path, model_dir: Path) -> list[tuple[float, float]]:
     """REPEATS experiments, each in a fresh home with no master: create starts one."""
-    from trialkit.master import stop_master
+    from trialkit.client import stop_master
 
     times = []
     for i in range(REPEATS):

@@ -111,7 +111,7 @@ def main() -> int:
     except ImportError:
         print("this benchmark needs torch (tox -e dist)", file=sys.stderr)
         return 1
-    from trialkit.master import start_background, stop_master
+    from trialkit.client import start_background, stop_master
 
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)

@@ -200,7 +200,7 @@ def trial_log_tail(home: Path, lines: int = 30) -> str:
 
 def run_master_mode(tmp: Path) -> dict[str, Any]:
     """The worker as the trial of an experiment on a real master; timings plus stored rows."""
-    from trialkit.master import start_background, stop_master
+    from trialkit.client import start_background, stop_master
 
     home = tmp / "home"
     out = tmp / "result.json"

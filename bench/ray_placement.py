@@ -121,7 +121,7 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 def pool_times(tmp: Path, address: str) -> dict[str, list[float]]:
     """create -> first metric on each pool, alternating, against one master with both pools."""
-    from trialkit.master import start_background, stop_master
+    from trialkit.client import start_background, stop_master
 
     home = tmp / "home"
     home.mkdir()

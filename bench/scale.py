@@ -251,7 +251,7 @@ def run_ingest(
     master's CPUs and the trials' CPUs from the go on."""
     import psutil
 
-    from trialkit.master import start_background, stop_master
+    from trialkit.client import start_background, stop_master
 
     with tempfile.TemporaryDirectory(prefix=f"trialkit-bench-scale-{kind}-") as tmp_s:
         tmp = Path(tmp_s)
@@ -410,7 +410,7 @@ def searcher_alone() -> float:
 
 def place_alone(repeats: int = 20) -> float:
     """Seconds (median of ``repeats``) for ``place`` to put 1,000 requests on 1,000 slots."""
-    from trialkit.master._scheduling import Request, place
+    from trialkit.master.engine._scheduling import Request, place
 
     queue = [Request(i, 1, 1) for i in range(SCHED_TRIALS)]
     times = []
@@ -427,9 +427,9 @@ def engine_schedule(kind: str, db_url: str | None) -> dict[str, float]:
     """The master's engine: the experiment started (searcher driver + 1,000 trial rows), then
     one ``schedule`` placing all 1,000 on free slots, each launch recorded in the store."""
     from trialkit._modeldir import pack
-    from trialkit.master._create import prepare_experiment
-    from trialkit.master._engine import Engine, EngineSettings
-    from trialkit.master._processes import TrialProcess
+    from trialkit.master.engine._engine import Engine, EngineSettings
+    from trialkit.master.runs._processes import TrialProcess
+    from trialkit.master.search._create import prepare_experiment
     from trialkit.store import Store, TrialState
 
     with tempfile.TemporaryDirectory(prefix="trialkit-bench-sched-") as tmp_s:

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trialkit.master._app import create_app
-from trialkit.master._engine import Engine, EngineSettings
+from trialkit.master.api._app import create_app
+from trialkit.master.engine._engine import Engine, EngineSettings
 from trialkit.store import Store
 
 TOKEN = "test-admin-token"

@@ -5,9 +5,15 @@
 
 from typing import TYPE_CHECKING, Any
 
-from ._env_context import EnvContext
-from ._import import import_from_path
-from ._info import ClusterInfo, RendezvousInfo, ResourcesInfo, TrialInfo, get_cluster_info
+from .contract import (
+    ClusterInfo,
+    EnvContext,
+    RendezvousInfo,
+    ResourcesInfo,
+    TrialInfo,
+    get_cluster_info,
+    import_from_path,
+)
 from .errors import InvalidHP
 
 if TYPE_CHECKING:

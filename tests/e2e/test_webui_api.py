@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from trialkit._discovery import start_background
+from trialkit.client import start_background
 
 from ..integration.conftest import write_script
 from .conftest import Master

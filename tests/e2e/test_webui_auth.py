@@ -79,7 +79,7 @@ def test_no_token_in_pages_links_or_logs(master: Master) -> None:
 
 
 def test_a_trial_token_cannot_ask_for_a_login_code(master: Master) -> None:
-    from trialkit.master._auth import load_trial_key, trial_token
+    from trialkit.master.api._auth import load_trial_key, trial_token
 
     key = load_trial_key(master.home)
     with httpx.Client(base_url=master.client.url, trust_env=False) as trial:

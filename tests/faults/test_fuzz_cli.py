@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 
 from tests.faults.fuzz_support import BASE_CONFIGS, FuzzFigures, deep_json, print_figures
 from tests.integration.conftest import _kill_leftover_trials
-from tests.unit.test_config_limits import ALIAS_BOMB
+from tests.unit.config.test_config_limits import ALIAS_BOMB
 from trialkit.cli import cli, main
-from trialkit.master import start_background, stop_master
+from trialkit.client import start_background, stop_master
 
 QUICK = settings(
     max_examples=150,

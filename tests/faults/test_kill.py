@@ -25,7 +25,7 @@ from typing import Any
 import psutil
 import pytest
 
-from trialkit.master import start_background
+from trialkit.client import start_background
 
 from .conftest import Master, checkpoint_entries
 from .kill_support import Run, print_line
@@ -65,9 +65,9 @@ def _restart_master(master: Master) -> None:
 
 
 def _supervisor_of(pid: int) -> psutil.Process:
-    """The trial supervisor (master/_supervise.py) above a trial process."""
+    """The trial supervisor (master/runs/_trial_supervisor.py) above a trial process."""
     for parent in psutil.Process(pid).parents():
-        if any(arg.endswith("_supervise.py") for arg in parent.cmdline()):
+        if any(arg.endswith("_trial_supervisor.py") for arg in parent.cmdline()):
             return parent
     raise AssertionError(f"no supervisor above pid {pid}")
 

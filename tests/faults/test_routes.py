@@ -31,8 +31,8 @@ CODE_ROUTES = {("GET", "/ui/login")}
 
 def app_routes(tmp_path: Path) -> list[tuple[str, str]]:
     """(method, path template) of every route of a real app, as ``create_app`` builds it."""
-    from trialkit.master._app import create_app
-    from trialkit.master._engine import Engine, EngineSettings
+    from trialkit.master.api._app import create_app
+    from trialkit.master.engine._engine import Engine, EngineSettings
     from trialkit.store import Store
 
     store = Store.at(tmp_path / "census-home")

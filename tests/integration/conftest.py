@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from trialkit._client import MasterClient
-from trialkit.master import start_background, stop_master
+from trialkit.client import MasterClient, start_background, stop_master
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

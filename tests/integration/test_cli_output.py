@@ -484,7 +484,7 @@ def test_ctrl_c_stops_tensorboard_without_an_error(master: Master, tmp_path: Pat
 
 
 def test_a_read_command_says_how_long_the_master_it_starts_stays(tmp_path: Path) -> None:
-    from trialkit._discovery import stop_master
+    from trialkit.client import stop_master
 
     home = tmp_path / "home"
     env = {**os.environ, "TRIALKIT_HOME": str(home), "TRIALKIT_MASTER_IDLE_TIMEOUT": "90s"}

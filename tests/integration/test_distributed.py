@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from trialkit.master import start_background, stop_master
+from trialkit.client import start_background, stop_master
 
 from .conftest import Master, _kill_leftover_trials, write_script
 

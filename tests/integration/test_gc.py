@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from trialkit.master import start_background, stop_master
+from trialkit.client import start_background, stop_master
 from trialkit.storage import MANIFEST_NAME
 
 from .conftest import TRIALKIT, Master, checkpoint_entries, write_script
@@ -348,7 +348,7 @@ def test_a_master_stopped_while_gc_runs_stops_and_keeps_what_it_must(
 # file was deleted, the point issue 19 names. (No fault hook exists in the master itself.)
 KILLED_MIDWAY = """
 import os, signal, sys
-from trialkit.master._gc import delete_checkpoints_by_uuid
+from trialkit.master.housekeeping._gc import delete_checkpoints_by_uuid
 from trialkit.storage import SharedFSStorageManager
 from trialkit.store import Store
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import trialkit
-from trialkit.master import start_background
+from trialkit.client import start_background
 from trialkit.store import Store
 
 from .conftest import Master, write_script

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from trialkit.master import start_background
+from trialkit.client import start_background
 from trialkit.store import Store
 
 from .conftest import Master, write_script
@@ -257,7 +257,7 @@ def test_pause_terminates_a_trial_that_ignores_it(master: Master, tmp_path: Path
 def test_master_stops_promptly_while_a_trial_long_polls(master: Master, model_dir: Path) -> None:
     # A running trial keeps a preemption long poll open; shutdown must not wait for it (nor
     # leave the master to be SIGKILLed after stop_master's 15 s).
-    from trialkit.master import stop_master
+    from trialkit.client import stop_master
 
     master.create(_config(TOTAL=400, STEP_SECONDS=0.05), model_dir)
     master.wait_for(lambda: len(_training_steps(master, 1)) >= 3, what="first metrics")

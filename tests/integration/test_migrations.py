@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from trialkit.master import stop_master
+from trialkit.client import stop_master
 from trialkit.store import Store
 from trialkit.store._schema import HEAD_REVISION
 

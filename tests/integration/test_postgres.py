@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from trialkit.master import start_background
+from trialkit.client import start_background
 from trialkit.store import Store
 
 from .conftest import EXAMPLES, Master

@@ -18,7 +18,7 @@ from sqlalchemy import event
 
 from tests.inprocess_master import SINGLE, TOKEN, inprocess_master, served
 from tests.postgres_server import PostgresServer
-from trialkit._client import MasterClient
+from trialkit.client import MasterClient
 from trialkit.store import (
     Delivered,
     MetricBatch,

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from trialkit.master import start_background
+from trialkit.client import start_background
 from trialkit.searcher._adaptive import (
     bracket_max_trials,
     bracket_rungs,

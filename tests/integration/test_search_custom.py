@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from trialkit.master import start_background
+from trialkit.client import start_background
 
 from .conftest import EXAMPLES, Master, write_script
 

@@ -86,7 +86,7 @@ def test_the_admin_token_reaches_no_trial_file_env_or_log(master: Master, tmp_pa
 
 
 def test_a_trial_token_outlives_a_master_restart(master: Master, tmp_path: Path) -> None:
-    from trialkit.master import start_background, stop_master
+    from trialkit.client import start_background, stop_master
 
     run_two_trials(master, tmp_path)
     token1 = _trial_token(master.home, 1)
@@ -187,7 +187,7 @@ def test_the_token_is_checked_before_the_body_and_the_docs_need_it(master: Maste
 
 @pytest.mark.parametrize("slots", ["-4", "0", "1025", "1000000"])
 def test_master_up_refuses_a_slot_count_no_machine_has(tmp_path: Path, slots: str) -> None:
-    from trialkit.master import stop_master
+    from trialkit.client import stop_master
 
     home = tmp_path / "home"
     try:

@@ -14,8 +14,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from trialkit._info import INFO_ENV  # noqa: E402
 from trialkit.config import parse_config  # noqa: E402
+from trialkit.contract._cluster_info import INFO_ENV  # noqa: E402
 from trialkit.launch import horovod  # noqa: E402
 from trialkit.launch._common import LaunchError  # noqa: E402
 

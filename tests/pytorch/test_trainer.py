@@ -326,7 +326,7 @@ def test_searcher_lengths_convert_as_determined_pytorchtrial(
 
 
 def test_load_trial_from_code_dir_of_a_dotted_module(tmp_path: Path) -> None:
-    from trialkit._trial_code import import_trial_class as _import_trial
+    from trialkit.contract._trial_code import import_trial_class as _import_trial
 
     code = tmp_path / "code"
     code.mkdir()

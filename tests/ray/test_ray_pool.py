@@ -251,7 +251,7 @@ def test_pause_activate_and_kill_reach_the_trial_on_its_ray_node(
 def test_a_master_restart_ends_its_ray_runs_and_the_next_master_restarts_them(
     ray_master: Master, ray_cluster: RayCluster, tmp_path: Path
 ) -> None:
-    from trialkit.master import start_background
+    from trialkit.client import start_background
 
     config, model = _core_api_example(
         tmp_path,

@@ -27,7 +27,7 @@ from tests.storage.servers import (
     s3_user_keys,
     start_moto_with_auth,
 )
-from trialkit.master import start_background, stop_master
+from trialkit.client import start_background, stop_master
 
 pytestmark = pytest.mark.integration
 

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.inprocess_master import SINGLE, InProcessMaster, inprocess_master
 
+from tests.inprocess_master import SINGLE, InProcessMaster, inprocess_master
 from trialkit._modeldir import ModelDirError, check_archive, pack, unpack
 
 

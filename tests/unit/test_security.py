@@ -9,12 +9,12 @@ import stat
 from pathlib import Path
 
 import pytest
-from tests.unit.test_client import closed_port_url, server_url  # noqa: F401  (a fixture)
 
+from tests.unit.client.test_client import closed_port_url, server_url  # noqa: F401  (a fixture)
 from trialkit import core
-from trialkit._client import MasterClient
 from trialkit._home import HomeError, trialkit_home
-from trialkit.master._auth import ADMIN, Principal, authenticate, load_trial_key, trial_token
+from trialkit.client import MasterClient
+from trialkit.master.api._auth import ADMIN, Principal, authenticate, load_trial_key, trial_token
 
 
 def _mode(path: Path) -> int:

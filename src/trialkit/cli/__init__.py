@@ -38,9 +38,9 @@ cli.add_command(tensorboard)
 
 
 def _known_errors() -> tuple[type[BaseException], ...]:
-    from .._client import APIError, MasterUnavailable
     from .._home import HomeError
     from .._modeldir import ModelDirError
+    from ..client import APIError, MasterUnavailable
     from ..config import ConfigError
     from ..storage import (
         CheckpointIntegrityError,

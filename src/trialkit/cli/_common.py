@@ -11,8 +11,8 @@ from typing import Any, NoReturn
 
 import click
 
-from .._client import MasterClient
 from .._home import trialkit_home
+from ..client import MasterClient
 
 
 class CLIError(Exception):
@@ -42,7 +42,7 @@ def resolve_experiment(client: MasterClient, ref: str) -> int:
 def experiment_client(ref: str) -> tuple[MasterClient, int]:
     """The master's client and the experiment ``ref`` (id or name) names."""
     if not ref.isdigit():
-        from .._discovery import client_for
+        from ..client import client_for
 
         if client_for(trialkit_home()) is None:
             raise CLIError(
@@ -69,7 +69,7 @@ def resolve_checkpoint(client: MasterClient, ref: str) -> str:
 
 def get_client(start: bool = True) -> MasterClient:
     """The running master's client; start one in the background when there is none."""
-    from .._discovery import client_for, start_background
+    from ..client import client_for, start_background
 
     home = trialkit_home()
     client = client_for(home)
@@ -84,7 +84,7 @@ def get_client(start: bool = True) -> MasterClient:
 def _idle_note() -> str:
     """How long an on-demand master stays, and how to stop it before: a read command leaves
     it running so that the next command answers at once."""
-    from .._discovery import default_idle_timeout
+    from ..client import default_idle_timeout
 
     try:
         idle = default_idle_timeout(on_demand=True)

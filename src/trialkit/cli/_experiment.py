@@ -41,7 +41,7 @@ from ._render import (
 )
 
 if TYPE_CHECKING:
-    from .._client import MasterClient
+    from ..client import MasterClient
 
 
 @click.group("experiment")

@@ -23,7 +23,7 @@ from ._render import (
 )
 
 if TYPE_CHECKING:
-    from .._client import MasterClient
+    from ..client import MasterClient
 
 
 def _view(desc: dict[str, Any]) -> Any:

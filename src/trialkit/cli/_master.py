@@ -90,7 +90,7 @@ def up(
     slots: int | None, foreground: bool, idle_timeout: str | None, config_file: Path | None
 ) -> None:
     """Start a master for $TRIALKIT_HOME (does nothing if one is running)."""
-    from .._discovery import (
+    from ..client import (
         SlotsError,
         check_slots,
         client_for,
@@ -153,7 +153,7 @@ def _use_master_config(home: Path, config_file: Path | None) -> None:
 @master.command("down")
 def down() -> None:
     """Stop the running master; trials keep running and the next master adopts them."""
-    from .._discovery import stop_master
+    from ..client import stop_master
 
     home = trialkit_home()
     running = _running_trials(home)
@@ -165,7 +165,7 @@ def down() -> None:
 
 def _running_trials(home: Path) -> list[int]:
     """The trials the running master supervises now (none when no master answers)."""
-    from .._discovery import client_for
+    from ..client import client_for
 
     client = client_for(home)
     if client is None:
@@ -204,7 +204,7 @@ def stopped_line(running: list[int]) -> str:
 @json_option
 def status(as_json: bool) -> None:
     """Say whether a master is running: where, its version, interpreter, uptime and trials."""
-    from .._discovery import client_for
+    from ..client import client_for
 
     home = trialkit_home()
     client = client_for(home)

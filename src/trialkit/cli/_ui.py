@@ -57,7 +57,7 @@ def ui(experiment: str | None, no_open: bool, revoke: bool) -> None:
 
 def _revoke() -> None:
     """End every web UI session of the running master (none runs: there is none to end)."""
-    from .._discovery import client_for
+    from ..client import client_for
 
     client = client_for(trialkit_home())
     if client is None:

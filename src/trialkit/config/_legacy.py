@@ -1,5 +1,5 @@
 """What trialkit does with each legacy key of Determined 0.26-0.38 configs: one table that the
-docs page renders and tests/unit/test_legacy_configs.py checks row by row."""
+docs page renders and tests/unit/config/test_legacy_configs.py checks row by row."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .. import _journal
+from ..contract import _journal
 from ..errors import APIError, MasterUnavailable
 from ..storage import StorageManager, list_directory
 from ._backend import TrialBackend

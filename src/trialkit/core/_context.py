@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import storage as storage_lib
 from .._home import default_checkpoint_storage, trialkit_home
-from .._info import ClusterInfo, get_cluster_info
+from ..contract import ClusterInfo, get_cluster_info
 from ..errors import InvalidHP
 from ..storage import tensorboard_prefix
 from ._backend import TrialBackend
@@ -206,7 +206,7 @@ def build_context(
             trial.config["checkpoint_storage"]
         )
         storage = storage_lib.build(storage_cfg)
-        from .._client import MasterClient
+        from ..client import MasterClient
         from ._http import HttpBackend
 
         client = MasterClient(

@@ -6,7 +6,7 @@ import logging
 import os
 from typing import Any
 
-from .._client import MasterClient
+from ..client import MasterClient
 from ..errors import APIError, MasterUnavailable
 from ._backend import TrialBackend
 from ._stream import BatchTooLarge, MetricStream, StreamUnsupported

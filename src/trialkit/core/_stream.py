@@ -21,8 +21,8 @@ from websockets.protocol import State
 from websockets.uri import parse_uri
 
 from .. import rest
-from .._client import MasterClient, api_error
 from .._json import dumps
+from ..client import MasterClient, api_error
 from ..errors import MasterUnavailable
 from ..rest import routes
 

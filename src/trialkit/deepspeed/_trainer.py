@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from .. import core
-from .._info import get_cluster_info
+from ..contract import get_cluster_info
 from ..harness import Strategy
 from ..pytorch import Batch, TrainUnit
 from ..pytorch._rng import seed_all

@@ -7,8 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..pytorch import PyTorchCallback
-from ..pytorch._reducer import Reducer
+from ..pytorch import PyTorchCallback, Reducer
 from ..pytorch._trial import TrialContractError as _TorchContractError
 from ..pytorch._trial import check_one_evaluate
 from ._context import DeepSpeedTrialContext

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .._client import MasterClient
+from ..client import MasterClient
 from ..storage import (
     CheckpointNotFound,
     CheckpointStorageError,
@@ -43,8 +43,8 @@ TERMINAL = {ExperimentState.COMPLETED, ExperimentState.CANCELED, ExperimentState
 
 
 def _master() -> MasterClient:
-    from .._discovery import client_for
     from .._home import trialkit_home
+    from ..client import client_for
 
     home = trialkit_home()
     client = client_for(home)

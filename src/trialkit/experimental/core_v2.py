@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from .._info import ClusterInfo
+from ..contract import ClusterInfo
 from ..core import (
     CheckpointContext,
     Context,

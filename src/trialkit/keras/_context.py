@@ -7,7 +7,7 @@ import logging
 from typing import Any, TypeVar
 
 from .. import core
-from .._env_context import env_context_for
+from ..contract import env_context_for
 from ..harness import local_context_args
 from ._trial import TrialContractError
 

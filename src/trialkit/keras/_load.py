@@ -9,7 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from .._trial_code import import_trial_class
+from ..contract import import_trial_class
 from ..core import DummyDistributedContext
 from ._context import TFKerasTrialContext
 from ._determined import is_determined_layout, load_determined_checkpoint

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._alias import with_boot_dir
-from .._info import ClusterInfo, get_cluster_info
+from ..contract import ClusterInfo, get_cluster_info
 from ..rendezvous import CHIEF_PORT_ENV, TOKEN_ENV, free_port
 
 WATCH_ENV = "TRIALKIT_WORKER_WATCH"

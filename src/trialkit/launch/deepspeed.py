@@ -23,7 +23,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from .._info import ClusterInfo
+from ..contract import ClusterInfo
 from ..rendezvous import free_port
 from ._common import (
     WATCH_ENV,

@@ -18,7 +18,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from .._info import ClusterInfo
+from ..contract import ClusterInfo
 from ._common import (
     WATCH_ENV,
     LaunchError,

@@ -17,7 +17,7 @@ import torch
 from lightning.pytorch.trainer.states import TrainerFn
 
 from .. import core
-from .._info import get_cluster_info
+from ..contract import get_cluster_info
 from ..harness import report_period
 from ..pytorch._rng import capture_rng, restore_rng
 from ._position import DataPosition

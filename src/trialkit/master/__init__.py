@@ -1,26 +1,13 @@
 """The embedded master: REST API, scheduler and trial supervision on one machine.
 
-``serve`` runs one in this process. Finding, starting and stopping a master from a client is
-``trialkit._discovery``, re-exported here for scripts and tests that start a master."""
+``serve`` runs one in this process; clients find, start and stop one with ``trialkit.client``.
 
-from .._discovery import (
-    MAX_SLOTS,
-    SlotsError,
-    check_slots,
-    client_for,
-    master_file,
-    start_background,
-    stop_master,
-)
+Subpackages, each one concern: ``api`` (the REST routes over the store and the engine), ``engine``
+(trial and experiment state machines, scheduling, the periodic work), ``runs`` (trial processes:
+the process table, the per-trial supervisor program, launch, log capture, local and Ray pools),
+``search`` (experiment creation, warm start, the searcher driver), ``housekeeping`` (checkpoint
+GC, the checkpoint journal) and ``ingest`` (group commit of metric reports)."""
+
 from ._daemon import serve
 
-__all__ = [
-    "MAX_SLOTS",
-    "SlotsError",
-    "check_slots",
-    "client_for",
-    "master_file",
-    "serve",
-    "start_background",
-    "stop_master",
-]
+__all__ = ["serve"]

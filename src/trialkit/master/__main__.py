@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import NoReturn
 
 from .. import LOG_FORMAT
-from .._discovery import (
+from .._home import trialkit_home
+from ..client import (
     IDLE_TIMEOUT_ENV,
     check_slots,
     default_idle_timeout,
     parse_idle_timeout,
 )
-from .._home import trialkit_home
 from ..config import MasterConfigError
 from ._daemon import serve
 

@@ -1,5 +1,5 @@
 """Serving a master: the server process and its 0600 master file. Finding, starting and
-stopping one from the client side is ``trialkit._discovery``.
+stopping one from the client side is ``trialkit.client._discovery``.
 
 The master runs with umask 077, so everything it and its trials create under the home is
 private to the user (docs/security.md)."""
@@ -21,9 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .._client import read_master_file
-from .._discovery import check_slots, master_file
 from .._home import PRIVATE_FILE, PRIVATE_UMASK, ensure_private_dir, make_private
+from ..client import check_slots, master_file, read_master_file
 
 logger = logging.getLogger("trialkit.master")
 
@@ -133,11 +132,11 @@ def serve(
     import uvicorn
 
     from ..store import ExperimentState, Store, StoreError
-    from ._app import create_app
-    from ._auth import load_trial_key
-    from ._engine import Engine, EngineSettings
-    from ._metric_routes import STREAM_MAX_BYTES
     from ._runtime import tune_for_serving
+    from .api._app import create_app
+    from .api._auth import load_trial_key
+    from .api._metrics import STREAM_MAX_BYTES
+    from .engine._engine import Engine, EngineSettings
 
     # Everything this process and the trials it starts create is private to the user.
     os.umask(PRIVATE_UMASK)

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import torch
 
 from .. import core
-from .._env_context import env_context_for
+from ..contract import env_context_for
 from ..harness import local_context_args
 from ._data import to_device
 from ._reducer import MetricReducer, _SimpleReducer

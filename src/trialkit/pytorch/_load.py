@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from .._trial_code import trial_class_from_code
+from ..contract import trial_class_from_code
 from ..core import DummyDistributedContext
 from ._context import PyTorchTrialContext
 from ._strategy import _LEGACY_STATE_FILES, LOAD_DATA, STATE_DICT, _states, load_model_state

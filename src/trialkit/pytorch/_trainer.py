@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .. import core
-from .._info import get_cluster_info
+from ..contract import get_cluster_info
 from ..harness import NEVER, Batch, Epoch, LoopSettings, Strategy, Target, TrainLoop, TrainUnit
 from ..harness import searcher_targets as _searcher_targets
 from ._context import PyTorchTrialContext

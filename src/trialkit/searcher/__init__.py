@@ -27,6 +27,8 @@ Other deliberate choices (each a no-op for event streams Determined's tests use)
 * Nested hyperparameter groups are sampled in sorted-key order (Go used map order).
 """
 
+from typing import TYPE_CHECKING
+
 from trialkit.searcher._custom import SearcherState, SearchMethod
 from trialkit.searcher._factory import make_search_method
 from trialkit.searcher._grid import grid_points
@@ -44,8 +46,10 @@ from trialkit.searcher._ops import (
 from trialkit.searcher._preview import preview
 from trialkit.searcher._rung_state import BracketState, RungEntry, RungState
 from trialkit.searcher._rung_view import asha_rungs
-from trialkit.searcher._runner import LocalSearchRunner
 from trialkit.searcher._sampling import sample_hparams
+
+if TYPE_CHECKING:  # loaded on first use: see __getattr__ below
+    from trialkit.client._search_runner import LocalSearchRunner
 
 __all__ = [
     "BracketState",
@@ -69,3 +73,13 @@ __all__ = [
     "preview",
     "sample_hparams",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # Determined's ``det.searcher.LocalSearchRunner``: it talks to a master, so it lives in
+    # ``trialkit.client`` and is loaded only when asked for (the search methods stay pure).
+    if name == "LocalSearchRunner":
+        from trialkit.client._search_runner import LocalSearchRunner
+
+        return LocalSearchRunner
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

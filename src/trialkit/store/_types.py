@@ -29,7 +29,7 @@ TERMINAL_EXPERIMENT_STATES = frozenset(
 
 class TrialState(str, enum.Enum):
     """A trial's stored state. While ACTIVE the master knows finer phases (waiting, running,
-    being preempted or terminated): see ``trialkit.master._lifecycle.TrialPhase``."""
+    being preempted or terminated): see ``trialkit.master.engine._lifecycle.TrialPhase``."""
 
     ACTIVE = "ACTIVE"
     PAUSED = "PAUSED"
@@ -75,7 +75,7 @@ class Experiment(_Record):
 @dataclass(frozen=True)
 class SearcherFacts:
     """What the search protocol recorded about a trial, beside its lifecycle state (see
-    ``trialkit.master._lifecycle``): the 0.37 operation it trains to and whether it reported
+    ``trialkit.master.engine._lifecycle``): the 0.37 operation it trains to and whether it reported
     it, the searcher's Close and Stop, the run that acknowledged it exits to be resumed, and
     the early exit it reported. Stored as columns of the trial row of the same names."""
 

@@ -8,7 +8,7 @@ import logging
 import sys
 from pathlib import Path
 
-from ...searcher import LocalSearchRunner
+from ...client import LocalSearchRunner
 from . import _defaults
 from ._cli import check_config, dsat_experiment_config, parser
 from ._methods import SEARCH_METHOD_CLASSES

@@ -1,0 +1,92 @@
+"""The searcher router: each managed experiment's SearcherDriver, and every call into it.
+
+A SearcherError never escapes: the call returns its message, and the engine fails the
+experiment with it (``ExperimentEvent.FAILED``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from ...searcher import ExitedReason, SearcherError
+from ...store import Experiment, Store, Trial, TrialState
+from ._driver import SearcherDriver
+from ._experiment_config import config_of
+
+logger = logging.getLogger("trialkit.master")
+
+_EXIT_REASONS = {
+    TrialState.ERROR: ExitedReason.ERRORED,
+    TrialState.CANCELED: ExitedReason.USER_CANCELED,
+}
+
+
+class SearcherRouter:
+    """Experiment id -> its driver (loaded on first use, dropped when the experiment ends)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._drivers: dict[int, SearcherDriver] = {}
+
+    def driver(self, experiment_id: int) -> SearcherDriver | None:
+        return self._drivers.get(experiment_id)
+
+    def generation(self, exp: Experiment) -> str:
+        drv = self._drivers.get(exp.id)
+        return drv.generation if drv is not None else config_of(exp).searcher.generation
+
+    def forget(self, experiment_id: int) -> None:
+        self._drivers.pop(experiment_id, None)
+
+    def load(self, exp: Experiment) -> str | None:
+        """Load (or start) the experiment's search; the searcher error, if any."""
+        return self._guard(exp, lambda: self._load(exp))
+
+    def _load(self, exp: Experiment) -> SearcherDriver:
+        drv = self._drivers.get(exp.id)
+        if drv is None:
+            drv = SearcherDriver(self.store, exp)
+            self._drivers[exp.id] = drv
+        return drv
+
+    def call(
+        self,
+        exp: Experiment,
+        action: Callable[[SearcherDriver], object],
+        trial: Trial | None = None,
+        *,
+        load: bool = False,
+    ) -> str | None:
+        """Run ``action`` with the experiment's driver (loading it first with ``load``; else
+        nothing happens without one); the searcher error, if any."""
+        drv = self._drivers.get(exp.id)
+        if drv is None and not load:
+            return None
+        return self._guard(exp, lambda: action(drv or self._load(exp)), trial)
+
+    def trial_ended(self, exp: Experiment, trial: Trial) -> str | None:
+        """Tell the search that a trial ended: how, when it ended early, and that it closed."""
+        reason = _EXIT_REASONS.get(trial.state)
+        if trial.searcher.early_exit == "INVALID_HP":
+            reason = ExitedReason.INVALID_HP
+
+        def events(drv: SearcherDriver) -> None:
+            if reason is not None:
+                drv.exited_early(trial, reason)
+            drv.closed(trial)
+
+        return self.call(exp, events, trial)
+
+    def _guard(
+        self, exp: Experiment, action: Callable[[], object], trial: Trial | None = None
+    ) -> str | None:
+        try:
+            action()
+        except SearcherError as e:
+            who = f"trial {trial.id}: " if trial is not None else ""
+            message = (
+                f"searcher error: {e}" if str(e).startswith(who) else f"searcher error: {who}{e}"
+            )
+            logger.error("experiment %d: %s", exp.id, message)
+            return message
+        return None
