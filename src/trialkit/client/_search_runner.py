@@ -19,8 +19,10 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from trialkit.searcher import ExitedReason, Operation, SearcherError
-from trialkit.searcher._custom import (
+from trialkit.searcher import (
+    ExitedReason,
+    Operation,
+    SearcherError,
     SearcherState,
     SearchMethod,
     check_operations,

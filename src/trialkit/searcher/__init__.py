@@ -29,7 +29,15 @@ Other deliberate choices (each a no-op for event streams Determined's tests use)
 
 from typing import TYPE_CHECKING
 
-from trialkit.searcher._custom import SearcherState, SearchMethod
+from trialkit.searcher._custom import (
+    CustomMethod,
+    EventQueueMethod,
+    SearcherState,
+    SearchMethod,
+    check_operations,
+    decode_operation,
+    encode_operation,
+)
 from trialkit.searcher._factory import make_search_method
 from trialkit.searcher._grid import grid_points
 from trialkit.searcher._ops import (
@@ -58,7 +66,9 @@ __all__ = [
     "asha_rungs",
     "Close",
     "Create",
+    "CustomMethod",
     "DrivenMethod",
+    "EventQueueMethod",
     "ExitedReason",
     "Operation",
     "SearchMethod",
@@ -68,6 +78,9 @@ __all__ = [
     "Stop",
     "LocalSearchRunner",
     "ValidateAfter",
+    "check_operations",
+    "decode_operation",
+    "encode_operation",
     "grid_points",
     "make_search_method",
     "preview",

@@ -131,3 +131,22 @@ class DrivenMethod(abc.ABC):
     @abc.abstractmethod
     def load(self, state: Mapping[str, Any]) -> None:
         """Restore the state written by ``save()``."""
+
+    # What the master asks to repair a crash (``knows``, ``is_closed``, ``outstanding``) and to
+    # let go of a search. A method that keeps no per-trial book answers "unknown" and is left
+    # to its own saved state.
+
+    def knows(self, request_id: str) -> bool:
+        """Whether this search issued the Create for ``request_id`` and tracks the trial."""
+        return False
+
+    def is_closed(self, request_id: str) -> bool:
+        """Whether the trial's close was already delivered (only asked for known trials)."""
+        return False
+
+    def outstanding(self, request_id: str) -> int | None:
+        """0.37: the length of the trial's ValidateAfter awaiting its metric, if any."""
+        return None
+
+    def close(self) -> None:  # noqa: B027 (most methods hold nothing to release)
+        """Release what the method holds (e.g. a process); the master is done with the search."""

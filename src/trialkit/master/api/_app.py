@@ -339,10 +339,7 @@ def create_app(
     def _event_queue(experiment_id: ExperimentId) -> Any:
         store.get_experiment(experiment_id)
         drv = engine.driver(experiment_id)
-        queue = getattr(drv, "method", None)
-        if queue is None or not hasattr(queue, "events_after"):
-            return None
-        return queue
+        return drv.runner_queue() if drv is not None else None
 
     @app.get(routes.SEARCHER_EVENTS, dependencies=[Auth])
     async def searcher_events(
@@ -375,8 +372,7 @@ def create_app(
     def searcher_operations(
         experiment_id: ExperimentId, body: SearcherOperations
     ) -> OperationsApplied:
-        from ...searcher import SearcherError
-        from ...searcher._custom import decode_operation
+        from ...searcher import SearcherError, decode_operation
 
         if _event_queue(experiment_id) is None:
             raise HTTPException(

@@ -112,6 +112,8 @@ class Engine:
         self._wake.set()
         if self._thread.is_alive():
             self._thread.join(timeout=10)
+        with self._lock:
+            self._searchers.close()  # custom searcher processes end with the master
 
     def wake(self) -> None:
         self._wake.set()
@@ -200,8 +202,9 @@ class Engine:
     def searcher_events(self, experiment_id: int, after: int) -> tuple[list[Any], dict[str, Any]]:
         """Events a custom searcher's runner has not seen, and the trials' progress."""
         with self._lock:
-            queue = getattr(self._searchers.driver(experiment_id), "method", None)
-            if queue is None or not hasattr(queue, "events_after"):
+            drv = self._searchers.driver(experiment_id)
+            queue = drv.runner_queue() if drv is not None else None
+            if queue is None:
                 return [], {}
             return queue.events_after(after), dict(queue.trial_progress)
 

@@ -9,37 +9,27 @@ from __future__ import annotations
 
 import collections
 import functools
-import importlib.util
 import logging
-import shutil
-import sys
-import tempfile
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
-from ... import _alias, _modeldir
 from ...searcher import (
     Close,
     Create,
     DrivenMethod,
+    EventQueueMethod,
     ExitedReason,
     Operation,
     SearcherError,
-    SearchMethod,
     Shutdown,
     Stop,
     ValidateAfter,
-    make_search_method,
-)
-from ...searcher._custom import (
-    CustomMethod,
-    EventQueueMethod,
     decode_operation,
     encode_operation,
+    make_search_method,
 )
-from ...searcher._searcher import Searcher
 from ...store import Experiment, ExperimentState, Store, Trial, TrialState
+from ._custom_process import CustomSearcherProcess
 from ._experiment_config import config_of
 
 logger = logging.getLogger("trialkit.master")
@@ -53,8 +43,8 @@ _RANKS_METRICS = ("async_halving", "adaptive_asha", "optuna")
 
 
 def build_method(store: Store, experiment: Experiment) -> DrivenMethod:
-    """The experiment's search method: a built-in, a custom searcher (in the master or polled by
-    a runner in the user's process), or Optuna."""
+    """The experiment's search method: a built-in, Optuna, or a custom searcher (in its own
+    process, or polled by a runner in the user's process)."""
     cfg = config_of(experiment)
     searcher = cfg.searcher
     seed = int(cfg.reproducibility.experiment_seed or 0)  # the master set it at creation
@@ -63,61 +53,15 @@ def build_method(store: Store, experiment: Experiment) -> DrivenMethod:
         spec = searcher.custom_searcher_class
         if not spec:
             return EventQueueMethod(metric, seed)
-        user = _load_custom_class(store, experiment, spec)(**searcher.custom_searcher_kwargs)
-        if not isinstance(user, SearchMethod):
-            raise SearcherError(
-                f"searcher.custom_searcher_class: {spec} is not a trialkit.searcher.SearchMethod"
-            )
-        return CustomMethod(user, seed, metric)
-    return make_search_method(searcher, cfg.hyperparameters, seed)
-
-
-def _forget_model_dir_modules(before: set[str], root: Path) -> None:
-    """Drop helper modules the searcher imported from its model dir (``import utils``), so
-    another experiment's ``utils`` is not this one's cached copy."""
-    for name in set(sys.modules) - before:
-        file = getattr(sys.modules[name], "__file__", None) or ""
-        if file.startswith(str(root)) and not name.startswith("_trialkit_custom_searcher_"):
-            del sys.modules[name]
-
-
-def _load_custom_class(store: Store, experiment: Experiment, spec: str) -> Any:
-    """Import ``module:Class`` from the experiment's model directory (unpacked to a temp dir)."""
-    module_name, _, attr = spec.partition(":")
-    archive = store.get_model_def(experiment.id)
-    root = Path(tempfile.mkdtemp(prefix=f"trialkit-searcher-{experiment.id}-"))
-    if archive:
-        _modeldir.unpack(archive, root)
-    path = root.joinpath(*module_name.split(".")).with_suffix(".py")
-    if not path.exists():
-        raise SearcherError(
-            f"searcher.custom_searcher_class: {spec}: no file {path.relative_to(root)} in the"
-            " model directory"
+        return CustomSearcherProcess(
+            experiment.id,
+            spec,
+            searcher.custom_searcher_kwargs,
+            seed,
+            metric,
+            store.get_model_def(experiment.id),
         )
-    unique = f"_trialkit_custom_searcher_{experiment.id}_{module_name.replace('.', '_')}"
-    before = set(sys.modules)
-    sys.path.insert(0, str(root))
-    _alias.install()  # searchers written for Determined import ``determined.searcher``
-    try:
-        module_spec = importlib.util.spec_from_file_location(unique, path)
-        assert module_spec is not None and module_spec.loader is not None
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[unique] = module
-        module_spec.loader.exec_module(module)
-    except Exception as e:
-        raise SearcherError(
-            f"searcher.custom_searcher_class: importing {path.name} raised {type(e).__name__}: {e}"
-        ) from e
-    finally:
-        sys.path.remove(str(root))
-        _forget_model_dir_modules(before, root)
-        shutil.rmtree(root, ignore_errors=True)
-    try:
-        return getattr(module, attr)
-    except AttributeError:
-        raise SearcherError(
-            f"searcher.custom_searcher_class: {module_name} has no attribute {attr!r}"
-        ) from None
+    return make_search_method(searcher, cfg.hyperparameters, seed)
 
 
 class SearcherDriver:
@@ -135,6 +79,15 @@ class SearcherDriver:
         self.method = build_method(store, experiment)
         self.shutdown = False
         self.failure = False
+        try:
+            self._resume(experiment)
+        except BaseException:
+            self.method.close()  # a custom searcher's process must not outlive a failed load
+            raise
+
+    def _resume(self, experiment: Experiment) -> None:
+        """Start the search, or continue it from its saved state (repairing a crash)."""
+        store = self.store
         saved = store.get_searcher_state(experiment.id)
         if saved is None:
             self._run(lambda: self.method.initial_operations())
@@ -162,8 +115,6 @@ class SearcherDriver:
         validates again) delivers it.
         """
         method = self.method
-        if not isinstance(method, Searcher):
-            return
         for t in self.store.list_trials(self.experiment_id):
             if not method.knows(t.request_id):
                 continue
@@ -233,6 +184,14 @@ class SearcherDriver:
             " operation: iterate core_context.searcher.operations(), or configure time_metric +"
             " max_time (0.38) to have every validation report read instead"
         )
+
+    def runner_queue(self) -> EventQueueMethod | None:
+        """The event queue of a custom searcher run in the user's process, else None."""
+        return self.method if isinstance(self.method, EventQueueMethod) else None
+
+    def close(self) -> None:
+        """The master is done with this search: release what its method holds (a process)."""
+        self.method.close()
 
     def remote_operations(
         self, ops: list[Operation], last_event_id: int, progress: float | None

@@ -36,7 +36,14 @@ class SearcherRouter:
         return drv.generation if drv is not None else config_of(exp).searcher.generation
 
     def forget(self, experiment_id: int) -> None:
-        self._drivers.pop(experiment_id, None)
+        drv = self._drivers.pop(experiment_id, None)
+        if drv is not None:
+            drv.close()
+
+    def close(self) -> None:
+        """Release every search's resources (custom searcher processes): the master stops."""
+        for experiment_id in list(self._drivers):
+            self.forget(experiment_id)
 
     def load(self, exp: Experiment) -> str | None:
         """Load (or start) the experiment's search; the searcher error, if any."""

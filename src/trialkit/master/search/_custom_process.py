@@ -1,0 +1,230 @@
+"""The master's side of a custom searcher run in its own process (``_custom_child``).
+
+``CustomSearcherProcess`` is the DrivenMethod the driver feeds: each event is one JSON line to
+the child and one answer back, within ``CALL_TIMEOUT`` seconds. The child's state comes back
+with every answer, so the driver saves it as before and a restarted master starts a fresh child
+from it. A child that exits, hangs or answers an error fails the experiment with one line naming
+the class; the master goes on. The engine's lock is held while it waits for an answer, so a hang
+stalls the master for at most ``CALL_TIMEOUT`` (``START_TIMEOUT`` for the import at start).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import queue
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import IO, Any, NoReturn
+
+from ... import _modeldir
+from ...searcher import (
+    DrivenMethod,
+    ExitedReason,
+    Operation,
+    SearcherError,
+    decode_operation,
+)
+
+logger = logging.getLogger("trialkit.master")
+
+#: seconds one handler call may take before its process is killed and the experiment fails
+CALL_TIMEOUT = 60.0
+#: seconds for the start: importing the user's module (it may import a framework)
+START_TIMEOUT = 300.0
+_STDERR_TAIL = 5
+
+
+class CustomSearcherProcess(DrivenMethod):
+    """A user ``SearchMethod`` (``module:Class`` in the model directory) in a child process."""
+
+    def __init__(
+        self,
+        experiment_id: int,
+        spec: str,
+        kwargs: Mapping[str, Any],
+        seed: int,
+        metric: str,
+        model_def: bytes | None,
+        *,
+        call_timeout: float = CALL_TIMEOUT,
+        start_timeout: float = START_TIMEOUT,
+    ) -> None:
+        self.experiment_id = experiment_id
+        self.spec = spec
+        self.name = spec.partition(":")[2] or spec
+        self._start_request = {"spec": spec, "kwargs": dict(kwargs), "seed": seed, "metric": metric}
+        self._model_def = model_def
+        self._call_timeout = call_timeout
+        self._start_timeout = start_timeout
+        self._state: dict[str, Any] | None = None
+        self._progress = 0.0
+        self._failed: str | None = None
+        self._proc: subprocess.Popen[str] | None = None
+        self._root: Path | None = None
+        self._answers: queue.Queue[str | None] = queue.Queue()
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
+        self._stderr_pump: threading.Thread | None = None
+
+    # DrivenMethod ------------------------------------------------------------------------------
+
+    def initial_operations(self) -> list[Operation]:
+        return self._call("initial_operations")
+
+    def on_trial_created(self, request_id: str) -> list[Operation]:
+        return self._call("on_trial_created", request_id)
+
+    def on_validation_completed(
+        self, request_id: str, metrics: Mapping[str, Any], length: int | None = None
+    ) -> list[Operation]:
+        return self._call("on_validation_completed", request_id, dict(metrics), length)
+
+    def on_trial_progress(self, request_id: str, progress: float) -> list[Operation]:
+        return self._call("on_trial_progress", request_id, progress)
+
+    def on_trial_exited_early(self, request_id: str, reason: ExitedReason) -> list[Operation]:
+        return self._call("on_trial_exited_early", request_id, ExitedReason(reason).value)
+
+    def on_trial_closed(self, request_id: str) -> list[Operation]:
+        return self._call("on_trial_closed", request_id)
+
+    def progress(self) -> float:
+        return self._progress
+
+    def save(self) -> dict[str, Any]:
+        if self._state is None:
+            self._ensure_started()
+        assert self._state is not None
+        return self._state
+
+    def load(self, state: Mapping[str, Any]) -> None:
+        """Keep the saved state; the process starts from it on the first event."""
+        self.close()
+        self._state = dict(state)
+
+    def close(self) -> None:
+        """Stop the process (stdin closed, then killed if it lingers) and drop its files."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            _stop(proc)
+        if self._root is not None:
+            shutil.rmtree(self._root, ignore_errors=True)
+            self._root = None
+
+    # The process -------------------------------------------------------------------------------
+
+    def _call(self, handler: str, *args: Any) -> list[Operation]:
+        self._ensure_started()
+        answer = self._request({"call": handler, "args": list(args)}, handler, self._call_timeout)
+        return [decode_operation(op) for op in answer["ops"]]
+
+    def _ensure_started(self) -> None:
+        if self._failed is not None:
+            raise SearcherError(self._failed)
+        if self._proc is not None:
+            return
+        self._root = Path(tempfile.mkdtemp(prefix=f"trialkit-searcher-{self.experiment_id}-"))
+        if self._model_def:
+            _modeldir.unpack(self._model_def, self._root)
+        self._answers = queue.Queue()
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "trialkit.master.search._custom_child", str(self._root)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            cwd=self._root,
+        )
+        assert self._proc.stdout is not None and self._proc.stderr is not None
+        _reader(self._proc.stdout, self._answers.put, f"searcher-{self.experiment_id}-out")
+        self._stderr_pump = _reader(
+            self._proc.stderr, self._log_stderr, f"searcher-{self.experiment_id}-err"
+        )
+        start = {**self._start_request, "state": self._state}
+        self._request({"start": start}, "start", self._start_timeout)
+
+    def _log_stderr(self, line: str | None) -> None:
+        if line is None:
+            return
+        line = line.rstrip("\n")
+        self._stderr_tail.append(line)
+        logger.info("experiment %d: custom searcher %s: %s", self.experiment_id, self.name, line)
+
+    def _request(self, request: Mapping[str, Any], handler: str, timeout: float) -> dict[str, Any]:
+        """Send one request and wait for its answer; any failure fails the search for good."""
+        proc = self._proc
+        assert proc is not None and proc.stdin is not None
+        try:
+            proc.stdin.write(json.dumps(request) + "\n")
+            proc.stdin.flush()
+            line = self._answers.get(timeout=timeout)
+        except queue.Empty:
+            self._fail(f"{handler}: no answer within {timeout:g}s (its process was killed)")
+        except OSError:  # the process was already gone: a broken pipe
+            line = None
+        if line is None:
+            self._fail(f"{handler}: its process exited with code {_exit_code(proc)}")
+        try:
+            answer = dict(json.loads(line))
+        except ValueError:
+            self._fail(f"{handler}: answered {line[:200]!r}, not JSON")
+        if "error" in answer:
+            self.close()
+            self._failed = str(answer["error"])
+            raise SearcherError(self._failed)
+        self._state = answer["state"]
+        self._progress = float(answer["progress"])
+        return answer
+
+    def _fail(self, what: str) -> NoReturn:
+        """Kill the process and raise the one-line error every later call repeats."""
+        proc = self._proc
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+            if self._stderr_pump is not None:
+                self._stderr_pump.join(timeout=2)  # its last words, for the message
+        self.close()
+        last = f" (last output: {self._stderr_tail[-1]})" if self._stderr_tail else ""
+        self._failed = f"custom searcher {self.name}.{what}{last}"
+        raise SearcherError(self._failed)
+
+
+def _reader(stream: IO[str], sink: Callable[[str | None], None], name: str) -> threading.Thread:
+    """A daemon thread handing each line of ``stream`` to ``sink``, then None at its end."""
+
+    def pump() -> None:
+        for line in stream:
+            sink(line)
+        sink(None)
+
+    thread = threading.Thread(target=pump, name=name, daemon=True)
+    thread.start()
+    return thread
+
+
+def _exit_code(proc: subprocess.Popen[str]) -> int | None:
+    try:
+        return proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    try:
+        if proc.stdin is not None:
+            proc.stdin.close()
+    except OSError:
+        pass
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
