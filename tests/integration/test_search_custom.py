@@ -148,6 +148,58 @@ def test_custom_searcher_errors_fail_the_experiment_with_the_method_named(
     )
 
 
+def _failing_searcher(model_dir: Path, name: str, handler: str, body: str) -> Path:
+    """A copy of the example whose searcher ``name`` runs ``body`` in ``handler``; its config."""
+    write_script(
+        model_dir,
+        f"{name.lower()}.py",
+        "import os\n"
+        "from searcher import HalfwayRandomSearch\n"
+        f"class {name}(HalfwayRandomSearch):\n"
+        f"    def {handler}(self, *args):\n"
+        f"        {body}\n",
+    )
+    cfg = (
+        (CUSTOM / "custom_in_master.yaml")
+        .read_text()
+        .replace("searcher:HalfwayRandomSearch", f"{name.lower()}:{name}")
+    )
+    path = model_dir / f"{name.lower()}.yaml"
+    path.write_text(cfg)
+    return path
+
+
+def test_custom_searcher_crash_or_exception_fails_its_experiment_not_the_master(
+    master: Master, tmp_path: Path
+) -> None:
+    """User searcher code runs outside the master: os._exit(1) in it ends that experiment ERROR
+    with one line naming the class; a raise does the same; the master serves a third search."""
+    d = tmp_path / "m"
+    shutil.copytree(CUSTOM, d)
+    pid = master.pid()
+    crash = _failing_searcher(d, "Crash", "on_trial_created", "os._exit(1)")
+    raises = _failing_searcher(d, "Raises", "on_trial_created", "raise ValueError('bad rung')")
+    master.cli("experiment", "create", str(crash), str(d))
+    master.cli("experiment", "create", str(raises), str(d))
+    master.cli("experiment", "create", str(CUSTOM / "custom_in_master.yaml"), str(CUSTOM))
+    crashed = master.wait_state(1, {"COMPLETED", "ERROR", "CANCELED"}, timeout=60)["experiment"]
+    raised = master.wait_state(2, {"COMPLETED", "ERROR", "CANCELED"}, timeout=60)["experiment"]
+    assert crashed["state"] == "ERROR"
+    assert (
+        "custom searcher Crash.on_trial_created: its process exited with code 1" in crashed["error"]
+    ), crashed["error"]
+    assert "\n" not in crashed["error"]
+    assert raised["state"] == "ERROR"
+    assert (
+        "custom searcher Raises.on_trial_created raised ValueError: bad rung" in raised["error"]
+    ), raised["error"]
+    healthy = master.wait_state(3, {"COMPLETED", "ERROR", "CANCELED"}, timeout=120)
+    assert healthy["experiment"]["state"] == "COMPLETED", healthy["experiment"]
+    assert len(healthy["trials"]) == 6
+    assert master.pid() == pid
+    os.kill(pid, 0)  # the same master process, still alive
+
+
 def test_custom_searcher_in_the_master_survives_a_master_sigkill(
     master: Master, tmp_path: Path
 ) -> None:
