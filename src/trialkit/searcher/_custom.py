@@ -4,10 +4,11 @@ A user subclasses ``SearchMethod``; every event handler receives the runner-kept
 ``SearcherState`` and returns operations (``Create``, ``ValidateAfter``, ``Close``,
 ``Shutdown``). Two ways to run one (``searcher.name: custom``):
 
-* inside the master: ``searcher.custom_searcher_class: module:Class`` names a class in the
+* by the master: ``searcher.custom_searcher_class: module:Class`` names a class in the
   model directory (``custom_searcher_kwargs`` are passed to its constructor); ``CustomMethod``
-  adapts it, and its state (SearcherState plus the files ``save_method_state`` writes) is saved
-  with the experiment after every event, so a master restart continues the same search;
+  adapts it in a process of its own that the master drives (``master.search._custom_process``),
+  and its state (SearcherState plus the files ``save_method_state`` writes) is saved with the
+  experiment after every event, so a master restart continues the same search;
 * in the user's own process: without ``custom_searcher_class`` the master keeps the events in a
   queue (``EventQueueMethod``) and ``LocalSearchRunner`` (``_runner.py``) polls them over the REST
   API, calls the method and posts its operations back.
@@ -174,7 +175,7 @@ def load_files(method: SearchMethod, files: Mapping[str, str]) -> None:
 
 
 class CustomMethod(DrivenMethod):
-    """Runs a user ``SearchMethod`` inside the master; keeps the SearcherState it is shown.
+    """Runs a user ``SearchMethod`` (in the searcher's own process); keeps its SearcherState.
 
     The metric handed to ``on_validation_completed`` is the value of ``metric`` in the report
     (0.37: what the trial passed to ``op.report_completed``). Creates without a ``trial_seed``

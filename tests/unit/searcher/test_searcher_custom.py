@@ -14,16 +14,14 @@ from tests import paths
 from trialkit.searcher import (
     Close,
     Create,
+    CustomMethod,
+    EventQueueMethod,
     ExitedReason,
     SearcherError,
     SearcherState,
     SearchMethod,
     Shutdown,
     ValidateAfter,
-)
-from trialkit.searcher._custom import (
-    CustomMethod,
-    EventQueueMethod,
     decode_operation,
     encode_operation,
 )

@@ -199,7 +199,7 @@ class SearcherDriver:
         """Operations a runner in the user's process decided for events up to ``last_event_id``;
         False (nothing applied) when those events were already answered."""
         if not isinstance(self.method, EventQueueMethod):
-            raise SearcherError("this experiment's searcher runs in the master, not in a runner")
+            raise SearcherError("this experiment's searcher is run by the master, not by a runner")
         if not self.method.acknowledge(last_event_id, progress):
             return False
         self._apply(self.method.record(ops))
