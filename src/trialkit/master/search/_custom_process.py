@@ -107,6 +107,7 @@ class CustomSearcherProcess(DrivenMethod):
         """Keep the saved state; the process starts from it on the first event."""
         self.close()
         self._state = dict(state)
+        self._progress = float(state.get("progress", 0.0))
 
     def close(self) -> None:
         """Stop the process (stdin closed, then killed if it lingers) and drop its files."""
@@ -179,8 +180,9 @@ class CustomSearcherProcess(DrivenMethod):
             self.close()
             self._failed = str(answer["error"])
             raise SearcherError(self._failed)
-        self._state = answer["state"]
         self._progress = float(answer["progress"])
+        # progress rides along in the saved state: a restarted master shows it before any event
+        self._state = {**answer["state"], "progress": self._progress}
         return answer
 
     def _fail(self, what: str) -> NoReturn:

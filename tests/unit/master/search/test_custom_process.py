@@ -57,12 +57,13 @@ def _search_until_shutdown(
         history += ops
         rounds += 1
         if rounds == restart_after and isinstance(method, CustomSearcherProcess):
-            saved = method.save()
+            saved, progress = method.save(), method.progress()
             method.close()
             method = CustomSearcherProcess(
                 7, method.spec, KWARGS, 99, "loss", _modeldir.pack(EXAMPLE)
             )
             method.load(saved)
+            assert 0 < method.progress() == progress  # known before the new process answers
         ops = _step(method, ops)
     method.close()
     return history + ops
