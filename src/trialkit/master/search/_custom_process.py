@@ -134,15 +134,20 @@ class CustomSearcherProcess(DrivenMethod):
         if self._model_def:
             _modeldir.unpack(self._model_def, self._root)
         self._answers = queue.Queue()
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "trialkit.master.search._custom_child", str(self._root)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",
-            cwd=self._root,
-        )
+        self._stderr_tail.clear()
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "trialkit.master.search._custom_child", str(self._root)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                encoding="utf-8",
+                cwd=self._root,
+                start_new_session=True,  # a Ctrl-C meant for the master must not fail the search
+            )
+        except OSError as e:  # e.g. no process left to fork
+            self._fail(f"start: its process could not start: {e}")
         assert self._proc.stdout is not None and self._proc.stderr is not None
         _reader(self._proc.stdout, self._answers.put, f"searcher-{self.experiment_id}-out")
         self._stderr_pump = _reader(
