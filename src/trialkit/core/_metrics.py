@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import APIError
-from ..rest import metric_name_error, metric_names_error
-from ._backend import TrialBackend
+from ..rest import MetricsStored, metric_name_error, metric_names_error
+from ._backend import MetricSink, TrialBackend
 
 logger = logging.getLogger("trialkit.core")
 
@@ -57,7 +57,8 @@ class MetricsShipper:
     ) -> None:
         """``interval``: the least time between batches; by default the backend's
         ``metrics_interval`` (shorter where a batch is cheap to send)."""
-        self._backend = backend
+        self._backend = backend  # progress goes to the backend itself
+        self._sink: MetricSink = backend  # batches go through the one metric path
         self._sinks: list[Callable[[list[dict[str, Any]]], None]] = []
         self._for_sinks: list[dict[str, Any]] = []  # delivered, not yet handed to the sinks
         self._sinks_due = 0.0  # monotonic time the sinks are next handed what was delivered
@@ -84,6 +85,9 @@ class MetricsShipper:
         self._progress_sent = 0  # the version delivered; a failed one is retried next round
         self._progress_tried = 0  # the version last attempted; flush() waits for an attempt
         self.shipped = 0
+        #: The master's "is it the best validation?" per validation's steps_completed, from the
+        #: replies; read (and forgotten) by ``is_best_validation``.
+        self._best_verdicts: dict[int, bool] = {}
         self.sender = secrets.token_hex(8)
         self._seq = 0  # the number of the newest batch taken from the queue
         # (seq, size) of batches put back at the queue's front to go again, oldest first.
@@ -192,7 +196,11 @@ class MetricsShipper:
             self._queue.extendleft(reversed(batch))
         self._resends.extendleft(reversed([(seq, len(batch)) for seq, batch in batches]))
 
-    def _delivered(self, batch: list[dict[str, Any]]) -> None:
+    def _delivered(self, batch: list[dict[str, Any]], reply: MetricsStored) -> None:
+        if reply.is_best_validation is not None:
+            validations = [r for r in batch if r["group"] == "validation"]
+            for report, best in zip(validations, reply.is_best_validation, strict=False):
+                self._best_verdicts[report["steps_completed"]] = best
         if self._sinks:
             self._for_sinks.extend(batch)
         self.shipped += len(batch)
@@ -216,10 +224,11 @@ class MetricsShipper:
         deadline = time.monotonic() + self._drain_timeout
         while True:
             try:
-                if self._backend.send_metric_batch(batch, self.sender, seq):
+                reply = self._sink.send_metric_batch(batch, self.sender, seq)
+                if reply is None:
                     self._in_flight[seq] = batch
                 else:
-                    self._delivered(batch)
+                    self._delivered(batch, reply)
                 return
             except APIError as e:
                 if not _transient(e) or time.monotonic() > deadline:
@@ -242,7 +251,7 @@ class MetricsShipper:
         if not self._in_flight:
             return
         try:
-            outcomes = self._backend.metric_outcomes(wait)
+            outcomes = self._sink.metric_outcomes(wait)
         except Exception as e:  # the stream broke: every batch in flight goes again
             self._resend_in_flight()
             self._back_off(e)
@@ -250,21 +259,21 @@ class MetricsShipper:
         if wait and not outcomes:  # the backend lost track of them: they go again
             self._resend_in_flight()
             return
-        for seq, error in outcomes:
+        for seq, outcome in outcomes:
             batch = self._in_flight.pop(seq, None)
             if batch is None:
                 continue  # not this shipper's (or answered twice): nothing to settle
-            if error is None:
-                self._delivered(batch)
-            elif isinstance(error, APIError) and not _transient(error):
-                self._refused(batch, error)
+            if not isinstance(outcome, Exception):
+                self._delivered(batch, outcome)
+            elif isinstance(outcome, APIError) and not _transient(outcome):
+                self._refused(batch, outcome)
             else:  # e.g. the store failed for a moment (503): this one goes again
                 self._put_back([(seq, batch)])
-                self._back_off(error)
+                self._back_off(outcome)
 
     def _run(self) -> None:
         try:
-            self._backend.prepare_metrics()
+            self._sink.prepare_metrics()
         except Exception as e:  # the first batch meets the same trouble and retries it
             logger.debug("preparing to ship metrics failed: %s", e)
         try:
@@ -311,7 +320,7 @@ class MetricsShipper:
             self._hand_to_sinks()
 
     def _interval_now(self) -> float:
-        return self._interval if self._interval is not None else self._backend.metrics_interval
+        return self._interval if self._interval is not None else self._sink.metrics_interval
 
     def _ship_batch(self) -> None:
         seq, batch = self._take_batch()
@@ -346,6 +355,12 @@ class MetricsShipper:
                     self._hurry.clear()
         if self._error is not None:
             self._raise_error()
+
+    def is_best_validation(self, steps_completed: int) -> bool | None:
+        """The master's answer for the validation reported at ``steps_completed``, once its batch
+        was delivered (after ``flush()``); None when the reply carried none (a batch the
+        master had stored before: its reply is a duplicate's)."""
+        return self._best_verdicts.pop(steps_completed, None)
 
     def close(self) -> None:
         """Drain the queue and stop the thread; raise if reports could not be delivered."""

@@ -17,6 +17,7 @@ from ...rest import MetricsStored, routes
 from ...store import Delivered, MetricDelivery, Store, StoreError, Trial
 from ..engine._engine import Engine
 from ..ingest._group_commit import MetricIngest
+from ._best_validation import BestSoFar
 from ._errors import full_disk_message, store_failure
 from ._metric_body import (
     BodyRefused,
@@ -45,8 +46,14 @@ def add_metric_routes(
     full_disk = full_disk_message(store.url, engine.settings.home)
 
     async def store_delivery(delivery: MetricDelivery) -> MetricsStored:
-        outcome = await ingest.deliver(delivery)
         trial_id, run_id = delivery.trial_id, delivery.run_id
+        validations = [r.values for r in delivery.reports if r.group == "validation"]
+        best = (
+            await run_in_threadpool(BestSoFar.before_batch, store, trial_id)
+            if validations
+            else None
+        )
+        outcome = await ingest.deliver(delivery)
         if outcome is Delivered.STALE:
             # Why (409); or the engine was just recording this run when the batch came: retry.
             await run_in_threadpool(reporting_trial, trial_id, run_id or 0)
@@ -55,17 +62,19 @@ def add_metric_routes(
                 raise HTTPException(409, f"run {run_id} of trial {trial_id} ended meanwhile")
         if outcome is Delivered.DUPLICATE:
             return MetricsStored(stored=0, duplicate=True)
-        validations = [r.values for r in delivery.reports if r.group == "validation"]
-        if validations:
-            await run_in_threadpool(searcher_sees, trial_id, validations)
-        return MetricsStored(stored=len(delivery.reports))
+        if best is None:
+            return MetricsStored(stored=len(delivery.reports))
+        await run_in_threadpool(searcher_sees, trial_id, validations)
+        return MetricsStored(
+            stored=len(delivery.reports), is_best_validation=best.verdicts(validations)
+        )
 
     def searcher_sees(trial_id: int, validations: list[dict[str, Any]]) -> None:
         trial = store.get_trial(trial_id)
         for metrics in validations:
             engine.validation_reported(trial, metrics)
 
-    @app.post(routes.TRIAL_METRICS, dependencies=[auth])
+    @app.post(routes.TRIAL_METRICS, dependencies=[auth], response_model_exclude_none=True)
     async def report_metrics(trial_id: TrialId, body: MetricsBody) -> MetricsStored:
         try:
             delivery = posted_delivery(trial_id, body)
@@ -76,7 +85,8 @@ def add_metric_routes(
     @app.websocket(routes.TRIAL_METRICS_STREAM)
     async def metrics_stream(websocket: WebSocket, trial_id: TrialId) -> None:
         """Each message a MetricsBody with sender and seq; each answered in order with
-        ``{"seq", "stored", "duplicate"}`` or ``{"seq", "status", "detail"}``. (Authenticated
+        ``{"seq", "stored", "duplicate"}`` (and ``is_best_validation`` for a batch with
+        validations) or ``{"seq", "status", "detail"}``. (Authenticated
         by TokenAuth at the handshake, like any request.)"""
         await websocket.accept()
         try:
@@ -100,7 +110,10 @@ def add_metric_routes(
         except StoreError as e:
             logger.warning("trial %d's metrics were not stored: %s", trial_id, e)
             return _refusal(seq, *store_failure(e, full_disk))
-        return dumps({"seq": seq, "stored": stored.stored, "duplicate": stored.duplicate})
+        reply: dict[str, Any] = {"seq": seq, "stored": stored.stored, "duplicate": stored.duplicate}
+        if stored.is_best_validation is not None:
+            reply["is_best_validation"] = stored.is_best_validation
+        return dumps(reply)
 
 
 def _refusal(seq: int | None, status: int, detail: Any) -> str:
