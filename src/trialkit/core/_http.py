@@ -38,8 +38,9 @@ class HttpBackend(TrialBackend):
     #: Connection failures are retried this long before an operation gives up (the default;
     #: ``$TRIALKIT_MASTER_RETRY_SECONDS`` overrides it).
     RETRY_FOR = 300.0
-    #: Seconds between metric batches over the master's stream (a POST each costs ~10x more
-    #: of both ends' CPU, so without the stream batches go at the default, slower pace).
+    #: Seconds between metric batches over the master's stream (a POST costs both ends far
+    #: more CPU, so without the stream batches go at the default, slower pace: bench/README.md,
+    #: stream-vs-post).
     STREAM_INTERVAL = 0.05
 
     def __init__(
@@ -63,8 +64,7 @@ class HttpBackend(TrialBackend):
     def prepare_metrics(self) -> None:
         """Open the stream before the first report: its handshake then costs the first batch
         nothing, and trials started together do not meet the master with every handshake and
-        first batch in the same tenth of a second (measured at 200 trials: the first batches'
-        send-to-stored p50 was 346 ms with the handshake in the way, 44 ms without)."""
+        first batch in the same tenth of a second (bench/README.md: stream-handshake)."""
         if self._stream is None:
             return
         try:

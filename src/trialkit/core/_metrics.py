@@ -4,8 +4,8 @@ the queue and raises if reports could not be delivered. A shipping error is re-r
 next report.
 
 Progress travels the same way, latest value wins: a training loop that reports progress every
-few batches must not wait for a database write or an HTTP round trip each time (measured: a
-synchronous progress write every 100 batches of 5 ms cost the loop 0.7 %)."""
+few batches must not wait for a database write or an HTTP round trip each time
+(bench/README.md: progress-sync)."""
 
 from __future__ import annotations
 
@@ -37,13 +37,12 @@ class MetricsShipper:
 
     Over the master's stream a batch is sent without waiting for its answer: answers are read
     on later rounds, and a broken stream sends every unanswered batch again. Waiting for each
-    answer cost a trial a second wake-up per batch (20 a second, a quarter of its reporting CPU).
+    answer cost a trial a second wake-up per batch (bench/README.md: shipper-wakeup).
     """
 
     BATCH = 5000
     #: Batches sent and not yet answered, at most; the shipper waits for answers beyond. One:
-    #: a master falling behind then gets fewer, larger batches (measured at 8: 200 trials kept
-    #: sending small ones every 50 ms and the master's backlog grew for the whole run).
+    #: a master falling behind then gets fewer, larger batches (bench/README.md: shipper-window).
     WINDOW = 1
     #: Seconds between rounds while no report waits (progress goes out on a round).
     IDLE_ROUND = 0.25
@@ -75,9 +74,8 @@ class MetricsShipper:
         # shipping thread subtracts: every update goes through _count, under _count_lock.
         self._undelivered = 0
         self._count_lock = threading.Lock()
-        # Notified by the thread at every round and when it ends: flush() waits on it. (It
-        # polled every 5 ms: 200 trials flushing while the master caught up woke 40,000 times a
-        # second, and took the CPU the master needed to catch up.)
+        # Notified by the thread at every round and when it ends: flush() waits on it (polling
+        # took the CPU the master needed to catch up: bench/README.md, flush-poll).
         self._round_done = threading.Condition(self._count_lock)
         self._stopped = False  # the thread ended
         self._progress: tuple[float, bool] | None = None  # newest unsent (value, raw)
