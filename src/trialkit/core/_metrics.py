@@ -83,8 +83,8 @@ class MetricsShipper:
         self._progress_sent = 0  # the version delivered; a failed one is retried next round
         self._progress_tried = 0  # the version last attempted; flush() waits for an attempt
         self.shipped = 0
-        #: The master's "is it the best validation?" per validation's steps_completed, from the
-        #: replies; read (and forgotten) by ``is_best_validation``.
+        #: The master's "is it the best validation?" per steps_completed of the validations in
+        #: the newest batch that held any; read (and forgotten) by ``is_best_validation``.
         self._best_verdicts: dict[int, bool] = {}
         self.sender = secrets.token_hex(8)
         self._seq = 0  # the number of the newest batch taken from the queue
@@ -195,10 +195,9 @@ class MetricsShipper:
         self._resends.extendleft(reversed([(seq, len(batch)) for seq, batch in batches]))
 
     def _delivered(self, batch: list[dict[str, Any]], reply: MetricsStored) -> None:
-        if reply.is_best_validation is not None:
-            validations = [r for r in batch if r["group"] == "validation"]
-            for report, best in zip(validations, reply.is_best_validation, strict=False):
-                self._best_verdicts[report["steps_completed"]] = best
+        if reply.is_best_validation is not None:  # only the newest batch's are kept: bounded
+            validations = [r["steps_completed"] for r in batch if r["group"] == "validation"]
+            self._best_verdicts = dict(zip(validations, reply.is_best_validation, strict=False))
         if self._sinks:
             self._for_sinks.extend(batch)
         self.shipped += len(batch)
@@ -356,8 +355,8 @@ class MetricsShipper:
 
     def is_best_validation(self, steps_completed: int) -> bool | None:
         """The master's answer for the validation reported at ``steps_completed``, once its batch
-        was delivered (after ``flush()``); None when the reply carried none (a batch the
-        master had stored before: its reply is a duplicate's)."""
+        was delivered (after ``flush()``, and before a later batch with validations); None when
+        no answer came (a batch the master had stored before: its reply is a duplicate's)."""
         return self._best_verdicts.pop(steps_completed, None)
 
     def close(self) -> None:
