@@ -77,7 +77,8 @@ class MasterClient:
             timeout=self._timeout,
             trust_env=False,
             # The master speaks plain HTTP on loopback: no TLS context to build (loading the CA
-            # bundle for it took 30 ms of every CLI command). An https URL still verifies.
+            # bundle slowed every CLI command: bench/README.md, cli-tls). An https URL still
+            # verifies.
             verify=not self.url.startswith("http://"),
         )
 
@@ -338,8 +339,8 @@ class MasterClient:
         data = self.request("GET", path, params=params, retry_for=retry_for)
         where = f"GET {routes.TRIAL_LOGS}"
         try:
-            # The lines built directly: the generic decoder's checks cost ~3x the transfer
-            # for a page of 10,000 lines, and a long log has hundreds of pages.
+            # The lines built directly: the generic decoder's checks cost more than the
+            # transfer (bench/README.md: log-decoder), and a long log has hundreds of pages.
             lines = [rest.LogLineOut(**ln) for ln in data["logs"]]
         except (KeyError, TypeError):
             return rest.decode(rest.TrialLogs, data, where)  # it says what is wrong

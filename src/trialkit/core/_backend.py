@@ -8,11 +8,47 @@ when chosen, so ``import trialkit`` pays for neither httpx nor SQLAlchemy.
 from __future__ import annotations
 
 import abc
-from typing import Any
+from typing import Any, Protocol
+
+from ..rest import MetricsStored
+
+#: What became of a batch sent to the master: its reply when stored, the error when not.
+Outcome = MetricsStored | Exception
+
+
+class MetricSink(Protocol):
+    """Where the metrics shipper sends its batches: the one way a batch reaches the master.
+
+    ``HttpBackend`` streams them over the master's WebSocket, answers read later (the POST is
+    its fallback: a master or proxy without the stream, a batch too large for a message);
+    a backend that stores each batch as it is sent answers at once."""
+
+    @property
+    def metrics_interval(self) -> float:
+        """Seconds the metrics shipper lets reports gather into one batch."""
+        ...
+
+    def prepare_metrics(self) -> None:
+        """Set up the way batches will go (the stream's connection), on the shipping thread as
+        it starts; a failure here is left for the first send to meet and report."""
+
+    def send_metric_batch(
+        self, reports: list[dict[str, Any]], sender: str, seq: int
+    ) -> MetricsStored | None:
+        """Send batch ``seq`` of the shipper ``sender`` (the pair lets the master store a resend
+        once): the master's reply when stored before this returned, None when now in flight
+        (``metric_outcomes`` tells later what became of it)."""
+        ...
+
+    def metric_outcomes(self, wait: bool) -> list[tuple[int, Outcome]]:
+        """What became of batches in flight, oldest first. With ``wait``, block until at least
+        one is known. Raises when the connection broke: every batch still in flight must then
+        be sent again."""
+        ...
 
 
 class TrialBackend(abc.ABC):
-    """Everything a trial asks of the master."""
+    """Everything a trial asks of the master (a ``MetricSink`` for its metrics)."""
 
     trial_id: int
     experiment_id: int
@@ -25,28 +61,22 @@ class TrialBackend(abc.ABC):
 
     @abc.abstractmethod
     def ship_metrics(self, reports: list[dict[str, Any]]) -> None:
-        """Store a batch of reports {group, steps_completed, metrics, batch_metrics}."""
+        """Store a batch of reports {group, steps_completed, metrics, batch_metrics} now."""
 
-    def ship_metric_batch(self, reports: list[dict[str, Any]], sender: str, seq: int) -> None:
-        """Store batch ``seq`` of the shipper ``sender``; backends that may see a batch twice
-        (a resend after a lost reply) pass the pair on so it is stored once."""
+    def send_metric_batch(
+        self, reports: list[dict[str, Any]], sender: str, seq: int
+    ) -> MetricsStored | None:
+        """``MetricSink.send_metric_batch`` of a backend that stores each batch as it is sent."""
         self.ship_metrics(reports)
-
-    def send_metric_batch(self, reports: list[dict[str, Any]], sender: str, seq: int) -> bool:
-        """Send batch ``seq``: True when it is now in flight (``metric_outcomes`` tells later
-        what became of it), False when it was stored before this returned."""
-        self.ship_metric_batch(reports, sender, seq)
-        return False
+        return MetricsStored(stored=len(reports))
 
     def prepare_metrics(self) -> None:
-        """Set up the way batches will go (the stream's connection), on the shipping thread as
-        it starts; a failure here is left for the first send to meet and report."""
-        return None  # nothing to set up for a backend that stores each batch when sent
+        """``MetricSink.prepare_metrics``: nothing to set up for a backend that stores each
+        batch when sent."""
+        return None
 
-    def metric_outcomes(self, wait: bool) -> list[tuple[int, Exception | None]]:
-        """What became of batches in flight, oldest first: (seq, None) stored, (seq, error)
-        not. With ``wait``, block until at least one is known. Raises when the connection
-        broke: every batch still in flight must then be sent again."""
+    def metric_outcomes(self, wait: bool) -> list[tuple[int, Outcome]]:
+        """``MetricSink.metric_outcomes``: none is ever in flight here."""
         return []
 
     @abc.abstractmethod

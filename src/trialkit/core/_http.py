@@ -6,9 +6,10 @@ import logging
 import os
 from typing import Any
 
+from .. import rest
 from ..client import MasterClient
 from ..errors import APIError, MasterUnavailable
-from ._backend import TrialBackend
+from ._backend import Outcome, TrialBackend
 from ._stream import BatchTooLarge, MetricStream, StreamUnsupported
 
 logger = logging.getLogger("trialkit.core")
@@ -37,8 +38,9 @@ class HttpBackend(TrialBackend):
     #: Connection failures are retried this long before an operation gives up (the default;
     #: ``$TRIALKIT_MASTER_RETRY_SECONDS`` overrides it).
     RETRY_FOR = 300.0
-    #: Seconds between metric batches over the master's stream (a POST each costs ~10x more
-    #: of both ends' CPU, so without the stream batches go at the default, slower pace).
+    #: Seconds between metric batches over the master's stream (a POST costs both ends far
+    #: more CPU, so without the stream batches go at the default, slower pace: bench/README.md,
+    #: stream-vs-post).
     STREAM_INTERVAL = 0.05
 
     def __init__(
@@ -59,18 +61,10 @@ class HttpBackend(TrialBackend):
     def metrics_interval(self) -> float:
         return self.STREAM_INTERVAL if self._stream is not None else super().metrics_interval
 
-    def ship_metric_batch(self, reports: list[dict[str, Any]], sender: str, seq: int) -> None:
-        if self.send_metric_batch(reports, sender, seq):
-            assert self._stream is not None
-            ((_, error),) = self._stream.outcomes(wait=True)
-            if error is not None:
-                raise error
-
     def prepare_metrics(self) -> None:
         """Open the stream before the first report: its handshake then costs the first batch
         nothing, and trials started together do not meet the master with every handshake and
-        first batch in the same tenth of a second (measured at 200 trials: the first batches'
-        send-to-stored p50 was 346 ms with the handshake in the way, 44 ms without)."""
+        first batch in the same tenth of a second (bench/README.md: stream-handshake)."""
         if self._stream is None:
             return
         try:
@@ -80,26 +74,30 @@ class HttpBackend(TrialBackend):
         except MasterUnavailable:
             pass  # the first batch retries, and says so if the master stays away
 
-    def send_metric_batch(self, reports: list[dict[str, Any]], sender: str, seq: int) -> bool:
-        # The master stores a (run, sender, seq) once: a resend after a lost reply is acknowledged.
+    def send_metric_batch(
+        self, reports: list[dict[str, Any]], sender: str, seq: int
+    ) -> rest.MetricsStored | None:
+        """Over the stream (in flight: None), else one POST (its reply). The master stores a
+        (run, sender, seq) once: a resend after a lost reply is acknowledged."""
         if self._stream is not None:
             body = {"run_id": self.run_id, "reports": reports, "sender": sender, "seq": seq}
             try:
                 self._stream.send_nowait(body)
-                return True
+                return None
             except BatchTooLarge:
                 pass  # this batch goes by POST
             except StreamUnsupported as e:
                 self._post_from_now(e)
-        self.client.report_metrics(self.trial_id, self.run_id, reports, sender=sender, seq=seq)
-        return False
+        return self.client.report_metrics(
+            self.trial_id, self.run_id, reports, sender=sender, seq=seq
+        )
 
     def _post_from_now(self, why: StreamUnsupported) -> None:
         """The master offers no stream (an older one, a proxy): every batch goes by POST."""
         logger.info("%s; metrics go by POST", why)
         self._stream = None
 
-    def metric_outcomes(self, wait: bool) -> list[tuple[int, Exception | None]]:
+    def metric_outcomes(self, wait: bool) -> list[tuple[int, Outcome]]:
         return self._stream.outcomes(wait) if self._stream is not None else []
 
     def report_checkpoint(self, record: dict[str, Any]) -> None:

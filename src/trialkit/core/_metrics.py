@@ -4,8 +4,8 @@ the queue and raises if reports could not be delivered. A shipping error is re-r
 next report.
 
 Progress travels the same way, latest value wins: a training loop that reports progress every
-few batches must not wait for a database write or an HTTP round trip each time (measured: a
-synchronous progress write every 100 batches of 5 ms cost the loop 0.7 %)."""
+few batches must not wait for a database write or an HTTP round trip each time
+(bench/README.md: progress-sync)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import APIError
-from ..rest import metric_name_error, metric_names_error
-from ._backend import TrialBackend
+from ..rest import MetricsStored, metric_name_error, metric_names_error
+from ._backend import MetricSink, TrialBackend
 
 logger = logging.getLogger("trialkit.core")
 
@@ -37,13 +37,12 @@ class MetricsShipper:
 
     Over the master's stream a batch is sent without waiting for its answer: answers are read
     on later rounds, and a broken stream sends every unanswered batch again. Waiting for each
-    answer cost a trial a second wake-up per batch (20 a second, a quarter of its reporting CPU).
+    answer cost a trial a second wake-up per batch (bench/README.md: shipper-wakeup).
     """
 
     BATCH = 5000
     #: Batches sent and not yet answered, at most; the shipper waits for answers beyond. One:
-    #: a master falling behind then gets fewer, larger batches (measured at 8: 200 trials kept
-    #: sending small ones every 50 ms and the master's backlog grew for the whole run).
+    #: a master falling behind then gets fewer, larger batches (bench/README.md: shipper-window).
     WINDOW = 1
     #: Seconds between rounds while no report waits (progress goes out on a round).
     IDLE_ROUND = 0.25
@@ -57,7 +56,8 @@ class MetricsShipper:
     ) -> None:
         """``interval``: the least time between batches; by default the backend's
         ``metrics_interval`` (shorter where a batch is cheap to send)."""
-        self._backend = backend
+        self._backend = backend  # progress goes to the backend itself
+        self._sink: MetricSink = backend  # batches go through the one metric path
         self._sinks: list[Callable[[list[dict[str, Any]]], None]] = []
         self._for_sinks: list[dict[str, Any]] = []  # delivered, not yet handed to the sinks
         self._sinks_due = 0.0  # monotonic time the sinks are next handed what was delivered
@@ -74,9 +74,8 @@ class MetricsShipper:
         # shipping thread subtracts: every update goes through _count, under _count_lock.
         self._undelivered = 0
         self._count_lock = threading.Lock()
-        # Notified by the thread at every round and when it ends: flush() waits on it. (It
-        # polled every 5 ms: 200 trials flushing while the master caught up woke 40,000 times a
-        # second, and took the CPU the master needed to catch up.)
+        # Notified by the thread at every round and when it ends: flush() waits on it (polling
+        # took the CPU the master needed to catch up: bench/README.md, flush-poll).
         self._round_done = threading.Condition(self._count_lock)
         self._stopped = False  # the thread ended
         self._progress: tuple[float, bool] | None = None  # newest unsent (value, raw)
@@ -84,6 +83,9 @@ class MetricsShipper:
         self._progress_sent = 0  # the version delivered; a failed one is retried next round
         self._progress_tried = 0  # the version last attempted; flush() waits for an attempt
         self.shipped = 0
+        #: The master's "is it the best validation?" per steps_completed of the validations in
+        #: the newest batch that held any; read (and forgotten) by ``is_best_validation``.
+        self._best_verdicts: dict[int, bool] = {}
         self.sender = secrets.token_hex(8)
         self._seq = 0  # the number of the newest batch taken from the queue
         # (seq, size) of batches put back at the queue's front to go again, oldest first.
@@ -192,7 +194,10 @@ class MetricsShipper:
             self._queue.extendleft(reversed(batch))
         self._resends.extendleft(reversed([(seq, len(batch)) for seq, batch in batches]))
 
-    def _delivered(self, batch: list[dict[str, Any]]) -> None:
+    def _delivered(self, batch: list[dict[str, Any]], reply: MetricsStored) -> None:
+        if reply.is_best_validation is not None:  # only the newest batch's are kept: bounded
+            validations = [r["steps_completed"] for r in batch if r["group"] == "validation"]
+            self._best_verdicts = dict(zip(validations, reply.is_best_validation, strict=False))
         if self._sinks:
             self._for_sinks.extend(batch)
         self.shipped += len(batch)
@@ -216,10 +221,11 @@ class MetricsShipper:
         deadline = time.monotonic() + self._drain_timeout
         while True:
             try:
-                if self._backend.send_metric_batch(batch, self.sender, seq):
+                reply = self._sink.send_metric_batch(batch, self.sender, seq)
+                if reply is None:
                     self._in_flight[seq] = batch
                 else:
-                    self._delivered(batch)
+                    self._delivered(batch, reply)
                 return
             except APIError as e:
                 if not _transient(e) or time.monotonic() > deadline:
@@ -242,7 +248,7 @@ class MetricsShipper:
         if not self._in_flight:
             return
         try:
-            outcomes = self._backend.metric_outcomes(wait)
+            outcomes = self._sink.metric_outcomes(wait)
         except Exception as e:  # the stream broke: every batch in flight goes again
             self._resend_in_flight()
             self._back_off(e)
@@ -250,21 +256,21 @@ class MetricsShipper:
         if wait and not outcomes:  # the backend lost track of them: they go again
             self._resend_in_flight()
             return
-        for seq, error in outcomes:
+        for seq, outcome in outcomes:
             batch = self._in_flight.pop(seq, None)
             if batch is None:
                 continue  # not this shipper's (or answered twice): nothing to settle
-            if error is None:
-                self._delivered(batch)
-            elif isinstance(error, APIError) and not _transient(error):
-                self._refused(batch, error)
+            if not isinstance(outcome, Exception):
+                self._delivered(batch, outcome)
+            elif isinstance(outcome, APIError) and not _transient(outcome):
+                self._refused(batch, outcome)
             else:  # e.g. the store failed for a moment (503): this one goes again
                 self._put_back([(seq, batch)])
-                self._back_off(error)
+                self._back_off(outcome)
 
     def _run(self) -> None:
         try:
-            self._backend.prepare_metrics()
+            self._sink.prepare_metrics()
         except Exception as e:  # the first batch meets the same trouble and retries it
             logger.debug("preparing to ship metrics failed: %s", e)
         try:
@@ -311,7 +317,7 @@ class MetricsShipper:
             self._hand_to_sinks()
 
     def _interval_now(self) -> float:
-        return self._interval if self._interval is not None else self._backend.metrics_interval
+        return self._interval if self._interval is not None else self._sink.metrics_interval
 
     def _ship_batch(self) -> None:
         seq, batch = self._take_batch()
@@ -346,6 +352,12 @@ class MetricsShipper:
                     self._hurry.clear()
         if self._error is not None:
             self._raise_error()
+
+    def is_best_validation(self, steps_completed: int) -> bool | None:
+        """The master's answer for the validation reported at ``steps_completed``, once its batch
+        was delivered (after ``flush()``, and before a later batch with validations); None when
+        no answer came (a batch the master had stored before: its reply is a duplicate's)."""
+        return self._best_verdicts.pop(steps_completed, None)
 
     def close(self) -> None:
         """Drain the queue and stop the thread; raise if reports could not be delivered."""

@@ -138,6 +138,13 @@ class TrainContext:
         self._shipper.flush()
         return self._backend.best_validation()
 
+    def _is_best_validation(self, steps_completed: int) -> bool | None:
+        """Whether the validation just reported at ``steps_completed`` beat every validation of
+        the experiment before it, as the master answered in the reply to its batch: waits for
+        that batch's delivery, and asks nothing more (None: no answer came with the reply)."""
+        self._shipper.flush()
+        return self._shipper.is_best_validation(steps_completed)
+
     def _get_last_validation(self) -> int | None:
         self._shipper.flush()
         return self._backend.last_validation()

@@ -116,12 +116,6 @@ class _Stop(Exception):
     """Unwinds the loop at a batch boundary after a stop request or preemption."""
 
 
-def _better(new: float, best: float | None, smaller_is_better: bool) -> bool:
-    if best is None:
-        return True
-    return new < best if smaller_is_better else new > best
-
-
 class TrainLoop:
     """Runs targets to completion, or until a stop request, on every worker in lockstep."""
 
@@ -349,7 +343,6 @@ class TrainLoop:
             metrics.setdefault("batches", p.batches_trained)
             metrics.setdefault("epochs", p.epochs_trained)
             metrics.setdefault("records", p.records_trained)
-            best = self.core.train.get_experiment_best_validation() if self.s.on_cluster else None
             self.core.train.report_validation_metrics(
                 steps_completed=p.batches_trained, metrics=metrics
             )
@@ -358,13 +351,18 @@ class TrainLoop:
             value = self._searcher_value(metrics)
             p.last_searcher_metric = value
             policy = self.s.checkpoint_policy
-            save = policy == "all" or (
-                policy == "best" and _better(value, best, self.s.smaller_is_better)
-            )
+            save = policy == "all" or (policy == "best" and self._is_best(p.batches_trained))
         p.last_searcher_metric = self.dist.broadcast(p.last_searcher_metric)
         if self.dist.broadcast(save) and not self._checkpoint_current():
             self._checkpoint()
         self._set_status("training")
+
+    def _is_best(self, steps_completed: int) -> bool:
+        """Whether the validation just reported beat the experiment's best before it: the
+        master says so in its reply (no answer, or no master: nothing to beat, so it is)."""
+        if not self.s.on_cluster:
+            return True
+        return self.core.train._is_best_validation(steps_completed) is not False
 
     def _searcher_value(self, metrics: dict[str, Any]) -> Any:
         name = self.s.searcher_metric

@@ -15,8 +15,8 @@ SWITCH_INTERVAL = 0.001
 #: The collector's thresholds (CPython: 700, 10, 10). Metric reports wait as objects for
 #: their group commit, and the commit's rows come in bursts of thousands: every 700 new
 #: objects a collection promoted the waiting reports, until the oldest generation filled and
-#: a full collection scanned the whole heap (200 trials: one every ~2 s, 50-200 ms each, the
-#: p99 of report-to-stored). Collections every 20,000 find the reports already stored.
+#: a full collection scanned the whole heap, often enough to be the p99 of report-to-stored
+#: (bench/README.md: gc-thresholds). Collections every 20,000 find the reports already stored.
 GC_THRESHOLDS = (20_000, 20, 10)
 
 

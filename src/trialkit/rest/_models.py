@@ -276,6 +276,10 @@ class MetricsStored:
     stored: int
     #: True when this batch was stored before (a resend after a lost reply): nothing was added.
     duplicate: bool = False
+    #: Per validation report of the batch, in order: whether its searcher metric beat every
+    #: validation of the experiment before it (Determined's checkpoint policy ``best``). None
+    #: when the batch held no validation, or was a duplicate.
+    is_best_validation: list[bool] | None = None
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ CRC_BLOCK = 1 << 20
 def _fastest_crc32() -> tuple[Callable[[Any, int], int], str]:
     """zlib-ng's crc32 (a dependency; zlib's where it could not be installed): the same CRC-32,
     so either checks any manifest. zlib-ng's uses carry-less multiplication (PCLMULQDQ,
-    ARMv8 PMULL): ~50 GB/s from the cache against zlib's ~3.7 GB/s here, which made the
-    checksum, not the copy, the cost of a shared_fs save. Both release the GIL."""
+    ARMv8 PMULL), many times zlib's speed: with zlib the checksum, not the copy, was the cost of
+    a shared_fs save (bench/README.md: crc32). Both release the GIL."""
     try:
         from zlib_ng import zlib_ng
     except ImportError:

@@ -110,9 +110,7 @@ class _SqliteStatements(_BulkStatements):
 
     sqlite3 releases the GIL around every step of a statement, one per row inserted by
     ``executemany`` and one per row fetched, and a thread taking the GIL back from a busy event
-    loop waits up to Python's switch interval each time. Measured beside a busy thread: 2,000
-    rows by ``executemany`` 4.5 s, by 2 statements 32 ms; a group of 200 batches whose keys
-    and trials were fetched a row at a time 71 ms, 6.7 ms alone."""
+    loop waits up to Python's switch interval each time (bench/README.md: sqlite-statements)."""
 
     #: Rows one statement takes (7 parameters each; SQLite allows 32,766 per statement).
     ROWS_PER_INSERT = 1000
@@ -168,9 +166,8 @@ class _SqliteStatements(_BulkStatements):
 class _PostgresStatements(_BulkStatements):
     """PostgreSQL's: ``COPY`` for the rows, arrays for the keys and ids. psycopg parses a
     statement's text in Python and caches the result only for short ones, so a multi-row
-    ``VALUES`` of 1,000 rows cost ~30 ms of the writer's CPU each (measured: 2,000 rows took
-    62 ms by ``VALUES``, 9 ms by ``COPY``; at 200 trials the writer fell behind for good). Every
-    statement here has the same text whatever the group's size."""
+    ``VALUES`` cost the writer more CPU than the rows were worth (bench/README.md:
+    postgres-copy). Every statement here has the same text whatever the group's size."""
 
     def __init__(self, engine: Engine) -> None:
         super().__init__(engine)
@@ -236,8 +233,8 @@ class MetricWrites:
         try:
             with self._engine.begin() as conn:
                 mark_written(conn)
-                # The driver's own cursor: a statement through SQLAlchemy costs ~10x more, and
-                # this runs for every batch of every trial.
+                # The driver's own cursor: a statement through SQLAlchemy costs far more, and
+                # this runs for every batch of every trial (bench/README.md: driver-cursor).
                 cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
                 try:
                     outcomes = self._deliver(cursor, deliveries, now)

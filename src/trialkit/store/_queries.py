@@ -67,8 +67,8 @@ def latest_and_best(
         best: ColumnElement[Any] = pick(validation_value)
     else:
         best = cast(null(), Float)
-    # One grouped pass: per trial, its newest row id of each group and its best value. (Window
-    # functions ranking every row took 3x as long for 200 trials of 1,000 reports.)
+    # One grouped pass: per trial, its newest row id of each group and its best value (window
+    # functions ranking every row were slower: bench/README.md, views-window).
     newest = (
         select(
             func.max(case((MetricRow.group == "training", MetricRow.id))).label("training"),

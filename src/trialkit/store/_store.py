@@ -634,7 +634,8 @@ class Store(MetricWrites, DeleteQueries, ChartQueries):
         lines: list[LogLine] = []
         size = 0
         with self._session() as s:
-            for id_, run_id, line, ts in s.execute(q):  # rows, not ORM objects: ~5x cheaper
+            # Rows, not ORM objects (bench/README.md: log-rows).
+            for id_, run_id, line, ts in s.execute(q):
                 lines.append(LogLine(id=id_, trial_id=trial_id, run_id=run_id, line=line, ts=ts))
                 size += len(line)
                 if max_chars is not None and size >= max_chars:

@@ -14,6 +14,7 @@ import pytest
 
 from tests.inprocess_master import TOKEN, InProcessMaster, inprocess_master, served
 from trialkit.client import MasterClient
+from trialkit.core._backend import Outcome
 from trialkit.core._http import HttpBackend
 from trialkit.core._metrics import MetricsShipper
 from trialkit.store import TrialState
@@ -59,7 +60,7 @@ class LostReplyBackend(HttpBackend):
         super().__init__(*args)
         self.lost = 0
 
-    def metric_outcomes(self, wait: bool) -> list[tuple[int, Exception | None]]:
+    def metric_outcomes(self, wait: bool) -> list[tuple[int, Outcome]]:
         outcomes = super().metric_outcomes(wait)
         if outcomes and self.lost == 0:  # answers came for stored batches: lose them
             self.lost += 1
@@ -108,3 +109,65 @@ def test_trial_shipper_stops_on_409_instead_of_retrying(api: InProcessMaster) ->
         shipper.close()
         backend.close()
     assert api.store.count_metrics(1) == 0
+
+
+class CountsRequests:
+    """The master's app, counting what reaches it: each HTTP request, and each stream message."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.seen: list[str] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            self.seen.append(f"{scope['method']} {scope['path']}")
+        if scope["type"] != "websocket":
+            return await self.app(scope, receive, send)
+
+        async def counted() -> Any:
+            message = await receive()
+            if message["type"] == "websocket.receive":
+                self.seen.append("stream message")
+            return message
+
+        return await self.app(scope, counted, send)
+
+
+def validation(step: int, loss: Any) -> dict[str, Any]:
+    return {"group": "validation", "steps_completed": step, "metrics": {"loss": loss}}
+
+
+def test_is_this_the_best_validation_costs_no_request_of_its_own(api: InProcessMaster) -> None:
+    """Issue 34 item 3: the master answers in the reply to the batch that carried the
+    validation (searcher metric ``loss``, smaller is better; strictly better than every
+    validation before it). It cost a flush and a GET of the experiment's best per validation."""
+    counting = CountsRequests(api.app)
+    with served(counting) as url:
+        backend = HttpBackend(MasterClient(url, TOKEN), 1, 1, 0)
+        shipper = MetricsShipper(backend)
+        answers = []
+        try:
+            shipper.flush()  # the stream is open: what follows is the validations' cost alone
+            counting.seen.clear()
+            for step, loss in [(1, 0.5), (2, 0.7), (3, 0.5), (4, 0.25), (5, "NaN")]:
+                shipper.put(validation(step, loss))
+                shipper.flush()
+                answers.append(shipper.is_best_validation(step))
+            shipper.close()
+        finally:
+            backend.close()
+    assert answers == [True, False, False, True, False]  # a tie is not better; NaN never is
+    assert counting.seen == ["stream message"] * 5
+
+
+def test_validations_in_one_batch_are_judged_in_order(api: InProcessMaster) -> None:
+    """Each validation of a batch raises the bar for those after it; the POST answers alike."""
+    reports = [validation(1, 0.5), report(2), validation(3, 0.4), validation(4, 0.45)]
+    resp = api.call("POST", "/api/v1/trials/1/metrics", {"run_id": 0, "reports": reports})
+    assert resp.json() == {
+        "stored": 4,
+        "duplicate": False,
+        "is_best_validation": [True, True, False],
+    }
+    worse = api.call("POST", "/api/v1/trials/1/metrics", {"reports": [validation(5, 0.41)]})
+    assert worse.json()["is_best_validation"] == [False]

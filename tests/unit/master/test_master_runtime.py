@@ -17,7 +17,7 @@ from trialkit.master._runtime import SWITCH_INTERVAL
 # deliveries accumulate until a commit of 200 of them builds its rows and frees them all.
 INGEST = """
 import gc, json, sys
-from trialkit.master.api._metrics import plain_stream_delivery
+from trialkit.master.api._metric_body import plain_stream_delivery
 from trialkit.store._metric_writes import _metric_rows
 
 if sys.argv[1] == "tuned":

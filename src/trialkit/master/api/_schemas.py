@@ -11,7 +11,6 @@ from fastapi import Path, Query
 from fastapi.exceptions import RequestValidationError
 from pydantic import AfterValidator, BaseModel, Field, ValidationInfo, field_validator
 
-from ...rest import metric_name_error, metric_names_error
 from ...storage import CheckpointNotFound, StorageConfigError, build, check_storage_id
 
 #: Ids, counts and step numbers live in INTEGER columns, 32 bits wide on PostgreSQL: anything
@@ -119,44 +118,6 @@ def encode_storable(value: Any) -> str:
 def encoded_text(value: object) -> str | None:
     """The JSON text a validated ``EncodedObject``/``EncodedList`` carries, else None."""
     return value.text if isinstance(value, (EncodedObject, EncodedList)) else None
-
-
-def _encoded_metrics(value: dict[str, Any]) -> EncodedObject:
-    """Metrics whose names can be stored, with their JSON text."""
-    error = metric_name_error(value)
-    if error is not None:
-        raise ValueError(error)
-    return EncodedObject(value, encode_storable(value))
-
-
-def _encoded_batch_metrics(value: list[dict[str, Any]]) -> EncodedList:
-    """Per-batch metrics whose names can be stored, with their JSON text."""
-    error = metric_names_error(value)
-    if error is not None:
-        raise ValueError(error)
-    return EncodedList(value, encode_storable(value))
-
-
-class MetricReport(BaseModel):
-    """One report. ``metrics`` and ``batch_metrics`` are only stored (validation reports are
-    also read by the searcher), so they are encoded once here and the store keeps that text."""
-
-    group: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^.]+$")]
-    steps_completed: Count
-    metrics: Annotated[dict[str, Any], AfterValidator(_encoded_metrics)]
-    batch_metrics: (
-        Annotated[list[dict[str, Any]], AfterValidator(_encoded_batch_metrics)] | None
-    ) = None
-
-
-class MetricsBody(BaseModel):
-    run_id: Count = 0
-    reports: list[MetricReport]
-    #: The shipper's random id and the batch's number in it: a resend is stored once.
-    sender: (
-        Annotated[str, Field(min_length=1, max_length=32, pattern=r"^[A-Za-z0-9_-]+$")] | None
-    ) = None
-    seq: Count | None = None
 
 
 def _checkpoint_id(value: str) -> str:

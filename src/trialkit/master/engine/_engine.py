@@ -119,9 +119,9 @@ class Engine:
         self._wake.set()
 
     def _loop(self) -> None:
-        # A full tick lists every trial of each live experiment: 6 ms of CPU for one search of
-        # 200 trials, 6 % of a core at ten ticks a second, taken from the trials on the same
-        # cores. Only process exits and logs are polled that often now.
+        # A full tick lists every trial of each live experiment, CPU taken from the trials on
+        # the same cores (bench/README.md: engine-tick). Only process exits and logs are polled
+        # that often now.
         full_due = 0.0
         woken = True
         while not self._stop.is_set():

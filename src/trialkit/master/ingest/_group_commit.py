@@ -1,7 +1,7 @@
 """Group commit of metric reports: one writer thread stores every batch waiting in one
 transaction. Many trials reporting at once then cost one commit per round instead of one per
-request, and never wait on each other for SQLite's write lock (whose busy handler sleeps up to
-100 ms between tries: the tail of report-to-stored latency under load)."""
+request, and never wait on each other for SQLite's write lock (whose busy handler's sleeps were
+the tail of report-to-stored latency under load: bench/README.md, group-commit)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class MetricIngest:
     #: Rows one transaction takes at most; more waiting go in the next.
     MAX_ROWS = 20_000
     #: Seconds the writer lets more batches arrive before a commit: a transaction costs far
-    #: more than a batch in it, and 200 trials' batches every 50 ms then share ~200 commits/s.
+    #: more than a batch in it (bench/README.md: group-commit).
     LINGER = 0.005
 
     def __init__(self, store: Store, *, idle_exit: float = 0.5) -> None:
@@ -87,7 +87,8 @@ class MetricIngest:
 
 def _settle(group: list[_Item], outcomes: list[_Outcome]) -> None:
     """Hand the outcomes to the waiting coroutines: one call into each event loop per group
-    (a call per future wrote to the loop's wake-up pipe for every batch: 8 % of the writer)."""
+    (a call per future wrote to the loop's wake-up pipe for every batch: bench/README.md,
+    group-commit)."""
     by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Delivered], _Outcome]]]
     by_loop = {}
     for (_, future), outcome in zip(group, outcomes, strict=True):

@@ -217,7 +217,7 @@ class TrialProcess:
         without its newline counts too; a line longer than a chunk is split."""
         try:
             # A stat first: the engine looks at every run's log ten times a second, and most
-            # looks find nothing new (an open, seek and read cost ~5x more).
+            # looks find nothing new (an open, seek and read cost more: bench/README.md, log-stat).
             if os.stat(self.log_file).st_size <= offset:
                 return [], offset, True
             with open(self.log_file, "rb") as f:

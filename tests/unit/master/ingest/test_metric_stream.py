@@ -18,11 +18,13 @@ from sqlalchemy import event
 
 from tests.inprocess_master import TOKEN, InProcessMaster, inprocess_master, served
 from trialkit.client import MasterClient
+from trialkit.core._backend import Outcome
 from trialkit.core._http import HttpBackend
 from trialkit.core._metrics import MetricsShipper
 from trialkit.core._stream import MetricStream, StreamUnsupported
 from trialkit.errors import APIError, MasterUnavailable
 from trialkit.master.ingest._group_commit import MetricIngest
+from trialkit.rest import MetricsStored
 from trialkit.store import (
     Delivered,
     MetricBatch,
@@ -245,8 +247,8 @@ def test_the_stream_refuses_like_the_post(api: InProcessMaster) -> None:
         with pytest.raises(StreamUnsupported):
             MetricStream(MasterClient(url, "not-the-token"), 1).send(body(1, 1))
         wrong = HttpBackend(MasterClient(url, "not-the-token"), 1, 1, 0)
-        with pytest.raises(APIError) as unauthorized:
-            wrong.ship_metric_batch(body(1, 1)["reports"], "s1", 1)
+        with pytest.raises(APIError) as unauthorized:  # the stream is refused: the POST says why
+            wrong.send_metric_batch(body(1, 1)["reports"], "s1", 1)
         wrong.close()
     assert stale.value.status == 409 and "not its current run" in str(stale.value)
     assert bad.value.status == 422
@@ -278,7 +280,7 @@ def test_batches_go_without_waiting_and_answers_come_in_order(api: InProcessMast
             stream.send_nowait(body(2, 2, run_id=5))  # not the trial's run: refused
             stream.send_nowait(body(3, 3))
             stream.send_nowait(body(1, 1))  # a resend of batch 1
-            outcomes: list[tuple[int, Exception | None]] = []
+            outcomes: list[tuple[int, Outcome]] = []
             while len(outcomes) < 4:
                 outcomes += stream.outcomes(wait=True)
             assert stream.outcomes(wait=False) == []  # nothing left in flight
@@ -287,7 +289,11 @@ def test_batches_go_without_waiting_and_answers_come_in_order(api: InProcessMast
     assert [seq for seq, _ in outcomes] == [1, 2, 3, 1]
     refused = outcomes[1][1]
     assert isinstance(refused, APIError) and refused.status == 409
-    assert [e for _, e in outcomes if e is not refused] == [None, None, None]
+    assert [e for _, e in outcomes if e is not refused] == [
+        MetricsStored(stored=1),
+        MetricsStored(stored=1),
+        MetricsStored(stored=0, duplicate=True),
+    ]
     assert [m.steps_completed for m in api.store.list_metrics(1, "training")] == [1, 3]
 
 
@@ -297,7 +303,7 @@ class LosesAnswers(HttpBackend):
 
     broken = 0
 
-    def metric_outcomes(self, wait: bool) -> list[tuple[int, Exception | None]]:
+    def metric_outcomes(self, wait: bool) -> list[tuple[int, Outcome]]:
         assert self._stream is not None
         if self.broken == 0:
             if len(self._stream._unanswered) < 3 and not wait:
@@ -404,9 +410,11 @@ class FastBackend(HttpBackend):
 
 def test_the_tensorboard_sink_gets_a_second_of_reports_at_a_time() -> None:
     class Quick(FastBackend):
-        def send_metric_batch(self, reports: list[dict[str, Any]], sender: str, seq: int) -> bool:
+        def send_metric_batch(
+            self, reports: list[dict[str, Any]], sender: str, seq: int
+        ) -> MetricsStored | None:
             self.sent.append(seq)
-            return False  # stored
+            return MetricsStored(stored=len(reports))
 
     backend = Quick()
     shipper = MetricsShipper(backend)
@@ -426,11 +434,15 @@ def test_batches_a_backend_lost_track_of_go_again() -> None:
     # A backend that says a batch is in flight and then knows nothing of it (its connection
     # was replaced under it): the shipper must not wait for those answers forever.
     class Forgetful(FastBackend):
-        def send_metric_batch(self, reports: list[dict[str, Any]], sender: str, seq: int) -> bool:
+        def send_metric_batch(
+            self, reports: list[dict[str, Any]], sender: str, seq: int
+        ) -> MetricsStored | None:
             self.sent.append(seq)
-            return self.sent.count(seq) == 1  # the first time "in flight", then stored
+            if self.sent.count(seq) == 1:
+                return None  # the first time "in flight", then stored
+            return MetricsStored(stored=len(reports))
 
-        def metric_outcomes(self, wait: bool) -> list[tuple[int, Exception | None]]:
+        def metric_outcomes(self, wait: bool) -> list[tuple[int, Outcome]]:
             return []
 
     backend = Forgetful()
@@ -452,16 +464,18 @@ def test_flush_sleeps_until_the_answer_instead_of_polling() -> None:
     # flush() polled every 5 ms: 200 trials flushing while the master caught up woke 40,000
     # times a second and took the CPU the master needed.
     class SlowAnswer(FastBackend):
-        def send_metric_batch(self, reports: list[dict[str, Any]], sender: str, seq: int) -> bool:
+        def send_metric_batch(
+            self, reports: list[dict[str, Any]], sender: str, seq: int
+        ) -> MetricsStored | None:
             self.sent.append(seq)
-            return True
+            return None  # in flight
 
-        def metric_outcomes(self, wait: bool) -> list[tuple[int, Exception | None]]:
+        def metric_outcomes(self, wait: bool) -> list[tuple[int, Outcome]]:
             if not wait:
                 return []
             time.sleep(0.5)  # the master is behind
             answered, self.sent = self.sent, []
-            return [(seq, None) for seq in answered]
+            return [(seq, MetricsStored(stored=1)) for seq in answered]
 
     shipper = MetricsShipper(SlowAnswer())
     shipper.put({"group": "training", "steps_completed": 1, "metrics": {"x": 1}})

@@ -1,10 +1,12 @@
-"""The master reads stream messages of the Core API's shape without pydantic
-(``plain_stream_delivery``); whatever that path accepts, ``MetricsBody`` must accept too and
-turn into the same delivery, and whatever it does not, ``MetricsBody`` judges."""
+"""The metric body's one owner (``_metric_body``): the master reads stream messages of the Core
+API's shape without pydantic (``plain_stream_delivery``); whatever that path accepts,
+``MetricsBody`` must accept too and turn into the same delivery, and whatever it does not,
+``MetricsBody`` judges: a stream message and a POST of the same body get the same 422 lines."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,9 +14,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from trialkit.master.api._metrics import _delivery, plain_stream_delivery
-from trialkit.master.api._schemas import MAX_INT, MetricsBody
+from tests.inprocess_master import AUTH, inprocess_master
+from trialkit.master.api._metric_body import (
+    BodyRefused,
+    MetricsBody,
+    plain_stream_delivery,
+    stream_delivery,
+)
+from trialkit.master.api._metric_body import delivery as _delivery
+from trialkit.master.api._schemas import MAX_INT, error_lines
 from trialkit.rest import MAX_METRIC_NAME
+from trialkit.store import MetricDelivery
 
 _numbers = st.one_of(
     st.integers(-(2**70), 2**70),
@@ -99,12 +109,33 @@ def _message(body: dict[str, Any]) -> str | None:
         return None
 
 
+def _pydantic_outcome(message: str) -> MetricDelivery | list[str]:
+    """What ``MetricsBody`` alone makes of a stream message, read as FastAPI reads a POST: its
+    delivery, or its 422 lines."""
+    try:
+        body = MetricsBody.model_validate(json.loads(message))
+    except ValidationError as e:
+        return error_lines(e.errors(), ("body",))
+    if body.sender is None or body.seq is None:
+        return ["body.seq: a stream needs sender and seq"]
+    return _delivery(3, body)
+
+
+def _stream_outcome(message: str) -> MetricDelivery | list[str]:
+    try:
+        return stream_delivery(3, message)
+    except BodyRefused as e:
+        return e.lines
+
+
 @settings(max_examples=800, deadline=None)
 @given(_bodies())
 def test_what_the_fast_path_accepts_pydantic_accepts_the_same(body: dict[str, Any]) -> None:
+    """Same input, same accepted values or the same 422 lines, fast reader or not."""
     message = _message(body)
     if message is None:
         return
+    assert _stream_outcome(message) == _pydantic_outcome(message)
     fast = plain_stream_delivery(3, message)
     if fast is None:
         return
@@ -161,3 +192,35 @@ def test_both_paths_refuse_a_metric_name_over_the_limit_and_take_one_at_it(where
 def test_non_finite_literals_are_left_to_pydantic() -> None:
     message = '{"run_id": 0, "sender": "s", "seq": 1, "reports": [{"group": "training", "steps_completed": 1, "metrics": {"x": NaN}}]}'
     assert plain_stream_delivery(3, message) is None
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {
+            "sender": "s",
+            "seq": 1,
+            "reports": [{"group": "a.b", "steps_completed": 1, "metrics": {}}],
+        },
+        {
+            "sender": "s",
+            "seq": 1,
+            "reports": [{"group": "t", "steps_completed": -1, "metrics": {}}],
+        },
+        {"sender": "bad s", "seq": 1, "reports": []},
+        {"sender": "s", "seq": 1, "reports": [{"group": "t", "steps_completed": 1, "metrics": 1}]},
+    ],
+)
+def test_the_stream_refuses_with_the_lines_of_the_posts_422(
+    tmp_path: Path, body: dict[str, Any]
+) -> None:
+    """A real in-process master: the POST and the stream answer one bad body alike."""
+    with inprocess_master(tmp_path / "master") as m:
+        m.create()
+        posted = m.call("POST", "/api/v1/trials/1/metrics", body)
+        assert posted.status_code == 422
+        with m.client.websocket_connect("/api/v1/trials/1/metrics/stream", headers=AUTH) as ws:
+            ws.send_text(json.dumps(body))
+            answer = ws.receive_json()
+    assert answer["status"] == 422
+    assert answer["detail"]["errors"] == posted.json()["detail"]["errors"]
