@@ -1,7 +1,7 @@
 """Trials' metric reports: one batch per POST, or a stream of batches over one WebSocket (what
 the Core API uses: a message costs a fraction of an HTTP request on both ends). Both go through
-the group commit of ``ingest._group_commit`` and answer the same: stored, a duplicate, or an error with its
-HTTP status."""
+the group commit of ``ingest._group_commit`` and answer the same: stored, a duplicate, or an
+error with its HTTP status."""
 
 from __future__ import annotations
 
@@ -9,20 +9,20 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, WebSocket, WebSocketDisconnect
+from fastapi import APIRouter, HTTPException, WebSocket, WebSocketDisconnect
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from ..._json import dumps
 from ...rest import MAX_METRIC_NAME, MetricsStored, metric_names_error, routes
-from ...store import Delivered, MetricBatch, MetricDelivery, NewMetric, Store, StoreError, Trial
-from ..engine._engine import Engine
-from ..ingest._group_commit import MetricIngest
-from ._errors import full_disk_message, store_failure
+from ...store import Delivered, MetricBatch, MetricDelivery, NewMetric, StoreError
+from ._errors import store_failure
 from ._schemas import MAX_INT, MetricsBody, TrialId, encode_storable, encoded_text, error_lines
+from ._services import AUTH, Services, Svc
+from ._trials import reporting_trial
 
 logger = logging.getLogger(__name__)
 
@@ -149,79 +149,75 @@ def _check_batch_key(body: MetricsBody) -> None:
         raise HTTPException(422, {"errors": ["body.seq: give sender and seq together, or neither"]})
 
 
-def add_metric_routes(
-    app: FastAPI,
-    store: Store,
-    engine: Engine,
-    auth: Any,
-    reporting_trial: Callable[[int, int], Trial],
-) -> None:
-    """Register the metrics POST and stream routes; ``reporting_trial`` raises the 409 that
-    says why a run may not report (or returns the trial when it now may)."""
-    ingest = MetricIngest(store)
-    full_disk = full_disk_message(store.url, engine.settings.home)
+#: No router-wide token dependency: a WebSocket has no Request (TokenAuth checks its handshake).
+router = APIRouter()
 
-    async def store_delivery(delivery: MetricDelivery) -> MetricsStored:
-        outcome = await ingest.deliver(delivery)
-        trial_id, run_id = delivery.trial_id, delivery.run_id
+
+async def _store_delivery(services: Services, delivery: MetricDelivery) -> MetricsStored:
+    """Store a delivery through the group commit; what the trial is told about it (a 409
+    when its run may not report)."""
+    outcome = await services.ingest.deliver(delivery)
+    trial_id, run_id = delivery.trial_id, delivery.run_id
+    if outcome is Delivered.STALE:
+        # Why (409); or the engine was just recording this run when the batch came: retry.
+        await run_in_threadpool(reporting_trial, services, trial_id, run_id or 0)
+        outcome = await services.ingest.deliver(delivery)
         if outcome is Delivered.STALE:
-            # Why (409); or the engine was just recording this run when the batch came: retry.
-            await run_in_threadpool(reporting_trial, trial_id, run_id or 0)
-            outcome = await ingest.deliver(delivery)
-            if outcome is Delivered.STALE:
-                raise HTTPException(409, f"run {run_id} of trial {trial_id} ended meanwhile")
-        if outcome is Delivered.DUPLICATE:
-            return MetricsStored(stored=0, duplicate=True)
-        validations = [r.values for r in delivery.reports if r.group == "validation"]
-        if validations:
-            await run_in_threadpool(searcher_sees, trial_id, validations)
-        return MetricsStored(stored=len(delivery.reports))
+            raise HTTPException(409, f"run {run_id} of trial {trial_id} ended meanwhile")
+    if outcome is Delivered.DUPLICATE:
+        return MetricsStored(stored=0, duplicate=True)
+    validations = [r.values for r in delivery.reports if r.group == "validation"]
+    if validations:
+        await run_in_threadpool(_searcher_sees, services, trial_id, validations)
+    return MetricsStored(stored=len(delivery.reports))
 
-    def searcher_sees(trial_id: int, validations: list[dict[str, Any]]) -> None:
-        trial = store.get_trial(trial_id)
-        for metrics in validations:
-            engine.validation_reported(trial, metrics)
 
-    @app.post(routes.TRIAL_METRICS, dependencies=[auth])
-    async def report_metrics(trial_id: TrialId, body: MetricsBody) -> MetricsStored:
-        _check_batch_key(body)
-        return await store_delivery(_delivery(trial_id, body))
+def _searcher_sees(services: Services, trial_id: int, validations: list[dict[str, Any]]) -> None:
+    trial = services.trial(trial_id)
+    for metrics in validations:
+        services.engine.validation_reported(trial, metrics)
 
-    @app.websocket(routes.TRIAL_METRICS_STREAM)
-    async def metrics_stream(websocket: WebSocket, trial_id: TrialId) -> None:
-        """Each message a MetricsBody with sender and seq; each answered in order with
-        ``{"seq", "stored", "duplicate"}`` or ``{"seq", "status", "detail"}``. (Authenticated
-        by TokenAuth at the handshake, like any request.)"""
-        await websocket.accept()
+
+@router.post(routes.TRIAL_METRICS, dependencies=AUTH)
+async def report_metrics(trial_id: TrialId, body: MetricsBody, services: Svc) -> MetricsStored:
+    _check_batch_key(body)
+    return await _store_delivery(services, _delivery(trial_id, body))
+
+
+@router.websocket(routes.TRIAL_METRICS_STREAM)
+async def metrics_stream(websocket: WebSocket, trial_id: TrialId, services: Svc) -> None:
+    """Each message a MetricsBody with sender and seq; each answered in order with
+    ``{"seq", "stored", "duplicate"}`` or ``{"seq", "status", "detail"}``. (Authenticated
+    by TokenAuth at the handshake, like any request.)"""
+    await websocket.accept()
+    try:
+        while True:
+            message = await websocket.receive_text()
+            await websocket.send_text(await _stream_reply(services, trial_id, message))
+    except WebSocketDisconnect:
+        return
+
+
+async def _stream_reply(services: Services, trial_id: int, message: str) -> str:
+    delivery = plain_stream_delivery(trial_id, message)
+    if delivery is None:
         try:
-            while True:
-                message = await websocket.receive_text()
-                await websocket.send_text(await stream_reply(trial_id, message))
-        except WebSocketDisconnect:
-            return
-
-    async def stream_reply(trial_id: int, message: str) -> str:
-        delivery = plain_stream_delivery(trial_id, message)
-        if delivery is None:
-            try:
-                body = MetricsBody.model_validate_json(message)
-            except ValidationError as e:
-                return _refusal(None, 422, {"errors": error_lines(e.errors(), ("body",))})
-            if body.sender is None or body.seq is None:
-                return _refusal(
-                    body.seq, 422, {"errors": ["body.seq: a stream needs sender and seq"]}
-                )
-            delivery = _delivery(trial_id, body)
-        assert delivery.batch is not None
-        seq = delivery.batch.seq
-        try:
-            stored = await store_delivery(delivery)
-        except HTTPException as e:
-            return _refusal(seq, e.status_code, e.detail)
-        except StoreError as e:
-            logger.warning("trial %d's metrics were not stored: %s", trial_id, e)
-            return _refusal(seq, *store_failure(e, full_disk))
-        return dumps({"seq": seq, "stored": stored.stored, "duplicate": stored.duplicate})
+            body = MetricsBody.model_validate_json(message)
+        except ValidationError as e:
+            return _refusal(None, 422, {"errors": error_lines(e.errors(), ("body",))})
+        if body.sender is None or body.seq is None:
+            return _refusal(body.seq, 422, {"errors": ["body.seq: a stream needs sender and seq"]})
+        delivery = _delivery(trial_id, body)
+    assert delivery.batch is not None
+    seq = delivery.batch.seq
+    try:
+        stored = await _store_delivery(services, delivery)
+    except HTTPException as e:
+        return _refusal(seq, e.status_code, e.detail)
+    except StoreError as e:
+        logger.warning("trial %d's metrics were not stored: %s", trial_id, e)
+        return _refusal(seq, *store_failure(e, services.full_disk))
+    return dumps({"seq": seq, "stored": stored.stored, "duplicate": stored.duplicate})
 
 
 def _refusal(seq: int | None, status: int, detail: Any) -> str:
