@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import FastAPI, HTTPException, Query
+from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel, Field
 
 from ...rest import (
@@ -17,7 +16,6 @@ from ...rest import (
     routes,
 )
 from ...storage import CheckpointStorageError, StorageConfigError
-from ...store import Store
 from ..housekeeping._gc import (
     DELETED,
     DeleteRefused,
@@ -30,6 +28,7 @@ from ..housekeeping._gc import (
 )
 from ..search._experiment_config import searcher_config_of
 from ._schemas import CheckpointId, CheckpointUuid, ExperimentId
+from ._services import AUTH, Svc
 from ._views import checkpoint_out
 
 
@@ -48,74 +47,82 @@ def _deleted(result: GCResult) -> CheckpointsDeleted:
     )
 
 
-def add_gc_routes(app: FastAPI, store: Store, auth: Any, trials_dir: Path) -> None:
-    """Register GC, ``checkpoint delete`` (the CLI's and a trial's), ``experiment delete``
-    and the best checkpoints."""
+router = APIRouter(dependencies=AUTH)
 
-    @app.post(routes.EXPERIMENT_GC, dependencies=[auth])
-    def experiment_gc(experiment_id: ExperimentId) -> CheckpointsDeleted:
-        """Apply the experiment's checkpoint GC policy now (a finished experiment only)."""
-        exp = store.get_experiment(experiment_id)
-        if not exp.state.terminal:
-            raise HTTPException(
-                409,
-                f"experiment {exp.id} is {exp.state.value}; checkpoint GC runs on a finished "
-                "experiment (its trials may still resume from any checkpoint)",
-            )
-        try:
-            result = collect_garbage(store, exp)
-        except (CheckpointStorageError, StorageConfigError) as e:
-            raise _refused(e) from None
-        return _deleted(result)
 
-    @app.post(routes.EXPERIMENT_DELETE, dependencies=[auth])
-    def experiment_delete(experiment_id: ExperimentId) -> ExperimentDeleted:
-        """Delete a finished experiment, its checkpoints' files and its trials' directories."""
-        exp = store.get_experiment(experiment_id)
-        try:
-            result = delete_experiment(store, exp, trials_dir)
-        except (DeleteRefused, CheckpointStorageError, StorageConfigError) as e:
-            raise _refused(e) from None
-        return ExperimentDeleted(
-            experiment_id=exp.id,
-            checkpoints_deleted=len(result.deleted),
-            bytes_freed=result.bytes_freed,
-            checkpoints_missing=len(result.missing),
+@router.post(routes.EXPERIMENT_GC)
+def experiment_gc(experiment_id: ExperimentId, services: Svc) -> CheckpointsDeleted:
+    """Apply the experiment's checkpoint GC policy now (a finished experiment only)."""
+    store = services.store
+    exp = store.get_experiment(experiment_id)
+    if not exp.state.terminal:
+        raise HTTPException(
+            409,
+            f"experiment {exp.id} is {exp.state.value}; checkpoint GC runs on a finished "
+            "experiment (its trials may still resume from any checkpoint)",
         )
+    try:
+        result = collect_garbage(store, exp)
+    except (CheckpointStorageError, StorageConfigError) as e:
+        raise _refused(e) from None
+    return _deleted(result)
 
-    @app.post(routes.CHECKPOINTS_DELETE, dependencies=[auth])
-    def checkpoints_delete(body: DeleteCheckpoints) -> CheckpointsDeleted:
-        """Delete checkpoints (all or none): refused for a live trial's or a warm-start source."""
-        try:
-            result = delete_checkpoints_by_uuid(store, body.uuids)
-        except (DeleteRefused, CheckpointStorageError, StorageConfigError) as e:
-            raise _refused(e) from None
-        return _deleted(result)
 
-    @app.delete(routes.CHECKPOINT, dependencies=[auth])
-    def delete_checkpoint(uuid: CheckpointUuid) -> Ok:
-        """Mark a checkpoint DELETED before its trial deletes the files (``ctx.checkpoint.
-        delete``): refused for a warm-start source, as ``checkpoint delete`` is."""
-        store.get_checkpoint(uuid)
-        try:
-            check_not_a_warm_start_source(store, uuid)
-        except DeleteRefused as e:
-            raise _refused(e) from None
-        store.set_checkpoint_state(uuid, DELETED)
-        return Ok()
+@router.post(routes.EXPERIMENT_DELETE)
+def experiment_delete(experiment_id: ExperimentId, services: Svc) -> ExperimentDeleted:
+    """Delete a finished experiment, its checkpoints' files and its trials' directories."""
+    store = services.store
+    exp = store.get_experiment(experiment_id)
+    trials_dir = services.engine.settings.home / "trials"
+    try:
+        result = delete_experiment(store, exp, trials_dir)
+    except (DeleteRefused, CheckpointStorageError, StorageConfigError) as e:
+        raise _refused(e) from None
+    return ExperimentDeleted(
+        experiment_id=exp.id,
+        checkpoints_deleted=len(result.deleted),
+        bytes_freed=result.bytes_freed,
+        checkpoints_missing=len(result.missing),
+    )
 
-    @app.get(routes.BEST_CHECKPOINTS, dependencies=[auth])
-    def experiment_best_checkpoints(
-        experiment_id: ExperimentId, limit: Annotated[int, Query(ge=1, le=100_000)] = 10
-    ) -> BestCheckpoints:
-        """The experiment's best checkpoints by the searcher metric, best first."""
-        exp = store.get_experiment(experiment_id)
-        searcher = searcher_config_of(exp)
-        return BestCheckpoints(
-            metric=searcher.metric,
-            smaller_is_better=searcher.smaller_is_better,
-            checkpoints=[
-                RankedCheckpoint(checkpoint=checkpoint_out(c), searcher_metric=value)
-                for c, value in best_checkpoints(store, exp, limit)
-            ],
-        )
+
+@router.post(routes.CHECKPOINTS_DELETE)
+def checkpoints_delete(body: DeleteCheckpoints, services: Svc) -> CheckpointsDeleted:
+    """Delete checkpoints (all or none): refused for a live trial's or a warm-start source."""
+    try:
+        result = delete_checkpoints_by_uuid(services.store, body.uuids)
+    except (DeleteRefused, CheckpointStorageError, StorageConfigError) as e:
+        raise _refused(e) from None
+    return _deleted(result)
+
+
+@router.delete(routes.CHECKPOINT)
+def delete_checkpoint(uuid: CheckpointUuid, services: Svc) -> Ok:
+    """Mark a checkpoint DELETED before its trial deletes the files (``ctx.checkpoint.
+    delete``): refused for a warm-start source, as ``checkpoint delete`` is."""
+    store = services.store
+    store.get_checkpoint(uuid)
+    try:
+        check_not_a_warm_start_source(store, uuid)
+    except DeleteRefused as e:
+        raise _refused(e) from None
+    store.set_checkpoint_state(uuid, DELETED)
+    return Ok()
+
+
+@router.get(routes.BEST_CHECKPOINTS)
+def experiment_best_checkpoints(
+    experiment_id: ExperimentId, services: Svc, limit: Annotated[int, Query(ge=1, le=100_000)] = 10
+) -> BestCheckpoints:
+    """The experiment's best checkpoints by the searcher metric, best first."""
+    store = services.store
+    exp = store.get_experiment(experiment_id)
+    searcher = searcher_config_of(exp)
+    return BestCheckpoints(
+        metric=searcher.metric,
+        smaller_is_better=searcher.smaller_is_better,
+        checkpoints=[
+            RankedCheckpoint(checkpoint=checkpoint_out(c), searcher_metric=value)
+            for c, value in best_checkpoints(store, exp, limit)
+        ],
+    )

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import psutil
-from fastapi import FastAPI, HTTPException, Query, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import (
     FileResponse,
     HTMLResponse,
@@ -26,7 +26,6 @@ from fastapi.responses import (
 )
 from pydantic import TypeAdapter
 from starlette.background import BackgroundTask
-from starlette.middleware.gzip import GZipMiddleware
 from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
@@ -45,8 +44,10 @@ from ...rest import (
     routes,
 )
 from ...store import NotFound, Store
+from ._auth import Principal
 from ._schemas import CheckpointUuid, ExperimentId, QueryCount
-from ._ui_session import CODE_TTL, COOKIE, SESSION_TTL, UiSessions
+from ._services import AUTH, Caller, Svc
+from ._ui_session import CODE_TTL, COOKIE, SESSION_TTL
 from ._views import experiment_rungs, searcher_of, view_cache
 
 _METRICS_JSON = TypeAdapter(ExperimentMetrics)
@@ -70,148 +71,159 @@ _BAD_CODE = (
 )
 
 
-def add_ui_routes(
-    app: FastAPI,
-    store: Store,
-    sessions: UiSessions,
-    auth: Any,
-    stopping: threading.Event,
-    home: Path,
-) -> None:
-    """Register the UI's routes on ``app`` (``auth``: the app's token dependency)."""
-    # Large replies (a chart's 200,000 points: 5 MB of JSON) gzipped for a browser at the end
-    # of an ssh tunnel; level 1 costs ~30 ms for 5 MB. Starlette never gzips event streams.
-    app.add_middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES, compresslevel=1)
+router = APIRouter()
 
-    @app.post(routes.UI_LOGIN_CODE, dependencies=[auth])
-    def login_code(request: Request) -> LoginCode:
-        """A single-use login code for a browser (admin token only: a browser session cannot
-        renew itself past its 12 hours)."""
-        _token_only(request, "a login code")
-        return LoginCode(
-            code=sessions.new_code(), expires_in_seconds=CODE_TTL, login_path=LOGIN_PATH
+
+@router.post(routes.UI_LOGIN_CODE)
+def login_code(caller: Caller, services: Svc) -> LoginCode:
+    """A single-use login code for a browser (admin token only: a browser session cannot
+    renew itself past its 12 hours)."""
+    _token_only(caller, "a login code")
+    return LoginCode(
+        code=services.ui_sessions.new_code(), expires_in_seconds=CODE_TTL, login_path=LOGIN_PATH
+    )
+
+
+@router.post(routes.UI_REVOKE)
+def revoke_sessions(caller: Caller, services: Svc) -> Ok:
+    """End every browser session and unused login code (admin token only)."""
+    _token_only(caller, "ending every browser session")
+    services.ui_sessions.revoke_all()
+    return Ok()
+
+
+@router.post(LOGOUT_PATH, dependencies=AUTH, include_in_schema=False)
+def logout(request: Request, services: Svc) -> Response:
+    """End this browser's session: its cookie is refused from now on, and deleted."""
+    services.ui_sessions.logout(request.cookies.get(COOKIE))
+    response = Response(status_code=204)
+    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+    return response
+
+
+@router.get(LOGIN_PATH, include_in_schema=False)
+def login(services: Svc, code: Annotated[str, Query(max_length=200)] = "") -> Response:
+    cookie = services.ui_sessions.redeem(code)
+    if cookie is None:
+        return HTMLResponse(_BAD_CODE, status_code=401)
+    # 303 to a URL without the code, so it is neither in the history nor a Referer.
+    response = RedirectResponse("/ui/", status_code=303)
+    response.set_cookie(
+        COOKIE,
+        cookie,
+        max_age=int(SESSION_TTL),
+        httponly=True,
+        samesite="strict",
+        path="/",
+    )
+    return response
+
+
+@router.get("/", include_in_schema=False)
+def root() -> Response:
+    return RedirectResponse("/ui/", status_code=307)
+
+
+@router.get(routes.EXPERIMENT_METRICS, dependencies=AUTH, response_model=ExperimentMetrics)
+def experiment_metrics(
+    experiment_id: ExperimentId,
+    request: Request,
+    services: Svc,
+    group: Annotated[str, Query(max_length=64)] = "validation",
+    metric: Annotated[str | None, Query(max_length=200)] = None,
+    after_id: QueryCount = 0,
+) -> Response:
+    """One metric (default: the searcher's) of every trial, as a series per trial."""
+    store = services.store
+    exp = store.get_experiment(experiment_id)
+    name = metric or searcher_of(exp)[0] or ""
+    if after_id:  # a page's update: the few rows since its last look
+        body = _metrics_json(store, experiment_id, group, name, after_id)
+        return Response(body, media_type="application/json")
+    # A page's first load: every point, the same until a metric row is added; kept
+    # gzipped too, so a reload does not compress 5 MB again.
+    reply = view_cache(store, "metrics").get(
+        (experiment_id, group, name),
+        store.last_metric_id(experiment_id),
+        lambda: _Body(_metrics_json(store, experiment_id, group, name, 0)),
+    )
+    if "gzip" in request.headers.get("accept-encoding", "") and reply.gzipped:
+        return Response(
+            reply.gzipped,
+            media_type="application/json",
+            headers={"Content-Encoding": "gzip", "Vary": "Accept-Encoding"},
         )
+    return Response(reply.raw, media_type="application/json")
 
-    @app.post(routes.UI_REVOKE, dependencies=[auth])
-    def revoke_sessions(request: Request) -> Ok:
-        """End every browser session and unused login code (admin token only)."""
-        _token_only(request, "ending every browser session")
-        sessions.revoke_all()
-        return Ok()
 
-    @app.post(LOGOUT_PATH, dependencies=[auth], include_in_schema=False)
-    def logout(request: Request) -> Response:
-        """End this browser's session: its cookie is refused from now on, and deleted."""
-        sessions.logout(request.cookies.get(COOKIE))
-        response = Response(status_code=204)
-        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
-        return response
+@router.get(routes.EXPERIMENT_RUNGS, dependencies=AUTH)
+def searcher_rungs(experiment_id: ExperimentId, services: Svc) -> ExperimentRungs:
+    """An ASHA search's rungs as its searcher holds them: per bracket, each rung's length,
+    its trials with their metric and whether they were promoted or stopped, and the trials
+    training towards it. No brackets for other searchers."""
+    return experiment_rungs(services.store, experiment_id)
 
-    @app.get(LOGIN_PATH, include_in_schema=False)
-    def login(code: Annotated[str, Query(max_length=200)] = "") -> Response:
-        cookie = sessions.redeem(code)
-        if cookie is None:
-            return HTMLResponse(_BAD_CODE, status_code=401)
-        # 303 to a URL without the code, so it is neither in the history nor a Referer.
-        response = RedirectResponse("/ui/", status_code=303)
-        response.set_cookie(
-            COOKIE,
-            cookie,
-            max_age=int(SESSION_TTL),
-            httponly=True,
-            samesite="strict",
-            path="/",
-        )
-        return response
 
-    @app.get("/", include_in_schema=False)
-    def root() -> Response:
-        return RedirectResponse("/ui/", status_code=307)
+@router.get(routes.EXPERIMENT_EVENTS, dependencies=AUTH, response_model=ExperimentEvent)
+async def experiment_events(
+    experiment_id: ExperimentId, request: Request, services: Svc
+) -> Response:
+    """Server-sent events: one ``data:`` JSON line (an ExperimentEvent) each time the
+    experiment's state, a trial's state or its metrics change."""
+    store = services.store
+    store.get_experiment(experiment_id)  # 404 before the stream starts
+    return _event_response(
+        lambda: _snapshot(store, experiment_id), lambda: store.changes, request, services.stopping
+    )
 
-    @app.get(routes.EXPERIMENT_METRICS, dependencies=[auth], response_model=ExperimentMetrics)
-    def experiment_metrics(
-        experiment_id: ExperimentId,
-        request: Request,
-        group: Annotated[str, Query(max_length=64)] = "validation",
-        metric: Annotated[str | None, Query(max_length=200)] = None,
-        after_id: QueryCount = 0,
-    ) -> Response:
-        """One metric (default: the searcher's) of every trial, as a series per trial."""
-        exp = store.get_experiment(experiment_id)
-        name = metric or searcher_of(exp)[0] or ""
-        if after_id:  # a page's update: the few rows since its last look
-            body = _metrics_json(store, experiment_id, group, name, after_id)
-            return Response(body, media_type="application/json")
-        # A page's first load: every point, the same until a metric row is added; kept
-        # gzipped too, so a reload does not compress 5 MB again.
-        reply = view_cache(store, "metrics").get(
-            (experiment_id, group, name),
-            store.last_metric_id(experiment_id),
-            lambda: _Body(_metrics_json(store, experiment_id, group, name, 0)),
-        )
-        if "gzip" in request.headers.get("accept-encoding", "") and reply.gzipped:
-            return Response(
-                reply.gzipped,
-                media_type="application/json",
-                headers={"Content-Encoding": "gzip", "Vary": "Accept-Encoding"},
-            )
-        return Response(reply.raw, media_type="application/json")
 
-    @app.get(routes.EXPERIMENT_RUNGS, dependencies=[auth])
-    def searcher_rungs(experiment_id: ExperimentId) -> ExperimentRungs:
-        """An ASHA search's rungs as its searcher holds them: per bracket, each rung's length,
-        its trials with their metric and whether they were promoted or stopped, and the trials
-        training towards it. No brackets for other searchers."""
-        return experiment_rungs(store, experiment_id)
+@router.get(routes.EXPERIMENTS_EVENTS, dependencies=AUTH, response_model=ExperimentsEvent)
+async def experiments_events(request: Request, services: Svc) -> Response:
+    """Server-sent events: one ``data:`` JSON line (an ExperimentsEvent) each time an
+    experiment is created or deleted, or one's state, progress, archived flag or metrics
+    change."""
+    store = services.store
+    return _event_response(
+        lambda: _list_snapshot(store), lambda: store.changes, request, services.stopping
+    )
 
-    @app.get(routes.EXPERIMENT_EVENTS, dependencies=[auth], response_model=ExperimentEvent)
-    async def experiment_events(experiment_id: ExperimentId, request: Request) -> Response:
-        """Server-sent events: one ``data:`` JSON line (an ExperimentEvent) each time the
-        experiment's state, a trial's state or its metrics change."""
-        store.get_experiment(experiment_id)  # 404 before the stream starts
-        return _event_response(
-            lambda: _snapshot(store, experiment_id), lambda: store.changes, request, stopping
-        )
 
-    @app.get(routes.EXPERIMENTS_EVENTS, dependencies=[auth], response_model=ExperimentsEvent)
-    async def experiments_events(request: Request) -> Response:
-        """Server-sent events: one ``data:`` JSON line (an ExperimentsEvent) each time an
-        experiment is created or deleted, or one's state, progress, archived flag or metrics
-        change."""
-        return _event_response(
-            lambda: _list_snapshot(store), lambda: store.changes, request, stopping
-        )
+@router.get(routes.EXPERIMENT_TENSORBOARDS, dependencies=AUTH)
+def tensorboards(experiment_id: ExperimentId, services: Svc) -> TensorboardList:
+    """The running ``trialkit tensorboard`` servers that show this experiment."""
+    services.store.get_experiment(experiment_id)
+    home = services.engine.settings.home
+    found = [tb for tb in running_tensorboards(home) if experiment_id in tb.experiment_ids]
+    return TensorboardList(tensorboards=found)
 
-    @app.get(routes.EXPERIMENT_TENSORBOARDS, dependencies=[auth])
-    def tensorboards(experiment_id: ExperimentId) -> TensorboardList:
-        """The running ``trialkit tensorboard`` servers that show this experiment."""
-        store.get_experiment(experiment_id)
-        found = [tb for tb in running_tensorboards(home) if experiment_id in tb.experiment_ids]
-        return TensorboardList(tensorboards=found)
 
-    @app.get(routes.CHECKPOINT_ARCHIVE, include_in_schema=False)
-    def download_checkpoint(uuid: CheckpointUuid) -> Response:
-        """A checkpoint's files as a tar.gz, read from its experiment's configured storage
-        (checked against its manifest: a damaged checkpoint is a 409 naming the file)."""
-        ckpt = store.get_checkpoint(uuid)
-        config = store.config_with_secrets(ckpt.experiment_id).get("checkpoint_storage")
-        if not config:
-            return Response("the experiment has no checkpoint_storage", status_code=404)
-        try:
-            archive = _tar_checkpoint(storage_lib.build(config), ckpt.uuid)
-        except storage_lib.CheckpointNotFound as e:
-            return Response(str(e), status_code=404)
-        except storage_lib.CheckpointIntegrityError as e:
-            return Response(str(e), status_code=409)
-        return FileResponse(
-            archive,
-            media_type="application/gzip",
-            filename=f"{ckpt.uuid}.tar.gz",
-            background=BackgroundTask(os.unlink, archive),
-        )
+@router.get(routes.CHECKPOINT_ARCHIVE, include_in_schema=False)
+def download_checkpoint(uuid: CheckpointUuid, services: Svc) -> Response:
+    """A checkpoint's files as a tar.gz, read from its experiment's configured storage
+    (checked against its manifest: a damaged checkpoint is a 409 naming the file)."""
+    store = services.store
+    ckpt = store.get_checkpoint(uuid)
+    config = store.config_with_secrets(ckpt.experiment_id).get("checkpoint_storage")
+    if not config:
+        return Response("the experiment has no checkpoint_storage", status_code=404)
+    try:
+        archive = _tar_checkpoint(storage_lib.build(config), ckpt.uuid)
+    except storage_lib.CheckpointNotFound as e:
+        return Response(str(e), status_code=404)
+    except storage_lib.CheckpointIntegrityError as e:
+        return Response(str(e), status_code=409)
+    return FileResponse(
+        archive,
+        media_type="application/gzip",
+        filename=f"{ckpt.uuid}.tar.gz",
+        background=BackgroundTask(os.unlink, archive),
+    )
 
-    # Last: the pages themselves (index.html at /ui/), behind the token or the cookie.
-    app.mount("/ui", _RevalidatedFiles(directory=WEBUI_DIR, html=True), name="ui")
+
+def pages() -> StaticFiles:
+    """The pages themselves (index.html at /ui/), behind the token or the cookie: mounted at
+    /ui after every route (a mount answers every path under it)."""
+    return _RevalidatedFiles(directory=WEBUI_DIR, html=True)
 
 
 class _RevalidatedFiles(StaticFiles):
@@ -225,9 +237,9 @@ class _RevalidatedFiles(StaticFiles):
         return response
 
 
-def _token_only(request: Request, what: str) -> None:
+def _token_only(caller: Principal, what: str) -> None:
     """403 unless the request carries the master token (not a browser's session cookie)."""
-    if request.scope["state"]["principal"].browser:
+    if caller.browser:
         raise HTTPException(
             403, f"{what} needs the master token, not a browser session: run 'trialkit ui'"
         )

@@ -1,11 +1,11 @@
-"""The API's read models: response dataclasses built from the store's domain objects, with
+"""The API's read models: response dataclasses built from the store's domain objects (one
+mapping per type, field by field: no dict in between), with
 the read-model queries (``Store.trial_views``) so a describe runs a fixed number of SQL
 statements whatever the number of trials, and the cache that rebuilds a view only when what it
 was built from changed."""
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import weakref
@@ -14,6 +14,7 @@ from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
 from ...rest import (
+    BatchMetricsOut,
     BestTrial,
     BracketOut,
     CheckpointOut,
@@ -21,6 +22,7 @@ from ...rest import (
     ExperimentOut,
     ExperimentRungs,
     ExperimentSummary,
+    LogLineOut,
     MetricOut,
     RungOut,
     RungTrial,
@@ -28,7 +30,16 @@ from ...rest import (
     TrialOut,
 )
 from ...searcher import BracketState, asha_rungs
-from ...store import Checkpoint, Experiment, Metric, Store, Trial, TrialView
+from ...store import (
+    BatchMetrics,
+    Checkpoint,
+    Experiment,
+    LogLine,
+    Metric,
+    Store,
+    Trial,
+    TrialView,
+)
 from ..search._experiment_config import searcher_config_of
 
 logger = logging.getLogger(__name__)
@@ -83,34 +94,102 @@ def experiment_fingerprint(store: Store, exp: Experiment) -> tuple[Any, ...]:
     )
 
 
-def _model(cls: type[R], record: dict[str, Any], **more: Any) -> R:
-    """``cls`` from a record's fields (fields the response does not publish are left out)."""
-    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    return cls(**{k: v for k, v in record.items() if k in names}, **more)
-
-
-def experiment_out(exp: Experiment) -> ExperimentOut:
-    return _model(ExperimentOut, exp.to_dict())
+def experiment_out(exp: Experiment, *, trial_states: dict[str, int] | None = None) -> ExperimentOut:
+    """An experiment as the API shows it (``trial_states``: the experiment list's counts)."""
+    return ExperimentOut(
+        id=exp.id,
+        name=exp.name,
+        description=exp.description,
+        labels=exp.labels,
+        config=exp.config,
+        state=exp.state.value,
+        archived=exp.archived,
+        unmanaged=exp.unmanaged,
+        progress=exp.progress,
+        error=exp.error,
+        created_at=exp.created_at,
+        ended_at=exp.ended_at,
+        # The interpreter the trials run with (None: the master's, older experiments).
+        python=(exp.config.get("environment") or {}).get("python"),
+        trial_states=trial_states or {},
+    )
 
 
 def checkpoint_out(ckpt: Checkpoint) -> CheckpointOut:
-    return _model(CheckpointOut, ckpt.to_dict())
+    return CheckpointOut(
+        uuid=ckpt.uuid,
+        trial_id=ckpt.trial_id,
+        experiment_id=ckpt.experiment_id,
+        run_id=ckpt.run_id,
+        steps_completed=ckpt.steps_completed,
+        metadata=ckpt.metadata,
+        resources=ckpt.resources,
+        storage=ckpt.storage,
+        state=ckpt.state,
+        reported_at=ckpt.reported_at,
+    )
 
 
-def metric_out(metric: Metric | None) -> MetricOut | None:
-    return None if metric is None else _model(MetricOut, metric.to_dict())
+def metric_out(metric: Metric) -> MetricOut:
+    return MetricOut(
+        trial_id=metric.trial_id,
+        run_id=metric.run_id,
+        group=metric.group,
+        steps_completed=metric.steps_completed,
+        values=metric.values,
+        reported_at=metric.reported_at,
+    )
 
 
 def metrics_out(metrics: list[Metric]) -> list[MetricOut]:
-    return [_model(MetricOut, m.to_dict()) for m in metrics]
+    return [metric_out(m) for m in metrics]
+
+
+def batch_metrics_out(batch: BatchMetrics) -> BatchMetricsOut:
+    return BatchMetricsOut(
+        run_id=batch.run_id,
+        steps_completed=batch.steps_completed,
+        reported_at=batch.reported_at,
+        batch_metrics=batch.batch_metrics,
+    )
+
+
+def log_line_out(line: LogLine) -> LogLineOut:
+    return LogLineOut(line.id, line.trial_id, line.run_id, line.line, line.ts)
 
 
 def trial_out(view: TrialView) -> TrialOut:
-    return _model(
-        TrialOut,
-        view.trial.to_dict(),
-        latest_training=metric_out(view.latest_training),
-        latest_validation=metric_out(view.latest_validation),
+    """A trial with its latest metrics, best searcher-metric value and latest checkpoint (the
+    searcher's facts beside its state, flat, as the rows have them)."""
+    t, facts = view.trial, view.trial.searcher
+    return TrialOut(
+        id=t.id,
+        experiment_id=t.experiment_id,
+        request_id=t.request_id,
+        hparams=t.hparams,
+        seed=t.seed,
+        state=t.state.value,
+        restarts=t.restarts,
+        run_id=t.run_id,
+        op_length=facts.op_length,
+        op_complete=facts.op_complete,
+        closed=facts.closed,
+        stop_requested=facts.stop_requested,
+        acked_run_id=facts.acked_run_id,
+        early_exit=facts.early_exit,
+        progress=t.progress,
+        status=t.status,
+        error=t.error,
+        pid=t.pid,
+        pid_started=t.pid_started,
+        log_offset=t.log_offset,
+        slots=t.slots,
+        created_at=t.created_at,
+        ended_at=t.ended_at,
+        latest_training=None if view.latest_training is None else metric_out(view.latest_training),
+        latest_validation=(
+            None if view.latest_validation is None else metric_out(view.latest_validation)
+        ),
         best_validation=view.best_validation,
         latest_checkpoint=view.latest_checkpoint,
     )
