@@ -10,9 +10,9 @@ import trialkit.master
 
 MASTER = Path(trialkit.master.__file__).parent
 WRITER = "engine/_transitions.py"
-#: _app.py creates experiments (ACTIVE or PAUSED); one whose search cannot even be loaded is
+#: api/_experiments.py creates experiments (ACTIVE or PAUSED); one whose search cannot even be loaded is
 #: failed by ``_transitions`` like any other. No trial state is written there.
-CREATES = {"api/_app.py": {"create_experiment"}}
+CREATES = {"api/_experiments.py": {"create_experiment"}}
 
 
 def _state_writes(tree: ast.AST) -> list[tuple[str, int]]:
