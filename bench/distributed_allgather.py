@@ -77,7 +77,7 @@ def main() -> int:
     try:
         import torch  # noqa: F401
     except ImportError:
-        print("this benchmark needs torch (tox -e dist)", file=sys.stderr)
+        print("this benchmark needs torch (tox -e torch)", file=sys.stderr)
         return 1
     src = str(Path(__file__).resolve().parents[1] / "src")
     base = {

@@ -109,7 +109,7 @@ def main() -> int:
     try:
         import torch  # noqa: F401
     except ImportError:
-        print("this benchmark needs torch (tox -e dist)", file=sys.stderr)
+        print("this benchmark needs torch (tox -e torch)", file=sys.stderr)
         return 1
     from trialkit.client import start_background, stop_master
 

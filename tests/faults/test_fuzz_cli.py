@@ -25,6 +25,8 @@ from tests.unit.config.test_config_limits import ALIAS_BOMB
 from trialkit.cli import cli, main
 from trialkit.client import start_background, stop_master
 
+pytestmark = pytest.mark.integration
+
 QUICK = settings(
     max_examples=150,
     deadline=None,

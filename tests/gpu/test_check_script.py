@@ -15,6 +15,8 @@ import pytest
 
 from .conftest import REPO, cuda_count
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.mark.skipif(cuda_count() > 0, reason="this machine has CUDA: the script runs for real")
 def test_without_cuda_it_skips_everything_saying_why_and_exits_0() -> None:

@@ -152,6 +152,7 @@ print("RESULT " + json.dumps({"rank": d.rank, "size": d.size, "device": str(engi
 """
 
 
+@pytest.mark.integration
 def test_core_api_script_under_the_deepspeed_launcher(cuda: int, tmp_path: Path) -> None:
     script = tmp_path / "core_ds.py"
     script.write_text(CORE_SCRIPT)

@@ -18,7 +18,7 @@ from trialkit import pytorch  # noqa: E402
 
 from .conftest import REPO, child_env  # noqa: E402
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.integration]
 
 
 def _launch(ranks: int, out: Path) -> subprocess.CompletedProcess[str]:

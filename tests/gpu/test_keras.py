@@ -13,7 +13,7 @@ import pytest
 
 from .conftest import REPO, child_env
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.integration]
 
 
 def test_callback_on_the_torch_backend(device: str, tmp_path: Path) -> None:

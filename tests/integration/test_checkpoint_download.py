@@ -14,6 +14,8 @@ from tests.integration.conftest import Master
 from trialkit.errors import APIError
 from trialkit.storage import build
 
+pytestmark = pytest.mark.integration
+
 SLEEPER = {
     "name": "ckpt-download",
     "entrypoint": ["python3", "-c", "import time; time.sleep(300)"],

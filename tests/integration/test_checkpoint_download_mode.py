@@ -23,6 +23,8 @@ from trialkit.storage import (
     list_directory,
 )
 
+pytestmark = pytest.mark.integration
+
 
 def saved_checkpoint(master: Master, tmp_path: Path) -> tuple[Path, Path]:
     """A checkpoint (with its manifest) in the experiment's storage, reported; (its dir, src)."""

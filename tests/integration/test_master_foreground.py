@@ -18,6 +18,8 @@ import pytest
 
 TRIALKIT = [sys.executable, "-m", "trialkit.cli"]
 
+pytestmark = pytest.mark.integration
+
 
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(

@@ -5,6 +5,7 @@ deleted experiments are not handed out again."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -13,11 +14,13 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from trialkit.cli import main as cli_main
 from trialkit.client import stop_master
 from trialkit.store import Store
 from trialkit.store._schema import HEAD_REVISION
@@ -73,21 +76,40 @@ def _cli(env: dict[str, str], *args: str) -> str:
     return proc.stdout
 
 
+def _read_cli(env: dict[str, str], *args: str) -> str:
+    """What a read command of the CLI prints, run in this process: the read-back below makes
+    ~45 of them, and a process start each is most of what the test would cost."""
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as mp:
+        for name in ("TRIALKIT_HOME", "TRIALKIT_DB"):
+            if name in env:
+                mp.setenv(name, env[name])
+            else:
+                mp.delenv(name, raising=False)
+        with redirect_stdout(out), redirect_stderr(err), pytest.raises(SystemExit) as exited:
+            cli_main(list(args))
+    code = exited.value.code or 0
+    assert code == 0, f"trialkit {' '.join(args)} ({code}):\n{out.getvalue()}\n{err.getvalue()}"
+    return out.getvalue()
+
+
 def _seen_through_cli(env: dict[str, str]) -> dict[str, Any]:
     """The same facts, read back through the CLI of the new code."""
-    listed = json.loads(_cli(env, "experiment", "list", "--json"))
+    listed = json.loads(_read_cli(env, "experiment", "list", "--json"))
     trials, checkpoints, metrics, logs = [], [], {}, {}
     for exp in listed:
-        desc = json.loads(_cli(env, "experiment", "describe", str(exp["id"]), "--json"))
+        desc = json.loads(_read_cli(env, "experiment", "describe", str(exp["id"]), "--json"))
         trials += [[t["id"], exp["id"], t["state"], t["hparams"]] for t in desc["trials"]]
         checkpoints += [c["uuid"] for c in desc["checkpoints"]]
         for t in desc["trials"]:
-            shown = json.loads(_cli(env, "trial", "describe", str(t["id"]), "--metrics", "--json"))
+            shown = json.loads(
+                _read_cli(env, "trial", "describe", str(t["id"]), "--metrics", "--json")
+            )
             reports = shown["validation_metrics"] + shown["training_metrics"]
             metrics[t["id"]] = sorted(
                 ([m["group"], m["steps_completed"], m["values"]] for m in reports), key=json.dumps
             )
-            logs[t["id"]] = _cli(env, "trial", "logs", str(t["id"])).splitlines()
+            logs[t["id"]] = _read_cli(env, "trial", "logs", str(t["id"])).splitlines()
     return {
         "experiments": [[e["id"], e["name"], e["state"]] for e in listed],
         "trials": trials,

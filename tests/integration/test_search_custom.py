@@ -276,7 +276,7 @@ def _legacy_project(tmp_path: Path, **searcher: Any) -> Path:
     and no ``max_length``: the lengths come from the method's operations (issue 32, item 6)."""
     import yaml
 
-    pytest.importorskip("torch")  # the Trial is a PyTorchTrial: tox's pytorch env runs these
+    pytest.importorskip("torch")  # the Trial is a PyTorchTrial: tox's torch env runs these
     d = Path(shutil.copytree(Path(__file__).parent / "determined_037", tmp_path / "legacy"))
     cfg = yaml.safe_load((d / "const.yaml").read_text())
     cfg.pop("min_validation_period")

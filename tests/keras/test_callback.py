@@ -1,8 +1,8 @@
 """TrialkitCallback (Determined's DeterminedCallback) in a user's own ``model.fit``: locally
 (``core.init()`` with no master) and as an experiment's entrypoint under a real master, with
 resume from a checkpoint and preemption. The Keras backend is the environment's: tensorflow in
-``tox -e keras``, torch in ``tox -e keras_torch`` (``KERAS_BACKEND=torch``, no TensorFlow), tf_keras
-in ``tox -e tf_keras`` (``TF_USE_LEGACY_KERAS=1``)."""
+``tox -e tensorflow``, torch in ``tox -e torch`` (``KERAS_BACKEND=torch``, no TensorFlow), tf_keras
+in ``tox -e tensorflow`` again with ``TF_USE_LEGACY_KERAS=1``."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _missing_stack() -> str | None:
         needs = ["keras", os.environ.get("KERAS_BACKEND", "tensorflow")]
     absent = [m for m in needs if importlib.util.find_spec(m) is None]
     if absent:
-        return f"the Keras callback tests need {', '.join(absent)} (tox -e keras / keras_torch)"
+        return f"the Keras callback tests need {', '.join(absent)} (tox -e tensorflow / torch)"
     return None
 
 
@@ -251,7 +251,7 @@ def test_example_const_under_master(master: Master, tmp_path: Path) -> None:
 
 @pytest.mark.skipif(
     os.environ.get("TF_USE_LEGACY_KERAS") != "1",
-    reason="Determined's TF-format model_checkpoint loads on tf_keras only (tox -e tf_keras)",
+    reason="Determined's TF-format model_checkpoint loads on tf_keras only (tox -e tensorflow, TF_USE_LEGACY_KERAS=1)",
 )
 def test_a_checkpoint_in_determineds_layout_resumes_on_tf_keras(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

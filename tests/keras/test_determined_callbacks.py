@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-pytest.importorskip("tensorflow", reason="det.keras.callbacks needs tensorflow (tox -e keras)")
+pytest.importorskip("tensorflow", reason="det.keras.callbacks needs tensorflow (tox -e tensorflow)")
 
 from tests.integration.conftest import Master  # noqa: E402
 from trialkit import core  # noqa: E402

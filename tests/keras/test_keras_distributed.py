@@ -1,7 +1,8 @@
 """TFKerasTrial on two workers (MultiWorkerMirroredStrategy over the TF_CONFIG that
-trialkit.launch.tensorflow builds), on Keras 3 here and on tf_keras in the tf_keras env: the same
-weights and validation metrics as one worker with the same global batch, pause and resume, a
-killed worker failing the trial within seconds, and the launcher on its own."""
+trialkit.launch.tensorflow builds), on Keras 3 and on tf_keras (TF_USE_LEGACY_KERAS=1; both in
+the tensorflow env): the same weights and validation metrics as one worker with the same global
+batch, pause and resume, a killed worker failing the trial within seconds, and the launcher on
+its own."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytest.importorskip("tensorflow", reason="the Keras harness tests need tensorflow (tox -e keras)")
+pytest.importorskip(
+    "tensorflow", reason="the Keras harness tests need tensorflow (tox -e tensorflow)"
+)
 
 from tests.integration.conftest import EXAMPLES, Master  # noqa: E402
 from trialkit.launch.auto import DEFAULT_LAUNCHER, launcher_for  # noqa: E402

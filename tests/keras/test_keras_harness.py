@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 import yaml
 
-pytest.importorskip("tensorflow", reason="the Keras harness tests need tensorflow (tox -e keras)")
-pytest.importorskip("keras", reason="the Keras harness tests need Keras 3 (tox -e keras)")
+pytest.importorskip(
+    "tensorflow", reason="the Keras harness tests need tensorflow (tox -e tensorflow)"
+)
+pytest.importorskip("keras", reason="the Keras harness tests need Keras 3 (tox -e tensorflow)")
 
 from tests.integration.conftest import EXAMPLES, Master  # noqa: E402
 

@@ -35,6 +35,7 @@ def _store(home: Path) -> tuple[list, list, list]:
         store.close()
 
 
+@pytest.mark.integration
 def test_example_runs_in_local_mode_with_the_trainers_limits(tmp_path: Path) -> None:
     env = {**os.environ, "TRIALKIT_HOME": str(tmp_path / "home"), "OMP_NUM_THREADS": "1"}
     env.pop("TRIALKIT_CLUSTER_INFO", None)

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration
+
 torch = pytest.importorskip("torch")
 
 from trialkit import pytorch  # noqa: E402

@@ -46,6 +46,7 @@ def test_the_horovod_launcher_refuses_a_pytorch_trial_on_two_ranks() -> None:
     assert horovod.main(["--dry-run", "--nproc-per-node", "2", "python3", "train.py"]) == 0
 
 
+@pytest.mark.integration
 def test_the_harness_refuses_on_a_rank_horovodrun_started(tmp_path: Path) -> None:
     """The harness run as horovodrun runs it (HOROVOD_RANK/SIZE, no WORLD_SIZE), under a
     master's cluster info: one line and exit 1 on each rank instead of training alone."""

@@ -18,6 +18,8 @@ import pytest
 from tests.docs.blocks import REPO, blocks
 from tests.ray.conftest import RAY_ENV
 
+pytestmark = pytest.mark.integration
+
 #: The directory the recipe keeps its nodes' temp dirs, logs and pid files in.
 RECIPE_DIR = "/tmp/ray-demo"
 

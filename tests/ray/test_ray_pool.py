@@ -18,6 +18,8 @@ import yaml
 from tests.integration.conftest import EXAMPLES, Master
 from tests.ray.conftest import RayCluster, RayNode, assert_no_run_copies, run_copies
 
+pytestmark = pytest.mark.integration
+
 
 def _core_api_example(tmp_path: Path, config_name: str, **overrides: Any) -> tuple[dict, Path]:
     model = tmp_path / "model"

@@ -217,6 +217,7 @@ def _spawn(
     )
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("dead", [0, 1])
 def test_a_dead_process_is_named_promptly_in_the_other(tmp_path: Path, dead: int) -> None:
     port = free_port()
@@ -230,6 +231,7 @@ def test_a_dead_process_is_named_promptly_in_the_other(tmp_path: Path, dead: int
     assert f"PeerLostError: worker {who} exited/disconnected" in outs[survivor]
 
 
+@pytest.mark.integration
 def test_processes_complete_and_close_cleanly(tmp_path: Path) -> None:
     port = free_port()
     procs = [_spawn(tmp_path, r, "on", port) for r in range(2)]
@@ -238,6 +240,7 @@ def test_processes_complete_and_close_cleanly(tmp_path: Path) -> None:
     assert all("ready [0, 1]" in o and "ok" in o for o in outs)
 
 
+@pytest.mark.integration
 def test_a_rank_of_another_job_is_refused(tmp_path: Path) -> None:
     port = free_port()
     chief = _spawn(tmp_path, 0, "sleep", port, token="job-a")

@@ -119,8 +119,11 @@ def test_preemption_reaches_every_rank(mode: PreemptMode) -> None:
             if d.rank == 0:
                 backend.preempt.set()
             d.allgather(None)
-            if mode == PreemptMode.WorkersAskMaster:
-                p.wait_for_signal(5)
+            # The request reaches a rank through its watcher thread, some time after the set():
+            # every rank waits for its own watcher, or in WorkersAskChief the chief for its
+            # (the workers have none: they hear it from the chief's broadcast below).
+            if mode == PreemptMode.WorkersAskMaster or d.rank == 0:
+                assert p.wait_for_signal(5), "the watcher never saw the request"
             seen.append(p.should_preempt())
             return seen
         finally:

@@ -3,14 +3,16 @@ training thread, the shipping thread subtracts what it delivered, and ``flush()`
 
 The interleaving that loses an update is forced, not waited for: the count is an ``int`` whose
 addition (``put``) pauses between reading the old value and writing the new one until the
-shipping thread has delivered a batch and written its own result. Without a lock, ``put`` then
-writes over the shipping thread's subtraction and ``flush()`` waits forever for a report that
-was delivered long ago. With the lock, the shipping thread cannot subtract in the middle of an
-addition: the pause runs out and the count stays right."""
+shipping thread has either written its own result (it then sends the progress) or is seen
+waiting for the count's lock. Without a lock, ``put`` then writes over the shipping thread's
+subtraction and ``flush()`` waits forever for a report that was delivered long ago. With the
+lock, the shipping thread cannot subtract in the middle of an addition: the pause ends as soon
+as it is seen waiting, and the count stays right."""
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from trialkit.core._backend import TrialBackend
@@ -57,13 +59,40 @@ class GatedMaster(TrialBackend):
         return None
 
 
+class WatchedLock:
+    """The shipper's count lock, telling when a thread has to wait for it."""
+
+    def __init__(self, lock: Any) -> None:
+        self._lock = lock
+        self.contended = threading.Event()
+
+    def __enter__(self) -> WatchedLock:
+        if not self._lock.acquire(blocking=False):
+            self.contended.set()
+            self._lock.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
 class Interleaving:
     """The steps of the forced interleaving, as events between the two threads."""
 
-    def __init__(self, master: GatedMaster) -> None:
+    def __init__(self, master: GatedMaster, lock: WatchedLock) -> None:
         self.training_read = threading.Event()  # put() has read the old count
-        self.delivered = threading.Event()  # the shipping thread handed a batch to its sinks
         self.master = master
+        self.lock = lock
+
+    def shipping_thread_wrote_or_waits(self, timeout: float) -> bool:
+        """Wait until the shipping thread wrote its subtraction (it then sends the progress)
+        or waits for the count's lock; False if neither happened within ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        while not (self.master.progress_sent.is_set() or self.lock.contended.is_set()):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.001)
+        return True
 
 
 def pausing_count(script: Interleaving, value: int) -> int:
@@ -73,10 +102,7 @@ def pausing_count(script: Interleaving, value: int) -> int:
         def __add__(self, other: int) -> PausingCount:
             if other > 0:  # put(): a report queued, on the training thread
                 script.training_read.set()
-                if script.delivered.wait(30):
-                    # The shipping thread writes its subtraction and then sends the progress,
-                    # unless a lock keeps it from subtracting until this addition is written.
-                    script.master.progress_sent.wait(2.0)
+                assert script.shipping_thread_wrote_or_waits(30), "the batch was never delivered"
             return PausingCount(int(self) + other)
 
         def __sub__(self, other: int) -> PausingCount:
@@ -92,8 +118,8 @@ def report(step: int) -> dict[str, Any]:
 def test_a_report_queued_while_a_batch_is_delivered_is_counted_once() -> None:
     master = GatedMaster()
     shipper = MetricsShipper(master, interval=0.01)
-    script = Interleaving(master)
-    shipper.add_sink(lambda batch: script.delivered.set())
+    shipper._count_lock = lock = WatchedLock(shipper._count_lock)  # type: ignore[assignment]
+    script = Interleaving(master, lock)
     try:
         shipper.put(report(1))  # the first report goes out at once and is held in flight
         assert master.sending.wait(30), "the first report was never sent"

@@ -44,6 +44,7 @@ print("uuid", uuid, "info", core_v2.info)
 """
 
 
+@pytest.mark.integration
 def test_a_core_v2_script_is_an_unmanaged_experiment_listed_and_described(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -30,6 +30,7 @@ def _launch(
     )
 
 
+@pytest.mark.integration
 def test_wrap_rank_prefixes_every_line_and_keeps_the_exit_code() -> None:
     p = _launch(
         "wrap_rank",
@@ -50,6 +51,7 @@ def test_wrap_rank_prefixes_every_line_and_keeps_the_exit_code() -> None:
     assert p.stderr.splitlines() == ["[rank=3] || err"]
 
 
+@pytest.mark.integration
 def test_wrap_rank_reads_the_rank_from_env_names_in_order() -> None:
     p = _launch("wrap_rank", "NOPE,PMI_RANK", "echo", "hi", env={"PMI_RANK": "7"})
     assert (p.returncode, p.stdout) == (0, "[rank=7] || hi\n")
@@ -59,6 +61,7 @@ def test_wrap_rank_reads_the_rank_from_env_names_in_order() -> None:
     assert "Traceback" not in p.stderr
 
 
+@pytest.mark.integration
 def test_wrap_rank_no_redirect_and_missing_program() -> None:
     p = _launch("wrap_rank", "--no-redirect-stdio", "0", "echo", "plain")
     assert p.stdout == "plain\n"
@@ -153,6 +156,7 @@ def test_torch_distributed_bad_input_is_a_launch_error(
         torch_distributed.main(args)
 
 
+@pytest.mark.integration
 def test_bad_input_is_one_line_on_stderr() -> None:
     p = _launch("torch_distributed", "--nnodes", "2", "python3", "x.py")
     assert p.returncode == 1

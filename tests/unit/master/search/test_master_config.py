@@ -165,6 +165,7 @@ def test_slots_per_trial_is_not_bounded_by_local_slots_on_a_ray_pool(
         _create({"resources": {"slots_per_trial": 8}}, tmp_path / "h", model)
 
 
+@pytest.mark.integration
 def test_master_up_refuses_a_bad_config_file_in_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "m.yaml"
     bad.write_text("resource_pools:\n  ray: {type: ray, slot_type: tpu}\n")
@@ -183,6 +184,7 @@ def test_master_up_refuses_a_bad_config_file_in_one_line(tmp_path: Path) -> None
     assert not (tmp_path / "home" / "master.json").exists()
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("where", ["home", "--config"])
 def test_a_ray_pool_nobody_answers_at_stops_the_master_with_one_line(
     tmp_path: Path, where: str
