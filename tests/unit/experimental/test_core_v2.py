@@ -81,8 +81,8 @@ def test_a_core_v2_script_is_an_unmanaged_experiment_listed_and_described(
 def test_init_context_and_close_under_the_trialkit_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from tests.local_runs import ingested_store
     from trialkit.experimental import core_v2
-    from trialkit.store import Store
 
     monkeypatch.setenv("TRIALKIT_HOME", str(tmp_path))
     monkeypatch.delenv("TRIALKIT_CLUSTER_INFO", raising=False)
@@ -94,7 +94,7 @@ def test_init_context_and_close_under_the_trialkit_name(
     core_v2.close()
     core_v2.close()  # a second close (and the one at exit) does nothing
     assert core_v2.train is None
-    store = Store.for_home(tmp_path)
+    store = ingested_store(tmp_path)
     try:
         [exp] = store.list_experiments()
         assert exp.name == "merged" and exp.state.value == "COMPLETED"
