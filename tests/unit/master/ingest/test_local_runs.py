@@ -5,6 +5,8 @@ ids' place. Real runs (``core.init()``), real files, a real SQLite store."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from trialkit import core
@@ -13,11 +15,15 @@ from trialkit.master.ingest import LocalRunIngest
 from trialkit.store import ExperimentState, Store, TrialState
 
 
-def _ingest(home: Path) -> Store:
-    """A fresh ingest, as a master that just started does it; the store it wrote."""
+@contextmanager
+def _ingested(home: Path) -> Iterator[Store]:
+    """A fresh ingest, as a master that just started does it; the store it wrote, open."""
     store = Store.at(home)
-    LocalRunIngest(store, home).ingest()
-    return store
+    try:
+        LocalRunIngest(store, home).ingest()
+        yield store
+    finally:
+        store.close()
 
 
 def _counts(store: Store) -> tuple[int, int, int, int]:
@@ -38,19 +44,13 @@ def test_a_run_ingested_twice_is_stored_once(trialkit_home: Path) -> None:
     with core.init() as ctx:
         _report(ctx, 1)
         _report(ctx, 2)
-    first = _ingest(trialkit_home)
-    try:
+    with _ingested(trialkit_home) as first:
         assert _counts(first) == (1, 1, 2, 2)
         (exp,) = first.list_experiments()
         assert exp.state is ExperimentState.COMPLETED
-    finally:
-        first.close()
     assert list(local_runs_dir(trialkit_home).iterdir()) == []  # stored: the journal is gone
-    again = _ingest(trialkit_home)
-    try:
+    with _ingested(trialkit_home) as again:
         assert _counts(again) == (1, 1, 2, 2)
-    finally:
-        again.close()
 
 
 def test_a_master_stopped_before_recording_its_progress_stores_nothing_twice(
@@ -59,26 +59,21 @@ def test_a_master_stopped_before_recording_its_progress_stores_nothing_twice(
     with core.init() as ctx:
         _report(ctx, 1)
         journal = journal_path(trialkit_home, ctx._backend.key)  # type: ignore[attr-defined]
-        _ingest(trialkit_home).close()
+        with _ingested(trialkit_home) as first:
+            assert _counts(first) == (1, 1, 1, 1)
         # The master stopped after its store writes but before its progress record: the next
         # one reads the journal from the start again.
         journal.with_suffix(".ingested").unlink()
-        replayed = _ingest(trialkit_home)
-        try:
+        with _ingested(trialkit_home) as replayed:
             assert _counts(replayed) == (1, 1, 1, 1)
             (trial,) = replayed.list_trials()
             assert trial.state is TrialState.ACTIVE
-        finally:
-            replayed.close()
         _report(ctx, 2)
-    done = _ingest(trialkit_home)
-    try:
+    with _ingested(trialkit_home) as done:
         assert _counts(done) == (1, 1, 2, 2)
         (trial,) = done.list_trials()
         assert trial.state is TrialState.COMPLETED
         assert [m.steps_completed for m in done.list_metrics(trial.id)] == [1, 2]
-    finally:
-        done.close()
 
 
 def test_a_half_written_last_line_waits_until_it_is_complete(trialkit_home: Path) -> None:
@@ -88,8 +83,7 @@ def test_a_half_written_last_line_waits_until_it_is_complete(trialkit_home: Path
     complete = journal.read_bytes()
     end = complete.rindex(b"\n", 0, len(complete) - 1) + 1  # where the last line ("end") starts
     journal.write_bytes(complete[: end + 10])  # as a crash mid-write or a writer mid-line leaves it
-    store = _ingest(trialkit_home)
-    try:
+    with _ingested(trialkit_home) as store:
         (trial,) = store.list_trials()
         assert trial.state is TrialState.ACTIVE  # the cut "end" line is not read
         assert store.count_metrics(trial.id) == 1
@@ -98,8 +92,6 @@ def test_a_half_written_last_line_waits_until_it_is_complete(trialkit_home: Path
         LocalRunIngest(store, trialkit_home).ingest()
         assert store.get_trial(trial.id).state is TrialState.COMPLETED
         assert store.count_metrics(trial.id) == 1
-    finally:
-        store.close()
 
 
 def test_an_ended_runs_tensorboard_files_take_its_ids_place(trialkit_home: Path) -> None:
@@ -108,37 +100,28 @@ def test_an_ended_runs_tensorboard_files_take_its_ids_place(trialkit_home: Path)
         during = ctx.train.get_tensorboard_path()
     events = sorted(p.name for p in during.iterdir())
     assert events, "AUTO mode wrote no event file"
-    store = _ingest(trialkit_home)
-    try:
+    with _ingested(trialkit_home) as store:
         (trial,) = store.list_trials()
         moved = trialkit_home / "tensorboard" / f"experiment-{trial.experiment_id}"
         assert sorted(p.name for p in (moved / f"trial-{trial.id}").iterdir()) == events
         assert not during.exists()
-    finally:
-        store.close()
 
 
 def test_a_run_whose_experiment_was_deleted_is_dropped(trialkit_home: Path) -> None:
     ctx = core.init()
     _report(ctx, 1)
-    store = _ingest(trialkit_home)
-    try:
+    with _ingested(trialkit_home) as store:
         (exp,) = store.list_experiments()
         store.delete_experiment_rows(exp.id)
         ctx.close()
         LocalRunIngest(store, trialkit_home).ingest()
         assert _counts(store) == (0, 0, 0, 0)
         assert list(local_runs_dir(trialkit_home).iterdir()) == []
-    finally:
-        store.close()
 
 
 def test_entries_before_a_start_are_skipped(trialkit_home: Path) -> None:
     writer = JournalWriter(journal_path(trialkit_home, "f" * 32))
     writer.append("metrics", reports=[{"group": "training", "steps_completed": 1, "metrics": {}}])
     writer.close()
-    store = _ingest(trialkit_home)
-    try:
+    with _ingested(trialkit_home) as store:
         assert _counts(store) == (0, 0, 0, 0)
-    finally:
-        store.close()
