@@ -129,6 +129,9 @@ class Engine:
             try:
                 with self._lock:
                     exited = self._supervision.reap()
+                    # every tick, so a local run is listed as soon as it reports: a stat per
+                    # journal when nothing changed
+                    self._local_runs.ingest()
                     now = time.monotonic()
                     if woken or exited or now >= full_due:
                         self._tick()
@@ -140,7 +143,6 @@ class Engine:
 
     def _tick(self) -> None:
         self._delete_abandoned()
-        self._local_runs.ingest()
         for exp in self.store.list_experiments(states=_LIVE_EXPERIMENT_STATES):
             if not exp.unmanaged and exp.id not in self._abandoned:
                 self._supervision.advance(exp)

@@ -75,6 +75,7 @@ class LocalRunIngest:
                 logger.warning("local run %s: %s; its journal is dropped", journal, e)
                 self._drop(journal)
             except Exception:
+                self._progress.pop(journal.stem, None)  # half applied: go by the record on disk
                 if journal.stem not in self._failing:  # once, not every tick
                     logger.exception("local run %s: ingest failed; trying again", journal)
                 self._failing.add(journal.stem)
@@ -134,7 +135,8 @@ class LocalRunIngest:
             fields = {k: v for k, v in entry["fields"].items() if k in TRIAL_FIELDS}
             self.store.update_trial(trial_id, **fields)
         elif kind == "end":
-            self._end(progress, entry)
+            self._end(exp_id, trial_id, entry)
+            progress.ended = True
         else:
             logger.warning("local run %s: unknown entry %r; skipped", key, kind)
 
@@ -161,28 +163,27 @@ class LocalRunIngest:
         logger.info("local run %s: stored as experiment %d, trial %d", key, found[0], found[1])
 
     def _find_trial(self, request: str) -> tuple[int, int] | None:
-        for exp in self.store.list_experiments():
+        for exp in reversed(self.store.list_experiments()):  # the run's is likely recent
             trial = self.store.trial_by_request(exp.id, request) if exp.unmanaged else None
             if trial is not None:
                 return exp.id, trial.id
         return None
 
-    def _end(self, progress: _Progress, entry: dict[str, Any]) -> None:
-        assert progress.experiment_id is not None and progress.trial_id is not None
+    def _end(self, exp_id: int, trial_id: int, entry: dict[str, Any]) -> None:
+        """The run ended: its trial and experiment, COMPLETED or ERROR, as it said."""
         failed, at = bool(entry["failed"]), entry["at"]
         self.store.update_trial(
-            progress.trial_id,
+            trial_id,
             state=TrialState.ERROR if failed else TrialState.COMPLETED,
             ended_at=at,
         )
         self.store.update_experiment(
-            progress.experiment_id,
+            exp_id,
             state=ExperimentState.ERROR if failed else ExperimentState.COMPLETED,
             progress=0.0 if failed else 1.0,
             error=entry["error"],
             ended_at=at,
         )
-        progress.ended = True
 
     def _finish(self, journal: Path, progress: _Progress) -> None:
         """The run ended and is stored: its TensorBoard files take its ids' place, as a
