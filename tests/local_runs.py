@@ -12,5 +12,5 @@ def ingested_store(home: Path) -> Store:
     """The store of ``home`` after the master's ingest of every local run journaled there (as
     ``trialkit experiment list`` shows them once a master has started or ticked)."""
     store = Store.at(home)
-    LocalRunIngest(store, home).ingest()
+    LocalRunIngest(store, home).ingest_all()
     return store

@@ -80,13 +80,18 @@ class JournalWriter:
                 os.close(fd)
 
 
-def read_entries(path: Path, offset: int = 0) -> tuple[list[tuple[int, dict[str, Any]]], int]:
-    """The complete entries from byte ``offset`` on, each with its own offset, and the offset
-    after the last complete line: a half-written last line waits until it is complete."""
+def read_entries(
+    path: Path, offset: int = 0, limit: int | None = None
+) -> tuple[list[tuple[int, dict[str, Any]]], int]:
+    """The complete entries from byte ``offset`` on (about ``limit`` bytes of them, at least
+    one line), each with its own offset, and the offset after the last complete line read: a
+    half-written last line waits until it is complete."""
     try:
         with open(path, "rb") as f:
             f.seek(offset)
-            data = f.read()
+            data = f.read(-1 if limit is None else limit)
+            if limit is not None and b"\n" not in data:  # a line longer than the limit
+                data += f.readline()
     except FileNotFoundError:
         return [], offset
     end = data.rfind(b"\n") + 1

@@ -36,8 +36,9 @@ PROGRESS_SUFFIX = ".ingested"
 REQUEST_PREFIX = "local:"
 #: The metric batches of a journal: one shipper, its entries numbered in order.
 SENDER = "local-journal"
-#: Entries of one journal stored per call, at most.
-MAX_ENTRIES = 2000
+#: Bytes of one journal read per call, about (~10,000 reports, a fraction of a second to store):
+#: the engine waits for it, and a long run's journal is stored over several ticks.
+READ_LIMIT = 1 << 20
 #: What a run's ``trial`` entries may set.
 TRIAL_FIELDS = frozenset({"progress", "status", "early_exit"})
 
@@ -62,15 +63,17 @@ class LocalRunIngest:
         self._progress: dict[str, _Progress] = {}
         self._failing: set[str] = set()
 
-    def ingest(self) -> None:
-        """Store every journal's new complete entries; a journal that fails is tried again next
+    def ingest(self) -> int:
+        """Store the next new complete entries of every journal (about READ_LIMIT bytes of
+        each); how many bytes of journal that took in. A journal that fails is tried again next
         time (logged), the others go on."""
         directory = local_runs_dir(self.home)
         if not directory.is_dir():
-            return
+            return 0
+        stored = 0
         for journal in sorted(directory.glob(f"*{JOURNAL_SUFFIX}")):
             try:
-                self._ingest(journal)
+                stored += self._ingest(journal)
             except NotFound as e:  # its experiment was deleted while the run went on
                 logger.warning("local run %s: %s; its journal is dropped", journal, e)
                 self._drop(journal)
@@ -84,21 +87,29 @@ class LocalRunIngest:
         for orphan in directory.glob(f"*{PROGRESS_SUFFIX}"):  # its journal is gone: all stored
             if not orphan.with_suffix(JOURNAL_SUFFIX).exists():
                 orphan.unlink(missing_ok=True)
+        return stored
 
-    def _ingest(self, journal: Path) -> None:
+    def ingest_all(self) -> None:
+        """Store everything journaled so far (for a reader of the store that cannot wait for
+        ticks: a test, a benchmark)."""
+        while self.ingest():
+            pass
+
+    def _ingest(self, journal: Path) -> int:
         key = journal.stem
+        stored = 0
         progress = self._progress.get(key) or _read_progress(_progress_path(journal))
         self._progress[key] = progress
         if not progress.ended and journal.stat().st_size > progress.offset:
-            entries, end = read_entries(journal, progress.offset)
-            if len(entries) > MAX_ENTRIES:  # the rest next time: a tick holds the engine
-                end = entries[MAX_ENTRIES][0]
-                del entries[MAX_ENTRIES:]
+            before = progress.offset
+            entries, end = read_entries(journal, before, READ_LIMIT)
             self._store(key, progress, [e for _, e in entries])
             progress.offset, progress.entries = end, progress.entries + len(entries)
             _write_progress(_progress_path(journal), progress)
+            stored = end - before
         if progress.ended:
             self._finish(journal, progress)
+        return stored
 
     def _store(self, key: str, progress: _Progress, entries: list[dict[str, Any]]) -> None:
         """Store ``entries`` in order, runs of metric entries in one transaction."""

@@ -9,9 +9,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from trialkit import core
 from trialkit.contract import JournalWriter, journal_path, local_runs_dir
-from trialkit.master.ingest import LocalRunIngest
+from trialkit.master.ingest import LocalRunIngest, _local_runs
 from trialkit.store import ExperimentState, Store, TrialState
 
 
@@ -20,7 +22,7 @@ def _ingested(home: Path) -> Iterator[Store]:
     """A fresh ingest, as a master that just started does it; the store it wrote, open."""
     store = Store.at(home)
     try:
-        LocalRunIngest(store, home).ingest()
+        LocalRunIngest(store, home).ingest_all()
         yield store
     finally:
         store.close()
@@ -76,6 +78,28 @@ def test_a_master_stopped_before_recording_its_progress_stores_nothing_twice(
         assert [m.steps_completed for m in done.list_metrics(trial.id)] == [1, 2]
 
 
+def test_a_long_journal_is_stored_a_bounded_read_at_a_time(
+    trialkit_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tick reads about READ_LIMIT bytes of a journal (here: one line), so the engine never
+    waits long; the rest comes on the next ticks, each entry once."""
+    with core.init() as ctx:
+        for step in (1, 2, 3):
+            _report(ctx, step)
+    monkeypatch.setattr(_local_runs, "READ_LIMIT", 1)
+    store = Store.at(trialkit_home)
+    try:
+        ingest = LocalRunIngest(store, trialkit_home)
+        calls = 0
+        while ingest.ingest():
+            calls += 1
+        assert calls >= 8  # start, 3 x (metrics, checkpoint), end: one line per call
+        assert _counts(store) == (1, 1, 3, 3)
+        assert store.list_trials()[0].state is TrialState.COMPLETED
+    finally:
+        store.close()
+
+
 def test_a_half_written_last_line_waits_until_it_is_complete(trialkit_home: Path) -> None:
     with core.init() as ctx:
         _report(ctx, 1)
@@ -89,7 +113,7 @@ def test_a_half_written_last_line_waits_until_it_is_complete(trialkit_home: Path
         assert store.count_metrics(trial.id) == 1
         with journal.open("ab") as f:  # the writer finishes its line
             f.write(complete[end + 10 :])
-        LocalRunIngest(store, trialkit_home).ingest()
+        LocalRunIngest(store, trialkit_home).ingest_all()
         assert store.get_trial(trial.id).state is TrialState.COMPLETED
         assert store.count_metrics(trial.id) == 1
 
@@ -114,7 +138,7 @@ def test_a_run_whose_experiment_was_deleted_is_dropped(trialkit_home: Path) -> N
         (exp,) = store.list_experiments()
         store.delete_experiment_rows(exp.id)
         ctx.close()
-        LocalRunIngest(store, trialkit_home).ingest()
+        LocalRunIngest(store, trialkit_home).ingest_all()
         assert _counts(store) == (0, 0, 0, 0)
         assert list(local_runs_dir(trialkit_home).iterdir()) == []
 
