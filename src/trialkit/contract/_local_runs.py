@@ -27,8 +27,9 @@ def local_runs_dir(home: Path) -> Path:
 
 
 def new_run_key() -> str:
-    """A fresh name for a local run: it names the journal until the master gives it ids."""
-    return uuid.uuid4().hex
+    """A fresh name for a local run: it names the journal until the master gives it ids. Keys
+    sort by start time, so the master stores runs (and numbers them) in the order they began."""
+    return f"{time.time_ns():016x}{uuid.uuid4().hex[:16]}"
 
 
 def journal_path(home: Path, key: str) -> Path:

@@ -55,6 +55,16 @@ def test_a_run_ingested_twice_is_stored_once(trialkit_home: Path) -> None:
         assert _counts(again) == (1, 1, 2, 2)
 
 
+def test_runs_are_numbered_in_the_order_they_started(trialkit_home: Path) -> None:
+    """As when each run created its own experiment: the master takes journals oldest first."""
+    for step in range(1, 6):
+        with core.init() as ctx:
+            ctx.train.report_training_metrics(steps_completed=step, metrics={"loss": 1.0})
+    with _ingested(trialkit_home) as store:
+        trials = sorted(store.list_trials(), key=lambda t: t.id)
+        assert [store.list_metrics(t.id)[0].steps_completed for t in trials] == [1, 2, 3, 4, 5]
+
+
 def test_a_master_stopped_before_recording_its_progress_stores_nothing_twice(
     trialkit_home: Path,
 ) -> None:
