@@ -9,7 +9,8 @@ Measured twice, each time in a fresh process and a fresh ``TRIALKIT_HOME``:
 - master: this file is copied into a model directory and run as the trial of an experiment made
   with ``trialkit experiment create`` against a real master, so reports travel over HTTP;
 - local: the same worker run as ``python metrics_throughput.py --worker OUT`` with no master, so
-  ``core.init()`` writes the SQLite store directly.
+  ``core.init()`` journals the reports, and the master's ingest stores them (run here as a
+  starting master runs it).
 
 The worker times N tight report calls, then the close (the drain of the queue), then a loop of
 ~1 ms numpy steps with and without a report per step (and without again, as a control of the
@@ -154,11 +155,14 @@ def run_worker(out: Path) -> None:
 
 
 def stored_training_rows(home: Path) -> int:
-    """Training rows over every trial in ``home`` (a fresh home holds only this run's)."""
+    """Training rows over every trial in ``home`` (a fresh home holds only this run's), once a
+    local run's journal is stored as a master starting there stores it."""
+    from trialkit.master.ingest import LocalRunIngest
     from trialkit.store import Store
 
     store = Store.at(home)
     try:
+        LocalRunIngest(store, home).ingest_all()
         return sum(store.count_metrics(t.id, "training") for t in store.list_trials())
     finally:
         store.close()
@@ -229,7 +233,7 @@ def run_master_mode(tmp: Path) -> dict[str, Any]:
 
 
 def run_local_mode(tmp: Path) -> dict[str, Any]:
-    """The worker as a plain script (no master: ``core.init()`` writes the store); same figures."""
+    """The worker as a plain script (no master: ``core.init()`` journals it); same figures."""
     home = tmp / "home"
     out = tmp / "result.json"
     env = {**clean_env(home), **SINGLE_THREAD_ENV}

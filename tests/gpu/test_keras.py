@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.integration]
 def test_callback_on_the_torch_backend(device: str, tmp_path: Path) -> None:
     if importlib.util.find_spec("keras") is None:
         pytest.skip("keras is not installed (scripts/gpu_wheels.sh carries Keras 3)")
-    from trialkit.store import Store
+    from tests.local_runs import ingested_store
 
     home = tmp_path / "home"
     env = child_env(TRIALKIT_HOME=str(home), TEST_WEIGHTS_OUT=str(tmp_path / "w.json"))
@@ -33,7 +33,7 @@ def test_callback_on_the_torch_backend(device: str, tmp_path: Path) -> None:
     assert p.returncode == 0, out[-4000:]
     assert f"KERAS torch {device}" in out, out[-2000:]
     assert json.loads((tmp_path / "w.json").read_text())["steps"] == 12
-    store = Store.at(home)
+    store = ingested_store(home)
     try:
         trial = store.list_trials()[-1]
         train = store.list_metrics(trial.id, "training")

@@ -119,9 +119,9 @@ def pg_master(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, postgres: Any) ->
 def only_local_run_training(home: Path) -> list[Any]:
     """Training metrics of the one local-mode run in ``home``, checked to be a single COMPLETED
     experiment with a single trial (launched workers join the chief's run, not their own)."""
-    from trialkit.store import Store
+    from tests.local_runs import ingested_store
 
-    store = Store.at(home)
+    store = ingested_store(home)
     try:
         [exp] = store.list_experiments()
         assert exp.state.value == "COMPLETED"

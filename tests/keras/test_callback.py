@@ -69,9 +69,9 @@ def _fit(
 
 
 def _store(home: Path) -> Any:
-    from trialkit.store import Store
+    from tests.local_runs import ingested_store
 
-    return Store.at(home)
+    return ingested_store(home)
 
 
 def _last_trial(home: Path) -> tuple[list[Any], list[Any], list[Any]]:

@@ -19,9 +19,9 @@ from trialkit.lightning import TrialkitCallback  # noqa: E402
 
 
 def _store(home: Path) -> tuple[list, list, list]:
-    from trialkit.store import Store
+    from tests.local_runs import ingested_store
 
-    store = Store.at(home)
+    store = ingested_store(home)
     try:
         [exp] = store.list_experiments()
         assert exp.state.value == "COMPLETED"

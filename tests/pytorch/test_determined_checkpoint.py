@@ -16,8 +16,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from tests.local_runs import ingested_store  # noqa: E402
 from trialkit import pytorch  # noqa: E402
-from trialkit.store import Store  # noqa: E402
 
 from .trials import RegressionTrial  # noqa: E402
 
@@ -127,7 +127,7 @@ def test_trainer_continues_a_local_determined_checkpoint(trialkit_home: Path) ->
         trainer.fit(max_length=pytorch.Batch(6), latest_checkpoint=uuid, checkpoint_policy="none")
         assert trainer.loop.progress.batches_trained == 6
         assert _all_weights(trial.model) != {0.5}
-    store = Store.at(trialkit_home)
+    store = ingested_store(trialkit_home)
     try:
         t = store.list_trials()[-1]  # the one that resumed (building the state made one too)
         assert [m.steps_completed for m in store.list_metrics(t.id, "training")] == [6]

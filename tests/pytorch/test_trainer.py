@@ -14,9 +14,9 @@ torch = pytest.importorskip("torch")
 
 from torch import nn  # noqa: E402
 
+from tests.local_runs import ingested_store  # noqa: E402
 from trialkit import pytorch  # noqa: E402
 from trialkit.storage import MANIFEST_NAME  # noqa: E402
-from trialkit.store import Store  # noqa: E402
 
 from .trials import FEATURES, RegressionTrial, dataset  # noqa: E402
 
@@ -36,7 +36,7 @@ def _fit(
 
 
 def _metrics(home: Path, group: str) -> list[Any]:
-    store = Store.at(home)
+    store = ingested_store(home)
     try:
         [trial] = store.list_trials()
         return store.list_metrics(trial.id, group)
@@ -352,7 +352,7 @@ def test_invalid_hp_checkpoints_and_ends_the_run_as_an_early_exit(trialkit_home:
         holder["trainer"].fit(max_length=pytorch.Batch(10), checkpoint_policy="none")
     loop = holder["trainer"].loop
     assert loop.progress.batches_trained == 3 and loop.last_checkpoint is not None
-    store = Store.at(trialkit_home)
+    store = ingested_store(trialkit_home)
     try:
         [trial] = store.list_trials()
         assert trial.searcher.early_exit == "INVALID_HP"

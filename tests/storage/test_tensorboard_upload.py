@@ -29,10 +29,11 @@ def test_manual_tensorboard_upload_to_an_object_store(
             selector=lambda p: p.suffix != ".tmp",
             mangler=lambda p, rank: p.with_name(f"{p.name}.{rank}"),
         )
-        exp_id, trial_id = ctx._backend.experiment_id, ctx._backend.trial_id
+        area = ctx._backend.tensorboard_prefix()  # local mode: the run's key names it
+    assert area.startswith("tensorboard/local-")
     m = build(store_config)
     assert isinstance(m, ObjectStoreManager)
-    prefix = f"{m.backend.root}/tensorboard/experiment-{exp_id}/trial-{trial_id}"
+    prefix = f"{m.backend.root}/{area}"
     found = {k[len(prefix) + 1 :]: m.fs.cat_file(k) for k in m._find(prefix)}
     assert found == {
         "events.out.tfevents.1.0": b"event-bytes",

@@ -35,7 +35,8 @@ def test_a_local_mode_run_leaves_an_open_home_private(
     monkeypatch.setenv("TRIALKIT_HOME", str(home))
     with core.init() as ctx:
         ctx.train.report_training_metrics(steps_completed=1, metrics={"loss": 1.0})
-    assert (home / "trialkit.db").exists()
+    [journal] = (home / "local-runs").iterdir()  # the run's record, for the master to ingest
+    assert _mode(journal) == 0o600 and _mode(journal.parent) == 0o700
     assert _mode(home) == 0o700
 
 

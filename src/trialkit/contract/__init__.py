@@ -1,6 +1,7 @@
 """What a trial process and the master agree on, without either importing the other: the cluster
 info file a trial starts with (``ClusterInfo``, Determined's ``det.get_cluster_info()``), the
-checkpoint journal a trial writes while the master is away, and importing a trial's own code
+checkpoint journal a trial writes while the master is away, the journal of a local-mode run
+(``core.init()`` with no master) that the master ingests, and importing a trial's own code
 (``import_from_path``, a checkpoint's ``code/`` copy)."""
 
 from ._cluster_info import (
@@ -14,13 +15,26 @@ from ._cluster_info import (
 from ._env_context import EnvContext, env_context_for
 from ._import import import_from_path
 from ._journal import JOURNAL_DIR, journal_dir, trial_journal_dir, write_entry
+from ._local_runs import (
+    JOURNAL_SUFFIX,
+    LOCAL_RUNS_DIR,
+    JournalWriter,
+    journal_path,
+    local_runs_dir,
+    local_tensorboard_dir,
+    new_run_key,
+    read_entries,
+)
 from ._trial_code import import_trial_class, trial_class_from_code
 
 __all__ = [
     "INFO_ENV",
     "JOURNAL_DIR",
+    "JOURNAL_SUFFIX",
+    "LOCAL_RUNS_DIR",
     "ClusterInfo",
     "EnvContext",
+    "JournalWriter",
     "RendezvousInfo",
     "ResourcesInfo",
     "TrialInfo",
@@ -29,6 +43,11 @@ __all__ = [
     "import_from_path",
     "import_trial_class",
     "journal_dir",
+    "journal_path",
+    "local_runs_dir",
+    "local_tensorboard_dir",
+    "new_run_key",
+    "read_entries",
     "trial_class_from_code",
     "trial_journal_dir",
     "write_entry",

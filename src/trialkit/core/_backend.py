@@ -1,8 +1,8 @@
 """How a trial's contexts reach the master: one interface, two twins chosen once in ``init()``.
 
-``HttpBackend`` (in ``_http``) talks to a running master; ``LocalBackend`` (in ``_local``) writes
-the local store directly, so a plain ``python train.py`` is tracked too. Each is imported only
-when chosen, so ``import trialkit`` pays for neither httpx nor SQLAlchemy.
+``HttpBackend`` (in ``_http``) talks to a running master; ``LocalBackend`` (in ``_local``) appends
+to the run's journal for the master to ingest, so a plain ``python train.py`` is tracked too.
+Each is imported only when chosen, so ``import trialkit`` pays for neither httpx nor SQLAlchemy.
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ class MetricSink(Protocol):
         be sent again."""
         ...
 
+from ..storage import tensorboard_prefix
+
 
 class TrialBackend(abc.ABC):
     """Everything a trial asks of the master (a ``MetricSink`` for its metrics)."""
@@ -53,6 +55,10 @@ class TrialBackend(abc.ABC):
     trial_id: int
     experiment_id: int
     run_id: int
+
+    def tensorboard_prefix(self) -> str:
+        """Where this trial's TensorBoard files go in checkpoint storage."""
+        return tensorboard_prefix(self.experiment_id, self.trial_id)
 
     @property
     def metrics_interval(self) -> float:

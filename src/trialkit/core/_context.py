@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import storage as storage_lib
 from .._home import default_checkpoint_storage, trialkit_home
-from ..contract import ClusterInfo, get_cluster_info
+from ..contract import ClusterInfo, get_cluster_info, local_tensorboard_dir
 from ..errors import InvalidHP
 from ..storage import tensorboard_prefix
 from ._backend import TrialBackend
@@ -27,6 +27,7 @@ from ._train import EarlyExitReason, TrainContext
 
 if TYPE_CHECKING:
     from ..config import SearcherConfig
+    from ._local import LocalBackend
     from ._local_run import LocalRun
 
 logger = logging.getLogger("trialkit.core")
@@ -151,16 +152,16 @@ def _distributed_for(
 
 def _open_local(
     storage_cfg: dict[str, Any], dist: DistributedContext, run: LocalRun | None = None
-) -> TrialBackend:
-    """Open the local store. With several ranks the chief opens it first (it may create the
-    tables) and tracks the run; the other ranks join its experiment and trial."""
+) -> LocalBackend:
+    """Start the run's journal. With several ranks the chief starts it and records the run;
+    the other ranks join it by its key."""
     from ._local import LocalBackend
 
     if dist.size == 1:
         return LocalBackend.open(storage_cfg, run=run)
     chief = LocalBackend.open(storage_cfg, run=run) if dist.rank == 0 else None
-    ids = dist.broadcast((chief.experiment_id, chief.trial_id) if chief else None)
-    return chief or LocalBackend.open(storage_cfg, join=ids)
+    key = dist.broadcast(chief.key if chief else None)
+    return chief or LocalBackend.open(storage_cfg, join=key)
 
 
 def init(
@@ -197,9 +198,11 @@ def build_context(
             checkpoint_storage, on_master=False
         ) or default_checkpoint_storage(home)
         storage = storage_lib.build(storage_cfg)
-        backend = _open_local(storage_cfg, dist, local_run)
+        local = _open_local(storage_cfg, dist, local_run)
+        backend = local
         searcher_cfg: Callable[[], SearcherConfig] | None = None
-        tb_root = home / "tensorboard"
+        # named by the run's key; the master moves it to experiment-<id>/trial-<id> once ended
+        tb_path = home / "tensorboard" / local_tensorboard_dir(local.key)
     else:
         trial = info.trial
         storage_cfg = _storage_config(checkpoint_storage, on_master=True) or dict(
@@ -218,8 +221,8 @@ def build_context(
         backend = HttpBackend(client, trial.trial_id, trial.experiment_id, trial.trial_run_id)
         searcher_cfg = lambda: trial.experiment_config.searcher  # noqa: E731  # parsed on first use
         tb_root = Path(info.home) / "tensorboard" if info.home else home / "tensorboard"
+        tb_path = tb_root / f"experiment-{backend.experiment_id}" / f"trial-{backend.trial_id}"
     shipper = MetricsShipper(backend)
-    tb_path = tb_root / f"experiment-{backend.experiment_id}" / f"trial-{backend.trial_id}"
     tb_writer = tb_sync = None
     if tensorboard_mode == TensorboardMode.AUTO and dist.rank == 0:
         tb_writer = EventFileWriter(tb_path)

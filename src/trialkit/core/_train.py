@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..storage import StorageManager, tensorboard_prefix
+from ..storage import StorageManager
 from ._backend import TrialBackend
 from ._distributed import DistributedContext
 from ._metrics import MetricsShipper
@@ -168,7 +168,7 @@ class TrainContext:
         upload_tensorboard_dir(
             self._storage,
             self.get_tensorboard_path(),
-            tensorboard_prefix(self._backend.experiment_id, self._backend.trial_id),
+            self._backend.tensorboard_prefix(),
             selector,
             lambda rel: mangler(rel, self._dist.rank),
         )

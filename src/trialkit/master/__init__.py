@@ -6,7 +6,7 @@ Subpackages, each one concern: ``api`` (the REST routes over the store and the e
 (trial and experiment state machines, scheduling, the periodic work), ``runs`` (trial processes:
 the process table, the per-trial supervisor program, launch, log capture, local and Ray pools),
 ``search`` (experiment creation, warm start, the searcher driver), ``housekeeping`` (checkpoint
-GC, the checkpoint journal) and ``ingest`` (group commit of metric reports)."""
+GC, the checkpoint journal) and ``ingest`` (group commit of metric reports, local-run journals)."""
 
 from ._daemon import serve
 

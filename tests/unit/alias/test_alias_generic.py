@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.local_runs import ingested_store
 from trialkit import generic
 from trialkit.errors import InvalidHP
 from trialkit.store import Store
 
 
 def _only_trial(home: Path) -> tuple[Store, int]:
-    store = Store.at(home)
+    store = ingested_store(home)
     (exp,) = store.list_experiments()
     (trial,) = store.list_trials(exp.id)
     return store, trial.id

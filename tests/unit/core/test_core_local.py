@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.local_runs import ingested_store
 from trialkit import core
 from trialkit.errors import InvalidHP
 from trialkit.storage import MANIFEST_NAME, StorageConfigError
@@ -19,7 +20,7 @@ from trialkit.store import ExperimentState, Store, TrialState
 
 
 def open_store(home: Path) -> Store:
-    return Store.at(home)
+    return ingested_store(home)
 
 
 def only_trial(home: Path) -> tuple[int, int]:
@@ -308,8 +309,9 @@ def test_tensorboard_manual_upload_copies_into_storage(tmp_path: Path) -> None:
             selector=lambda p: p.suffix != ".tmp",
             mangler=lambda p, rank: p.with_name(f"{p.name}.{rank}"),
         )
-        exp_id, trial_id = ctx._backend.experiment_id, ctx._backend.trial_id
-    dest = base / "tensorboard" / f"experiment-{exp_id}" / f"trial-{trial_id}"
+        prefix = ctx._backend.tensorboard_prefix()
+    dest = base / prefix
+    assert prefix.startswith("tensorboard/local-")  # the run's key: its ids come at ingest
     assert sorted(p.name for p in dest.iterdir()) == ["events.out.0"]
 
 

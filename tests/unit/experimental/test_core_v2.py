@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from tests import paths
 from tests.inprocess_master import TOKEN, inprocess_master, served
+from tests.local_runs import ingested_store
 from trialkit._alias import BOOT_DIR
 from trialkit.cli import _common, _experiment, cli
 from trialkit.client import MasterClient
@@ -62,6 +63,7 @@ def test_a_core_v2_script_is_an_unmanaged_experiment_listed_and_described(
     assert proc.returncode == 0, proc.stderr
     uuid = proc.stdout.split()[1]
     assert proc.stdout.split()[3] == "None"  # core_v2.info: no cluster
+    ingested_store(home).close()  # as a master starting in this home does first
     with inprocess_master(home) as m:
         [exp] = m.store.list_experiments()
         assert (exp.name, exp.unmanaged, exp.state.value) == ("unmanaged-mnist", True, "COMPLETED")
@@ -83,7 +85,6 @@ def test_init_context_and_close_under_the_trialkit_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from trialkit.experimental import core_v2
-    from trialkit.store import Store
 
     monkeypatch.setenv("TRIALKIT_HOME", str(tmp_path))
     monkeypatch.delenv("TRIALKIT_CLUSTER_INFO", raising=False)
@@ -95,7 +96,7 @@ def test_init_context_and_close_under_the_trialkit_name(
     core_v2.close()
     core_v2.close()  # a second close (and the one at exit) does nothing
     assert core_v2.train is None
-    store = Store.for_home(tmp_path)
+    store = ingested_store(tmp_path)
     try:
         [exp] = store.list_experiments()
         assert exp.name == "merged" and exp.state.value == "COMPLETED"

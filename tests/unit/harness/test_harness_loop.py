@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.inprocess_master import SINGLE, TOKEN, InProcessMaster, inprocess_master, served
+from tests.local_runs import ingested_store
 from trialkit import core
 from trialkit.config import SearcherConfig
 from trialkit.contract._cluster_info import INFO_ENV
@@ -29,7 +30,7 @@ from trialkit.harness import (
     searcher_targets,
 )
 from trialkit.rest import _routes as routes
-from trialkit.store import NewMetric, Store
+from trialkit.store import NewMetric
 
 
 class CountingStrategy:
@@ -118,7 +119,7 @@ def test_a_framework_free_strategy_gets_the_loop_boundaries(trialkit_home: Path)
     assert strategy.validated_at == [4, 8, 10]
     p = loop.progress
     assert (p.batches_trained, p.epochs_trained, p.records_trained) == (10, 2, 20)
-    store = Store.at(trialkit_home)
+    store = ingested_store(trialkit_home)
     try:
         [trial] = store.list_trials()
         training = store.list_metrics(trial.id, "training")
@@ -155,7 +156,7 @@ def test_a_stop_request_checkpoints_and_the_next_run_resumes_on_the_next_batch(
 
 
 def _only_trial(home: Path) -> Any:
-    store = Store.at(home)
+    store = ingested_store(home)
     try:
         [trial] = store.list_trials()
         return trial, store.list_checkpoints(trial_id=trial.id)
@@ -267,7 +268,7 @@ def test_preemption_checkpoints_at_the_next_batch_boundary_and_stops(trialkit_ho
     trial, checkpoints = _only_trial(trialkit_home)
     assert sorted(c.steps_completed for c in checkpoints) == [5, 6]  # period 5, then the stop
     assert loop.progress.last_ckpt == 6 and loop.last_checkpoint is not None
-    store = Store.at(trialkit_home)
+    store = ingested_store(trialkit_home)
     try:
         training = store.list_metrics(trial.id, "training")
     finally:

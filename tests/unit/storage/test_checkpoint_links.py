@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.inprocess_master import InProcessMaster, inprocess_master
+from tests.local_runs import ingested_store
 from trialkit import core
 from trialkit.storage import (
     CheckpointContentError,
@@ -19,7 +20,6 @@ from trialkit.storage import (
     SharedFSStorageManager,
     list_directory,
 )
-from trialkit.store import Store
 
 
 @pytest.fixture
@@ -51,7 +51,7 @@ def test_list_directory_refuses_dangling_and_escaping_links(tmp_path: Path, secr
 
 
 def only_trial_checkpoints(home: Path) -> list[object]:
-    store = Store.at(home)
+    store = ingested_store(home)
     try:
         return list(store.list_checkpoints())
     finally:

@@ -17,6 +17,7 @@ from ...config import MasterConfig
 from ...searcher import Operation
 from ...store import Experiment, ExperimentState, Store, StoreError, Trial
 from ..housekeeping._gc import finish_pending_deletes_after
+from ..ingest import LocalRunIngest
 from ..runs._pools import Pool
 from ..runs._process_table import Supervisor
 from ..runs._run_dir import RunStarter, RunTarget
@@ -86,6 +87,7 @@ class Engine:
             settings.gpus,
         )
         self._searchers = SearcherRouter(store)
+        self._local_runs = LocalRunIngest(store, settings.home)
         self._states = Transitions(store, self._procs, self._searchers)
         target = RunTarget(settings.home, settings.gpus, master_url, token, master_file)
         self._runs = RunStarter(store, target)
@@ -103,6 +105,7 @@ class Engine:
     def start(self) -> None:
         with self._lock:
             self._recover()
+            self._local_runs.ingest()  # what local runs journaled while no master was up
         self._thread.start()
         finish_pending_deletes_after(self.store)  # the checkpoint deletes a stopped master left
 
@@ -128,6 +131,9 @@ class Engine:
             try:
                 with self._lock:
                     exited = self._supervision.reap()
+                    # every tick, so a local run is listed as soon as it reports: a stat per
+                    # journal when nothing changed
+                    self._local_runs.ingest()
                     now = time.monotonic()
                     if woken or exited or now >= full_due:
                         self._tick()

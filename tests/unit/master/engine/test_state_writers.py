@@ -10,9 +10,12 @@ import trialkit.master
 
 MASTER = Path(trialkit.master.__file__).parent
 WRITER = "engine/_transitions.py"
-#: api/_experiments.py creates experiments (ACTIVE or PAUSED); one whose search cannot even be loaded is
-#: failed by ``_transitions`` like any other. No trial state is written there.
+#: api/_experiments.py creates experiments (ACTIVE or PAUSED); one whose search cannot even be
+#: loaded is failed by ``_transitions`` like any other. No trial state is written there.
 CREATES = {"api/_experiments.py": {"create_experiment"}}
+#: A local-mode run (no master ran it) ends as it says: the ingest stores that end, COMPLETED or
+#: ERROR, on its unmanaged experiment and trial, which no lifecycle machine drives.
+CREATES["ingest/_local_runs.py"] = {"update_trial", "update_experiment"}
 
 
 def _state_writes(tree: ast.AST) -> list[tuple[str, int]]:
