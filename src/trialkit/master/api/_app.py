@@ -62,7 +62,7 @@ from ..engine._engine import Engine
 from ..housekeeping._checkpoint_place import registration_problem
 from ..housekeeping._gc import GONE_STATES
 from ..search._create import CreateError, prepare_experiment
-from ..search._experiment_config import searcher_config_of
+from ..search._experiment_config import remember_config, searcher_config_of
 from ..search._warm_start import discard_warm_start_copy
 from ._auth import TokenAuth
 from ._errors import UnexpectedErrors, full_disk_message
@@ -236,6 +236,7 @@ def create_app(
         except BaseException:
             discard_warm_start_copy(store, config)  # no experiment owns it
             raise
+        remember_config(exp, cfg)
         try:
             engine.start_experiment(exp)  # an experiment that cannot start ends ERROR there
         except StoreError:  # the store could not start it: the engine deleted it

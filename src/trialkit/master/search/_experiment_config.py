@@ -4,8 +4,9 @@ keeps its JSON form, ``as_dict()``), so defaults come from the config models onl
 from __future__ import annotations
 
 import functools
-import json
 import logging
+import threading
+from collections import OrderedDict
 
 from ...config import ConfigError, ExperimentConfig, SearcherConfig, parse_config, parse_searcher
 from ...store import Experiment
@@ -16,14 +17,41 @@ logger = logging.getLogger(__name__)
 _NO_SEARCH = SearcherConfig.model_validate({"name": "single"})
 
 
-@functools.lru_cache(maxsize=256)
-def _parse(text: str) -> ExperimentConfig:
-    return parse_config(json.loads(text))
+#: Typed configs by (experiment id, creation time): ids of different stores in one process
+#: (tests) may repeat, their creation times do not. A stored config never changes.
+_Key = tuple[int, float]
+_TYPED: OrderedDict[_Key, ExperimentConfig] = OrderedDict()
+_TYPED_LOCK = threading.Lock()
+_KEEP = 1024
+
+
+def _key(exp: Experiment) -> _Key:
+    return exp.id, exp.created_at
+
+
+def _remember(key: _Key, cfg: ExperimentConfig) -> None:
+    with _TYPED_LOCK:
+        _TYPED[key] = cfg
+        _TYPED.move_to_end(key)
+        while len(_TYPED) > _KEEP:
+            _TYPED.popitem(last=False)
+
+
+def remember_config(exp: Experiment, cfg: ExperimentConfig) -> None:
+    """Keep the typed config an experiment was created from, so it is never parsed again."""
+    _remember(_key(exp), cfg)
 
 
 def config_of(exp: Experiment) -> ExperimentConfig:
-    """The experiment's typed config (parsed once per distinct stored config)."""
-    return _parse(json.dumps(exp.config, sort_keys=True))
+    """The experiment's typed config: the one it was created with, or (after a restart) its
+    stored config parsed once. Storage credentials may read masked: take them from the store."""
+    key = _key(exp)
+    with _TYPED_LOCK:
+        cfg = _TYPED.get(key)
+    if cfg is None:
+        cfg = parse_config(exp.config)
+        _remember(key, cfg)
+    return cfg
 
 
 def searcher_config_of(exp: Experiment) -> SearcherConfig:
