@@ -8,7 +8,15 @@ import logging
 import threading
 from collections import OrderedDict
 
-from ...config import ConfigError, ExperimentConfig, SearcherConfig, parse_config, parse_searcher
+from ...config import (
+    CheckpointStorage,
+    ConfigError,
+    ExperimentConfig,
+    SearcherConfig,
+    parse_config,
+    parse_searcher,
+)
+from ...storage import StorageConfigError, storage_model
 from ...store import Experiment
 
 logger = logging.getLogger(__name__)
@@ -74,6 +82,21 @@ def searcher_config_of(exp: Experiment) -> SearcherConfig:
         return parse_searcher(raw if isinstance(raw, dict) else {})
     except ConfigError:
         return _NO_SEARCH
+
+
+def storage_config_of(exp: Experiment) -> CheckpointStorage | None:
+    """The experiment's typed checkpoint storage (None: it has none), for reading its GC
+    policy. A stored config that does not parse (see ``searcher_config_of``) is read by its
+    storage block alone, as ``storage.build`` reads one."""
+    try:
+        return config_of(exp).checkpoint_storage
+    except ConfigError:
+        pass
+    raw = exp.config.get("checkpoint_storage") if isinstance(exp.config, dict) else None
+    try:
+        return storage_model(raw) if isinstance(raw, dict) else None
+    except StorageConfigError:
+        return None
 
 
 @functools.lru_cache(maxsize=256)
