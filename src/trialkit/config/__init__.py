@@ -10,7 +10,7 @@ from trialkit.config._entrypoint import (
     horovod_trial_problems,
 )
 from trialkit.config._errors import ConfigError
-from trialkit.config._experiment import DEFAULT_NAME, ExperimentConfig
+from trialkit.config._experiment import DEFAULT_NAME, ExperimentConfig, parse_count
 from trialkit.config._length import Length
 from trialkit.config._load import (
     entrypoint_kind,
@@ -77,6 +77,7 @@ __all__ = [
     "horovod_trial_problems",
     "load_config",
     "parse_config",
+    "parse_count",
     "parse_searcher",
     "with_defaults",
 ]

@@ -65,6 +65,15 @@ def _no_period() -> Length:
     return Length("batches", 0)
 
 
+_parses = 0
+
+
+def parse_count() -> int:
+    """How many whole configs this process has validated: each process (CLI, master, trial)
+    parses a config once and passes the typed one on, which tests check by this count."""
+    return _parses
+
+
 class ExperimentConfig(ConfigModel):
     """A validated experiment config; read it by attribute, send ``as_dict()`` to trials.
 
@@ -132,8 +141,10 @@ class ExperimentConfig(ConfigModel):
         cls, data: Any, handler: ModelWrapValidatorHandler[ExperimentConfig]
     ) -> ExperimentConfig:
         """Checks that span sections: legacy keys, hyperparameters vs. searcher, warnings."""
+        global _parses
         if isinstance(data, ExperimentConfig):
             return handler(data)
+        _parses += 1
         if not isinstance(data, dict):
             raise_issues([Issue((), f"expected a mapping at the top level, got {show(data)}")])
         data, issues, legacy = fold_legacy_entrypoint(drop_nulls(data))

@@ -5,19 +5,23 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from trialkit.config._errors import ConfigError, finalize, show
 from trialkit.config._experiment import ExperimentConfig
 from trialkit.config._limits import MAX_CONFIG_BYTES, check_limits
 from trialkit.config._searcher import SearcherConfig
-from trialkit.config._storage import complete_storage
+from trialkit.config._storage import CheckpointStorage, complete_storage
 from trialkit.config._translate import translate
 from trialkit.config._yaml import YamlError, load_yaml
 
 _TRIAL_CLASS = re.compile(r"[\w.]+:\w+")
+
+_Section = TypeVar("_Section")
+_STORAGE: TypeAdapter[CheckpointStorage] = TypeAdapter(CheckpointStorage)
+_SEARCHER = TypeAdapter(SearcherConfig)
 
 EntrypointKind = Literal["trial_class", "command", "argv", "none"]
 
@@ -42,14 +46,26 @@ def parse_config(raw: Mapping[str, Any]) -> ExperimentConfig:
 
 def parse_searcher(raw: Mapping[str, Any]) -> SearcherConfig:
     """Validate a ``searcher`` section on its own; ConfigError names each ``searcher.*`` path."""
+    return _parse_section(_SEARCHER, _checked_copy(raw), "searcher")
+
+
+def _parse_section(adapter: TypeAdapter[_Section], data: Any, section: str) -> _Section:
+    """Validate one top-level section alone; ConfigError names each ``section.*`` path as a
+    whole-config parse would."""
     try:
-        return SearcherConfig.model_validate(_checked_copy(raw))
+        return adapter.validate_python(data)
     except ValidationError as exc:
         lines = [
-            translate({**err, "loc": ("searcher", *err["loc"])}, ExperimentConfig)
+            translate({**err, "loc": (section, *err["loc"])}, ExperimentConfig)
             for err in exc.errors()
         ]
         raise ConfigError(finalize(lines)) from None
+
+
+def _with_field(section: BaseModel, name: str, value: Any, where: str) -> Any:
+    """``section`` with ``name`` set to ``value``, validated as that section."""
+    data = {**section.model_dump(mode="json"), name: value}
+    return _parse_section(TypeAdapter(type(section)), data, where)
 
 
 def load_config(
@@ -135,22 +151,27 @@ def with_defaults(
     checkpoint_storage: Mapping[str, Any] | None = None,
     python: str | None = None,
 ) -> ExperimentConfig:
-    """A copy with the master's seed, storage and interpreter filled in where the user gave none."""
-    raw = cfg.as_dict()
+    """A copy with the master's seed, storage and interpreter filled in where the user gave none
+    (only the sections filled are validated again, never the whole config)."""
+    update: dict[str, Any] = {}
     if experiment_seed is not None and cfg.reproducibility.experiment_seed is None:
-        raw["reproducibility"]["experiment_seed"] = experiment_seed
-    notes = []
-    if checkpoint_storage is not None and cfg.partial_storage is not None:
-        raw["checkpoint_storage"], note = complete_storage(
-            cfg.partial_storage, _plain(checkpoint_storage)
+        update["reproducibility"] = _with_field(
+            cfg.reproducibility, "experiment_seed", experiment_seed, "reproducibility"
         )
+    notes = []
+    storage = None
+    if checkpoint_storage is not None and cfg.partial_storage is not None:
+        storage, note = complete_storage(cfg.partial_storage, _plain(checkpoint_storage))
         notes.append(note)
     elif checkpoint_storage is not None and cfg.checkpoint_storage is None:
-        raw["checkpoint_storage"] = _plain(checkpoint_storage)
+        storage = _plain(checkpoint_storage)
+    if storage is not None:
+        update["checkpoint_storage"] = _parse_section(_STORAGE, storage, "checkpoint_storage")
     if python is not None and cfg.environment.python is None:
-        raw["environment"]["python"] = python
-    filled = parse_config(raw)
+        update["environment"] = _with_field(cfg.environment, "python", python, "environment")
+    filled = cfg.model_copy(update=update)
     filled._warnings = cfg.warnings + notes
+    filled._partial_storage = None if storage is not None else cfg.partial_storage
     return filled
 
 

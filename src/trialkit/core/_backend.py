@@ -11,6 +11,7 @@ import abc
 from typing import Any, Protocol
 
 from ..rest import MetricsStored
+from ..storage import tensorboard_prefix
 
 #: What became of a batch sent to the master: its reply when stored, the error when not.
 Outcome = MetricsStored | Exception
@@ -45,8 +46,6 @@ class MetricSink(Protocol):
         one is known. Raises when the connection broke: every batch still in flight must then
         be sent again."""
         ...
-
-from ..storage import tensorboard_prefix
 
 
 class TrialBackend(abc.ABC):

@@ -11,7 +11,7 @@ from ._base import (
     list_directory,
     tensorboard_prefix,
 )
-from ._build import StorageConfigError, build, from_string, shared_fs_path
+from ._build import StorageConfigError, build, from_string, shared_fs_path, storage_model
 from ._cloud import StorageExtraMissing
 from ._location import location_mismatch
 from ._manifest import MANIFEST_NAME, CheckpointIntegrityError
@@ -38,4 +38,5 @@ __all__ = [
     "list_directory",
     "location_mismatch",
     "shared_fs_path",
+    "storage_model",
 ]

@@ -1,4 +1,5 @@
-"""Build a storage manager from a checkpoint_storage config dict or a string shortcut."""
+"""Build a storage manager from the typed checkpoint_storage config (or, at the user-facing
+edges such as ``core.init(checkpoint_storage=...)``, a config dict or a string shortcut)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,15 @@ import os
 import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._base import StorageManager
 from ._cloud import BACKENDS
 from ._object_store import ObjectStoreManager
 from ._shared_fs import SharedFSStorageManager
+
+if TYPE_CHECKING:  # the config models (pydantic) load only when a dict is read
+    from ..config import CheckpointStorage
 
 _REQUIRED = {
     "shared_fs": ("host_path",),
@@ -54,8 +58,13 @@ def from_string(shortcut: str) -> dict[str, Any]:
 
 def shared_fs_path(config: Mapping[str, Any]) -> Path:
     """Resolve ``host_path[/storage_path]`` (storage_path must stay inside host_path)."""
-    host = Path(os.path.expanduser(str(config["host_path"]))).absolute()
-    sub = config.get("storage_path") or config.get("checkpoint_path")
+    return _shared_fs_dir(
+        str(config["host_path"]), config.get("storage_path") or config.get("checkpoint_path")
+    )
+
+
+def _shared_fs_dir(host_path: str, sub: str | None) -> Path:
+    host = Path(os.path.expanduser(host_path)).absolute()
     if not sub:
         return host
     path = (host / sub).resolve()
@@ -73,10 +82,10 @@ def _installed(package: str) -> bool:
         return False
 
 
-def build(config: Mapping[str, Any] | str) -> StorageManager:
-    """The storage manager for a checkpoint_storage dict or string shortcut. Nothing is
-    contacted here (``check_access`` does that); an object store's package missing is a
-    StorageConfigError naming the extra to install."""
+def storage_model(config: Mapping[str, Any] | str) -> CheckpointStorage:
+    """The typed storage config of a dict or string shortcut, as leniently as ``build`` has
+    always read dicts (keys no storage type has are ignored); StorageConfigError names a
+    missing type or required field."""
     if isinstance(config, str):
         config = from_string(config)
     kind = config.get("type")
@@ -84,23 +93,44 @@ def build(config: Mapping[str, Any] | str) -> StorageManager:
         raise StorageConfigError(
             "checkpoint_storage.type: missing; use shared_fs, directory, s3, gcs or azure"
         )
-    for required in _REQUIRED.get(str(kind), ()):
+    from .. import config as models
+
+    kinds: dict[str, type[CheckpointStorage]] = {
+        "shared_fs": models.SharedFSStorage,
+        "directory": models.DirectoryStorage,
+        "s3": models.S3Storage,
+        "gcs": models.GCSStorage,
+        "azure": models.AzureStorage,
+    }
+    model = kinds.get(str(kind))
+    if model is None:
+        raise StorageConfigError(
+            f"checkpoint_storage.type: unknown type {kind!r}; expected shared_fs, directory, "
+            "s3, gcs or azure"
+        )
+    for required in _REQUIRED[kind]:
         if not config.get(required):
             raise StorageConfigError(f"checkpoint_storage.{required}: required for type {kind}")
-    if kind == "shared_fs":
-        return SharedFSStorageManager(shared_fs_path(config))
-    if kind == "directory":
-        return SharedFSStorageManager(Path(str(config["container_path"])).expanduser())
-    if kind in BACKENDS:
-        if kind == "azure" and not (config.get("connection_string") or config.get("account_url")):
-            raise StorageConfigError(
-                "checkpoint_storage: type azure needs connection_string or account_url"
-            )
-        backend = BACKENDS[str(kind)](config)
-        if not _installed(backend.package):
-            raise StorageConfigError(backend.missing_extra())
-        return ObjectStoreManager(backend)
-    raise StorageConfigError(
-        f"checkpoint_storage.type: unknown type {kind!r}; expected shared_fs, directory, s3, "
-        "gcs or azure"
-    )
+    fields = {k: config[k] for k in model.model_fields if config.get(k) is not None}
+    if kind == "shared_fs" and not fields.get("storage_path") and config.get("checkpoint_path"):
+        fields["storage_path"] = config["checkpoint_path"]  # the legacy name
+    return model.model_construct(**fields)
+
+
+def build(config: CheckpointStorage | Mapping[str, Any] | str) -> StorageManager:
+    """The storage manager for a typed checkpoint_storage config (or a dict or string
+    shortcut, read by ``storage_model``). Nothing is contacted here (``check_access`` does
+    that); an object store's package missing is a StorageConfigError naming the extra."""
+    storage = storage_model(config) if isinstance(config, (str, Mapping)) else config
+    if storage.type == "shared_fs":
+        return SharedFSStorageManager(_shared_fs_dir(storage.host_path, storage.storage_path))
+    if storage.type == "directory":
+        return SharedFSStorageManager(Path(storage.container_path).expanduser())
+    if storage.type == "azure" and not (storage.connection_string or storage.account_url):
+        raise StorageConfigError(
+            "checkpoint_storage: type azure needs connection_string or account_url"
+        )
+    backend = BACKENDS[storage.type](storage)
+    if not _installed(backend.package):
+        raise StorageConfigError(backend.missing_extra())
+    return ObjectStoreManager(backend)

@@ -8,9 +8,12 @@ import os
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._base import CheckpointStorageError
+
+if TYPE_CHECKING:
+    from ..config import AzureStorage, GCSStorage, S3Storage
 
 
 class StorageExtraMissing(CheckpointStorageError):
@@ -65,15 +68,14 @@ PART_CONCURRENCY = 4
 _NO_LISTING_CACHE = {"use_listings_cache": False, "skip_instance_cache": True}
 
 
-def s3_backend(config: Mapping[str, Any]) -> Backend:
+def s3_backend(config: S3Storage) -> Backend:
     """s3fs with the given keys and endpoint, else boto's usual credential chain."""
-    endpoint = config.get("endpoint_url")
 
     def make(s3fs: Any) -> Any:
         return s3fs.S3FileSystem(
-            key=config.get("access_key"),
-            secret=config.get("secret_key"),
-            endpoint_url=endpoint,
+            key=config.access_key,
+            secret=config.secret_key,
+            endpoint_url=config.endpoint_url,
             max_concurrency=PART_CONCURRENCY,
             default_block_size=PART_SIZE,  # downloads' part size too
             **_NO_LISTING_CACHE,
@@ -83,8 +85,8 @@ def s3_backend(config: Mapping[str, Any]) -> Backend:
         scheme="s3",
         container_word="bucket",
         container_field="bucket",
-        container=str(config["bucket"]),
-        prefix=str(config.get("prefix") or ""),
+        container=config.bucket,
+        prefix=config.prefix or "",
         package="s3fs",
         extra="s3",
         permissions={
@@ -98,7 +100,7 @@ def s3_backend(config: Mapping[str, Any]) -> Backend:
     )
 
 
-def gcs_backend(config: Mapping[str, Any]) -> Backend:
+def gcs_backend(config: GCSStorage) -> Backend:
     """gcsfs's JSON-API filesystem with Google's default credentials (STORAGE_EMULATOR_HOST
     selects an emulator, which takes none). Not gcsfs's default class, whose gRPC bucket-type
     lookups (for zonal buckets) hang against an emulator."""
@@ -111,8 +113,8 @@ def gcs_backend(config: Mapping[str, Any]) -> Backend:
         scheme="gs",
         container_word="bucket",
         container_field="bucket",
-        container=str(config["bucket"]),
-        prefix=str(config.get("prefix") or ""),
+        container=config.bucket,
+        prefix=config.prefix or "",
         package="gcsfs",
         extra="gcs",
         permissions={
@@ -126,21 +128,21 @@ def gcs_backend(config: Mapping[str, Any]) -> Backend:
     )
 
 
-def azure_backend(config: Mapping[str, Any]) -> Backend:
+def azure_backend(config: AzureStorage) -> Backend:
     """adlfs from a connection string, or an account URL with a credential (an account key
     or SAS token; none: Azure's default credential chain)."""
 
     def make(adlfs: Any) -> Any:
-        if config.get("connection_string"):
+        if config.connection_string:
             return adlfs.AzureBlobFileSystem(
-                connection_string=config["connection_string"], **_NO_LISTING_CACHE
+                connection_string=config.connection_string, **_NO_LISTING_CACHE
             )
-        url = urllib.parse.urlparse(str(config["account_url"]))
+        url = urllib.parse.urlparse(str(config.account_url))
         host = url.netloc or url.path
         return adlfs.AzureBlobFileSystem(
             account_name=host.split(".")[0],
             account_host=host,
-            credential=config.get("credential"),
+            credential=config.credential,
             anon=False,
             **_NO_LISTING_CACHE,
         )
@@ -150,7 +152,7 @@ def azure_backend(config: Mapping[str, Any]) -> Backend:
         scheme="az",
         container_word="container",
         container_field="container",
-        container=str(config["container"]),
+        container=config.container,
         prefix="",
         package="adlfs",
         extra="azure",
@@ -165,7 +167,7 @@ def azure_backend(config: Mapping[str, Any]) -> Backend:
     )
 
 
-BACKENDS: dict[str, Callable[[Mapping[str, Any]], Backend]] = {
+BACKENDS: dict[str, Callable[[Any], Backend]] = {
     "s3": s3_backend,
     "gcs": gcs_backend,
     "azure": azure_backend,

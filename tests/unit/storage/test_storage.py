@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from trialkit.config import DirectoryStorage, SharedFSStorage
 from trialkit.storage import (
     CheckpointNotFound,
     SharedFSStorageManager,
@@ -16,6 +17,7 @@ from trialkit.storage import (
     from_string,
     list_directory,
     shared_fs_path,
+    storage_model,
 )
 
 
@@ -231,6 +233,17 @@ def test_build_from_shortcut_and_dicts(tmp_path: Path) -> None:
     assert sm.base_path == (tmp_path / "ck").resolve()
     sm = build({"type": "directory", "container_path": str(tmp_path / "d")})
     assert isinstance(sm, SharedFSStorageManager) and sm.base_path == tmp_path / "d"
+
+
+def test_build_takes_the_typed_storage_config(tmp_path: Path) -> None:
+    """The master and trials pass the typed section; a dict is read into the same model."""
+    block = {"type": "shared_fs", "host_path": str(tmp_path), "checkpoint_path": "ck"}
+    typed = SharedFSStorage.model_validate(block)
+    assert storage_model(block) == typed
+    sm = build(typed)
+    assert isinstance(sm, SharedFSStorageManager) and sm.base_path == (tmp_path / "ck").resolve()
+    directory = DirectoryStorage(type="directory", container_path=str(tmp_path / "d"))
+    assert build(directory).base_path == tmp_path / "d"  # type: ignore[attr-defined]
 
 
 def test_built_manager_round_trips_a_checkpoint(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from ...rest import (
 from ...store import ExperimentState, StoreError
 from ..housekeeping._gc import GONE_STATES
 from ..search._create import CreateError, prepare_experiment
-from ..search._experiment_config import searcher_config_of
+from ..search._experiment_config import remember_config, searcher_config_of
 from ..search._warm_start import discard_warm_start_copy
 from ._schemas import CreateExperiment, ExperimentId
 from ._services import AUTH, Services, Svc
@@ -86,6 +86,7 @@ def create_experiment(body: CreateExperiment, services: Svc) -> CreatedExperimen
     except BaseException:
         discard_warm_start_copy(store, config)  # no experiment owns it
         raise
+    remember_config(exp, cfg)
     try:
         engine.start_experiment(exp)  # an experiment that cannot start ends ERROR there
     except StoreError:  # the store could not start it: the engine deleted it

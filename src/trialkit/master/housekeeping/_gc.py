@@ -20,10 +20,10 @@ import math
 import shutil
 import threading
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...storage import (
     CheckpointStorageError,
@@ -33,7 +33,11 @@ from ...storage import (
     tensorboard_prefix,
 )
 from ...store import Checkpoint, Experiment, Store
-from ..search._warm_start import warm_start_copy
+from ..search._experiment_config import searcher_config_of, storage_config_of
+from ..search._warm_start import stored_source, warm_start_copy
+
+if TYPE_CHECKING:
+    from ...config import CheckpointStorage
 
 DELETED = "DELETED"
 #: Chosen for deletion, files perhaps still in storage: a master that starts finishes these.
@@ -67,15 +71,11 @@ class GCPolicy:
     save_trial_latest: int = 1
 
     @classmethod
-    def from_config(cls, storage: Mapping[str, Any]) -> GCPolicy:
-        """The policy of a ``checkpoint_storage`` block (missing keys: the defaults)."""
-        defaults = cls()
-        return cls(
-            *(
-                int(storage.get(name, getattr(defaults, name)) or 0)
-                for name in ("save_experiment_best", "save_trial_best", "save_trial_latest")
-            )
-        )
+    def of(cls, storage: CheckpointStorage | None) -> GCPolicy:
+        """The policy of a typed ``checkpoint_storage`` (none: the defaults)."""
+        if storage is None:
+            return cls()
+        return cls(storage.save_experiment_best, storage.save_trial_best, storage.save_trial_latest)
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,7 @@ def _number(value: Any) -> float | None:
 
 def candidates(store: Store, experiment: Experiment) -> list[GCCandidate]:
     """The experiment's COMPLETED checkpoints, each with its validation's searcher metric."""
-    metric = (experiment.config.get("searcher") or {}).get("metric")
+    metric = searcher_config_of(experiment).metric
     validations: dict[tuple[int, int], tuple[int, Any]] = {}
     for v in store.experiment_validations(experiment.id):
         validations[(v.trial_id, v.steps_completed)] = (v.id, v.values)  # the latest one wins
@@ -180,9 +180,9 @@ def warm_start_sources(store: Store) -> set[str]:
     resolved to its checkpoint's uuid when the experiment was created)."""
     out: set[str] = set()
     for exp in store.list_experiments():
-        searcher = exp.config.get("searcher") or {}
-        if searcher.get("source_checkpoint_uuid"):
-            out.add(str(searcher["source_checkpoint_uuid"]))
+        source = stored_source(exp.config)
+        if source is not None:
+            out.add(source)
     return out
 
 
@@ -271,9 +271,8 @@ def collect_garbage(store: Store, experiment: Experiment) -> GCResult:
 
 
 def _collect(store: Store, experiment: Experiment) -> GCResult:
-    config = experiment.config
-    policy = GCPolicy.from_config(config.get("checkpoint_storage") or {})
-    smaller_is_better = bool((config.get("searcher") or {}).get("smaller_is_better", True))
+    policy = GCPolicy.of(storage_config_of(experiment))
+    smaller_is_better = searcher_config_of(experiment).smaller_is_better
     chosen = set(
         select_for_deletion(
             candidates(store, experiment),
@@ -401,9 +400,9 @@ def _referencing(
     uses one of ``uuids`` as its source. A ``source_trial_id`` was resolved to its
     checkpoint's uuid when that experiment was created, so both forms are covered."""
     for exp in store.list_experiments():
-        source = (exp.config.get("searcher") or {}).get("source_checkpoint_uuid")
-        if source and str(source) in uuids and exp.id != other_than:
-            return str(source), exp.id
+        source = stored_source(exp.config)
+        if source is not None and source in uuids and exp.id != other_than:
+            return source, exp.id
     return None
 
 
@@ -491,9 +490,7 @@ def best_checkpoints(
 ) -> list[tuple[Checkpoint, float | None]]:
     """The experiment's ``limit`` best live checkpoints by the searcher metric of their
     validation (the order GC ranks by: best first, without a metric last), with that value."""
-    smaller_is_better = bool(
-        (experiment.config.get("searcher") or {}).get("smaller_is_better", True)
-    )
+    smaller_is_better = searcher_config_of(experiment).smaller_is_better
     ranked = sorted(candidates(store, experiment), key=lambda c: _metric_key(c, smaller_is_better))
     by_uuid = {c.uuid: c for c in store.list_checkpoints(experiment_id=experiment.id)}
     return [(by_uuid[c.uuid], c.metric) for c in ranked[:limit]]

@@ -9,12 +9,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ...config import LOCAL_POOL, MasterConfig, RayPoolConfig
+from ...config import (
+    LOCAL_POOL,
+    CheckpointStorage,
+    DirectoryStorage,
+    ExperimentConfig,
+    MasterConfig,
+    RayPoolConfig,
+    Resources,
+    SharedFSStorage,
+)
 from ...contract import ClusterInfo
 from ._processes import TrialProcess
 
 #: Checkpoint storage types every node reaches over the network.
-_OBJECT_STORES = ("s3", "gcs", "azure")
 
 
 @dataclass(frozen=True)
@@ -86,47 +94,43 @@ class LocalPool:
         )
 
 
-def _storage_paths(storage: dict[str, Any]) -> list[str]:
+def _storage_paths(storage: CheckpointStorage | None) -> list[str]:
     """The host paths a shared_fs/directory storage writes to."""
-    kind = storage.get("type")
-    if kind == "shared_fs":
-        base = Path(str(storage.get("host_path")))
-        sub = storage.get("storage_path")
+    if isinstance(storage, SharedFSStorage):
+        base = Path(storage.host_path)
+        sub = storage.storage_path
         return [str(base / sub if sub else base)]
-    if kind == "directory":
-        return [str(storage.get("container_path"))]
+    if isinstance(storage, DirectoryStorage):
+        return [storage.container_path]
     return []
 
 
-def check_resource_pool(config: dict[str, Any], master: MasterConfig) -> list[str]:
-    """Errors with the experiment's pool at create; fills in the pool it resolves to."""
-    resources = config.setdefault("resources", {})
-    given = str(resources.get("resource_pool") or "")
+def check_resource_pool(cfg: ExperimentConfig, master: MasterConfig) -> tuple[list[str], str]:
+    """At create: errors with the experiment's pool, and the pool its config resolves to."""
+    given = cfg.resources.resource_pool
     name = master.resolve(given)
     pools = master.pools()
     if name not in pools:
         return [
             f"resources.resource_pool: {given!r} is not a resource pool of this master; use "
             f"one of {', '.join(pools)} (pools are declared in the master config, master.yaml)"
-        ]
-    resources["resource_pool"] = name
+        ], given
     pool = pools[name]
     if isinstance(pool, RayPoolConfig):
-        return _storage_errors(config.get("checkpoint_storage") or {}, name, pool)
-    return []
+        return _storage_errors(cfg.checkpoint_storage, name, pool), name
+    return [], name
 
 
 def capacity_errors(
-    config: dict[str, Any], master: MasterConfig, capacity: Callable[[str], int | None]
+    resources: Resources, master: MasterConfig, capacity: Callable[[str], int | None]
 ) -> list[str]:
     """At create: a trial on a Ray pool asking for more slots than its cluster has now would
     wait for a placement that never comes (``capacity`` None: the cluster did not answer)."""
-    resources = config.get("resources") or {}
-    name = str(resources.get("resource_pool") or "")
+    name = resources.resource_pool
     pool = master.pools().get(name)
     if not isinstance(pool, RayPoolConfig):
         return []  # the local pool's size is checked with the rest of the config
-    need, have = int(resources.get("slots_per_trial") or 1), capacity(name)
+    need, have = max(resources.slots_per_trial, 1), capacity(name)
     if have is None or need <= have:
         return []
     kind = pool.slot_type.upper()
@@ -136,10 +140,8 @@ def capacity_errors(
     ]
 
 
-def _storage_errors(storage: dict[str, Any], name: str, pool: RayPoolConfig) -> list[str]:
+def _storage_errors(storage: CheckpointStorage | None, name: str, pool: RayPoolConfig) -> list[str]:
     """Checkpoints of a trial on a Ray pool must be reachable from every node."""
-    if storage.get("type") in _OBJECT_STORES:
-        return []
     for path in _storage_paths(storage):
         if not pool.covers(path):
             shared = ", ".join(pool.shared_paths) or "none declared"

@@ -28,7 +28,7 @@ from ...storage import CheckpointStorageError, StorageConfigError, build
 from ...store import Store
 from ..runs._bind_mounts import bind_mount_errors
 from ..runs._pools import capacity_errors, check_resource_pool
-from ._warm_start import WarmStartError, resolve_warm_start, storage_dict
+from ._warm_start import WarmStartError, resolve_warm_start, storage_of
 
 
 class CreateError(ValueError):
@@ -189,9 +189,7 @@ def _resolve_pool(
     cfg: ExperimentConfig, master: MasterConfig
 ) -> tuple[list[str], ExperimentConfig]:
     """``check_resource_pool``'s errors, and ``cfg`` naming the pool it resolved to."""
-    config = cfg.as_dict()
-    errors = check_resource_pool(config, master)
-    pool = config["resources"]["resource_pool"]
+    errors, pool = check_resource_pool(cfg, master)
     if errors or pool == cfg.resources.resource_pool:
         return errors, cfg
     resources = cfg.resources.model_copy(update={"resource_pool": pool})
@@ -232,13 +230,13 @@ def prepare_experiment(
     local = cfg.resources.resource_pool == LOCAL_POOL
     errors += _check_runnable(cfg, slots if local else None) + _check_env_sizes(cfg)
     if not errors and pool_capacity is not None:
-        errors += capacity_errors(cfg.as_dict(), master_config or MasterConfig(), pool_capacity)
+        errors += capacity_errors(cfg.resources, master_config or MasterConfig(), pool_capacity)
     where = "the model directory sent" if model_def else "the model directory (none was sent)"
     errors += entrypoint_check(cfg.entrypoint, model_def, where, cfg.resources.slots_per_trial)
     python_errors, python_warnings = _check_interpreter(cfg, from_config)
     errors += python_errors
     try:
-        build(storage_dict(cfg)).check_access()
+        build(storage_of(cfg)).check_access()
     except (StorageConfigError, CheckpointStorageError) as e:
         errors.append(
             f"checkpoint_storage: {e}" if isinstance(e, CheckpointStorageError) else str(e)

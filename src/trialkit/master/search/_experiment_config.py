@@ -4,10 +4,19 @@ keeps its JSON form, ``as_dict()``), so defaults come from the config models onl
 from __future__ import annotations
 
 import functools
-import json
 import logging
+import threading
+from collections import OrderedDict
 
-from ...config import ConfigError, ExperimentConfig, SearcherConfig, parse_config, parse_searcher
+from ...config import (
+    CheckpointStorage,
+    ConfigError,
+    ExperimentConfig,
+    SearcherConfig,
+    parse_config,
+    parse_searcher,
+)
+from ...storage import StorageConfigError, storage_model
 from ...store import Experiment
 
 logger = logging.getLogger(__name__)
@@ -16,14 +25,41 @@ logger = logging.getLogger(__name__)
 _NO_SEARCH = SearcherConfig.model_validate({"name": "single"})
 
 
-@functools.lru_cache(maxsize=256)
-def _parse(text: str) -> ExperimentConfig:
-    return parse_config(json.loads(text))
+#: Typed configs by (experiment id, creation time): ids of different stores in one process
+#: (tests) may repeat, their creation times do not. A stored config never changes.
+_Key = tuple[int, float]
+_TYPED: OrderedDict[_Key, ExperimentConfig] = OrderedDict()
+_TYPED_LOCK = threading.Lock()
+_KEEP = 1024
+
+
+def _key(exp: Experiment) -> _Key:
+    return exp.id, exp.created_at
+
+
+def _remember(key: _Key, cfg: ExperimentConfig) -> None:
+    with _TYPED_LOCK:
+        _TYPED[key] = cfg
+        _TYPED.move_to_end(key)
+        while len(_TYPED) > _KEEP:
+            _TYPED.popitem(last=False)
+
+
+def remember_config(exp: Experiment, cfg: ExperimentConfig) -> None:
+    """Keep the typed config an experiment was created from, so it is never parsed again."""
+    _remember(_key(exp), cfg)
 
 
 def config_of(exp: Experiment) -> ExperimentConfig:
-    """The experiment's typed config (parsed once per distinct stored config)."""
-    return _parse(json.dumps(exp.config, sort_keys=True))
+    """The experiment's typed config: the one it was created with, or (after a restart) its
+    stored config parsed once. Storage credentials may read masked: take them from the store."""
+    key = _key(exp)
+    with _TYPED_LOCK:
+        cfg = _TYPED.get(key)
+    if cfg is None:
+        cfg = parse_config(exp.config)
+        _remember(key, cfg)
+    return cfg
 
 
 def searcher_config_of(exp: Experiment) -> SearcherConfig:
@@ -46,6 +82,21 @@ def searcher_config_of(exp: Experiment) -> SearcherConfig:
         return parse_searcher(raw if isinstance(raw, dict) else {})
     except ConfigError:
         return _NO_SEARCH
+
+
+def storage_config_of(exp: Experiment) -> CheckpointStorage | None:
+    """The experiment's typed checkpoint storage (None: it has none), for reading its GC
+    policy. A stored config that does not parse (see ``searcher_config_of``) is read by its
+    storage block alone, as ``storage.build`` reads one."""
+    try:
+        return config_of(exp).checkpoint_storage
+    except ConfigError:
+        pass
+    raw = exp.config.get("checkpoint_storage") if isinstance(exp.config, dict) else None
+    try:
+        return storage_model(raw) if isinstance(raw, dict) else None
+    except StorageConfigError:
+        return None
 
 
 @functools.lru_cache(maxsize=256)

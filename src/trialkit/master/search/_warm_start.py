@@ -20,7 +20,7 @@ import uuid as uuidlib
 from pathlib import Path
 from typing import Any
 
-from ...config import ExperimentConfig
+from ...config import CheckpointStorage, ExperimentConfig
 from ...storage import (
     CheckpointContentError,
     CheckpointIntegrityError,
@@ -43,10 +43,10 @@ def warm_start_checkpoint(cfg: ExperimentConfig) -> str | None:
     return cfg.searcher.source_checkpoint_uuid or None
 
 
-def storage_dict(cfg: ExperimentConfig) -> dict[str, Any]:
-    """The experiment's checkpoint storage as ``storage.build`` takes it."""
+def storage_of(cfg: ExperimentConfig) -> CheckpointStorage:
+    """The experiment's checkpoint storage (the master filled in its default where none)."""
     assert cfg.checkpoint_storage is not None  # with_defaults filled it in
-    return cfg.checkpoint_storage.model_dump(mode="json")
+    return cfg.checkpoint_storage
 
 
 def _with_source(cfg: ExperimentConfig, storage_id: str) -> ExperimentConfig:
@@ -108,9 +108,9 @@ def _reachable(store: Store, storage_id: str, cfg: ExperimentConfig, field: str)
         ) from None
     if ckpt.state != "COMPLETED":
         raise WarmStartError(f"{field}: checkpoint {storage_id} is {ckpt.state}, not COMPLETED")
-    target = storage_dict(cfg)
+    target = storage_of(cfg)
     reported = store.checkpoint_storage_with_secrets(storage_id)
-    if _same_place(reported, target) or build(target).exists(storage_id):
+    if _same_place(reported, target.model_dump()) or build(target).exists(storage_id):
         return  # read in place, or copied there for another experiment already
     try:
         source = build(reported)
@@ -128,7 +128,7 @@ def _from_path(path: str, cfg: ExperimentConfig) -> str:
     if not src.is_dir():
         raise WarmStartError(f"{what}: no such directory on the master's machine")
     storage_id = str(uuidlib.uuid4())
-    _copy_in(src, storage_id, build(storage_dict(cfg)), what)
+    _copy_in(src, storage_id, build(storage_of(cfg)), what)
     return storage_id
 
 
@@ -165,7 +165,7 @@ def warm_start_copy(
     ``other_than`` reads the same copy). A ``--warm-start PATH`` copy is no registered
     checkpoint; a source from other storage was copied under its own uuid. Places are compared
     with their credentials (an Azure connection string names the account)."""
-    source = _stored_source(config)
+    source = stored_source(config)
     target = config.get("checkpoint_storage") or {}
     if source is None:
         return None
@@ -177,7 +177,7 @@ def warm_start_copy(
     for exp in store.list_experiments():
         if (
             exp.id != other_than
-            and _stored_source(exp.config) == source
+            and stored_source(exp.config) == source
             and _same_place(_storage_with_secrets(store, exp.id), target)
         ):
             return None
@@ -188,7 +188,7 @@ def _storage_with_secrets(store: Store, experiment_id: int) -> dict[str, Any]:
     return store.config_with_secrets(experiment_id).get("checkpoint_storage") or {}
 
 
-def _stored_source(config: dict[str, Any]) -> str | None:
+def stored_source(config: dict[str, Any]) -> str | None:
     """The warm-start uuid a stored config names, read raw: any experiment's config, an
     unmanaged one's too, whose config need not parse (``warm_start_checkpoint`` is typed)."""
     searcher = config.get("searcher")

@@ -3,6 +3,7 @@ with expectations computed by hand from Determined's ExperimentCheckpointsToGCRa
 
 from __future__ import annotations
 
+from trialkit.config import SharedFSStorage
 from trialkit.master.housekeeping._gc import GCCandidate, GCPolicy, select_for_deletion
 
 
@@ -87,8 +88,9 @@ def test_nothing_to_collect() -> None:
     assert select_for_deletion([], GCPolicy()) == []
 
 
-def test_policy_from_config_takes_defaults_for_missing_keys() -> None:
-    assert GCPolicy.from_config({}) == GCPolicy(0, 1, 1)
-    assert GCPolicy.from_config({"save_trial_best": 3, "save_experiment_best": 2}) == GCPolicy(
-        2, 3, 1
-    )
+def test_policy_of_a_storage_config_takes_defaults_for_missing_keys() -> None:
+    assert GCPolicy.of(None) == GCPolicy(0, 1, 1)
+    storage = {"type": "shared_fs", "host_path": "/ckpts"}
+    assert GCPolicy.of(SharedFSStorage.model_validate(storage)) == GCPolicy(0, 1, 1)
+    given = {**storage, "save_trial_best": 3, "save_experiment_best": 2}
+    assert GCPolicy.of(SharedFSStorage.model_validate(given)) == GCPolicy(2, 3, 1)

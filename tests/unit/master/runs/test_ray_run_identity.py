@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from trialkit.cli._render import trial_counts
-from trialkit.config import MasterConfig, load_config
+from trialkit.config import MasterConfig, Resources, load_config
 from trialkit.master.runs._pools import capacity_errors
 from trialkit.master.runs._process_table import Supervisor
 from trialkit.store import Store, TrialState
@@ -73,7 +73,7 @@ def _master(slot_type: str = "cpu") -> MasterConfig:
 
 
 def test_more_slots_than_the_ray_cluster_has_is_refused_at_create() -> None:
-    config = {"resources": {"resource_pool": "ray", "slots_per_trial": 3}}
+    config = Resources(resource_pool="ray", slots_per_trial=3)
     [error] = capacity_errors(config, _master(), lambda name: 2)
     assert error.startswith("resources.slots_per_trial: 3 is more than resource pool 'ray'")
     assert "2 CPU slots" in error and "\n" not in error
@@ -83,9 +83,9 @@ def test_more_slots_than_the_ray_cluster_has_is_refused_at_create() -> None:
 
 @pytest.mark.parametrize("pool", ["local", "ray"])
 def test_the_capacity_check_leaves_fitting_and_local_trials_alone(pool: str) -> None:
-    config = {"resources": {"resource_pool": pool, "slots_per_trial": 1}}
+    config = Resources(resource_pool=pool, slots_per_trial=1)
     assert capacity_errors(config, _master("gpu"), lambda name: 1) == []
-    big = {"resources": {"resource_pool": pool, "slots_per_trial": 5}}
+    big = Resources(resource_pool=pool, slots_per_trial=5)
     assert bool(capacity_errors(big, _master("gpu"), lambda name: 1)) == (pool == "ray")
 
 
