@@ -21,9 +21,10 @@ from typing import Any, Protocol
 
 from .. import core
 from ..errors import InvalidHP
+from ._boundaries import NOTHING, Boundaries, Due
 from ._progress import TRIAL_STATE, Progress, read_trial_state
 from ._report import Bar, average_batches, format_metrics, scalar
-from ._units import Epoch, TrainUnit
+from ._units import EVERY_BATCH, TrainUnit, in_batches
 
 logger = logging.getLogger("trialkit.harness")
 
@@ -225,34 +226,26 @@ class TrainLoop:
 
     # Training -----------------------------------------------------------------------------------
 
-    def _target_batches(self, unit: TrainUnit) -> int:
-        if not isinstance(unit.value, int):
-            raise TypeError(f"a training length must be Batch(int) or Epoch(int), got {unit!r}")
-        if isinstance(unit, Epoch):
-            return unit.value * self.epoch_len
-        return unit.value
-
-    def _period(self, unit: TrainUnit) -> Callable[[int, bool], bool]:
-        """``fires(batches_trained, epoch_end)`` for a period; built once, called every batch."""
-        if isinstance(unit, Epoch):
-            return lambda _, epoch_end: epoch_end and unit.should_stop(self.progress.epochs_trained)
-        value = unit.value
-        if isinstance(value, int) and value >= 1:
-            return lambda batches, _: batches % value == 0
-        return lambda batches, _: unit.should_stop(batches)
+    def _boundaries(self, total: int) -> Boundaries:
+        s = self.s
+        return Boundaries(
+            validation=s.validation_period,
+            checkpoint=s.checkpoint_period,
+            report=s.reporting_period,
+            stop_check=EVERY_BATCH,
+            target=total,
+        )
 
     def _train_to(self, target: Target) -> None:
-        total = 1 if self.s.test_mode else self._target_batches(target.length)
+        total = 1 if self.s.test_mode else in_batches(target.length, self.epoch_len)
         p, strategy, it = self.progress, self.strategy, self._iter
         assert it is not None
         epoch_len, workers = self.epoch_len, self.dist.size
-        val_fires = self._period(self.s.validation_period)
-        ckpt_fires = self._period(self.s.checkpoint_period)
-        report_fires = self._period(self.s.reporting_period)
+        boundaries = self._boundaries(total)
         bar = self._bar
         if bar is not None:
             bar.start(p.batches_trained, total)
-        while p.batches_trained < total:
+        while not boundaries.reached(p.batches_trained):
             batch_idx = p.batches_trained
             epoch_idx, in_epoch = divmod(batch_idx, epoch_len)
             if in_epoch == 0:
@@ -265,27 +258,32 @@ class TrainLoop:
             p.records_trained += strategy.batch_length(batch) * workers
             if bar is not None:
                 bar.advance()
-            epoch_end = in_epoch == epoch_len - 1
-            if epoch_end:
+            due = boundaries.after_batch(batches)
+            if in_epoch == epoch_len - 1:
                 self._cb("on_training_epoch_end", epoch_idx)
                 p.epochs_trained += 1
-            val = val_fires(batches, epoch_end)
-            ckpt = ckpt_fires(batches, epoch_end)
-            if val or ckpt or report_fires(batches, epoch_end) or batches >= total:
+                due |= boundaries.at_epoch_end(p.epochs_trained)
+            if due is not NOTHING:
+                self._act_on(due, target, total)
+
+    def _act_on(self, due: Due, target: Target, total: int) -> None:
+        """Report, validate, checkpoint and check for a stop, as the boundary demands."""
+        p = self.progress
+        if due.validate or due.checkpoint or due.report or due.target:
+            self._report_training()
+            if self._chief:
+                if target.report_progress is not None:
+                    target.report_progress(p, total)
+                else:
+                    self.core.train.report_progress(min(p.batches_trained / max(total, 1), 1.0))
+        if due.validate and not self._validation_current():
+            self._validate()
+        if due.checkpoint and not self._checkpoint_current():
+            self._checkpoint()
+        if due.stop_check and self._should_stop():
+            if self._batch_metrics:
                 self._report_training()
-                if self._chief:
-                    if target.report_progress is not None:
-                        target.report_progress(p, total)
-                    else:
-                        self.core.train.report_progress(min(batches / max(total, 1), 1.0))
-            if val and not self._validation_current():
-                self._validate()
-            if ckpt and not self._checkpoint_current():
-                self._checkpoint()
-            if self._should_stop():
-                if self._batch_metrics:
-                    self._report_training()
-                raise _Stop()
+            raise _Stop()
 
     def _should_stop(self) -> bool:
         mine = self.strategy.stop_requested()

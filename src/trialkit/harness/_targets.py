@@ -39,7 +39,7 @@ class SearcherUnits:
             return Batch._from_records(n, self.gbs)
         return Epoch(n)
 
-    def done(self, p: Progress, epoch_len: int) -> float:
+    def done(self, p: Progress, epoch_len: float) -> float:
         if self.unit == "batches":
             return float(p.batches_trained)
         if self.unit == "records":
@@ -51,7 +51,7 @@ def searcher_targets(
     core_context: core.Context,
     searcher: SearcherConfig,
     gbs: int | None,
-    epoch_len: Callable[[], int],
+    epoch_len: Callable[[], float],
 ) -> Iterator[Target] | list[Target]:
     """Targets from the experiment's ``searcher`` section; ``epoch_len()`` is read when
     progress is reported (the loop knows it once the training data is built)."""
@@ -81,7 +81,7 @@ def searcher_targets(
 
 
 def _operation_targets(
-    core_context: core.Context, units: SearcherUnits, epoch_len: Callable[[], int]
+    core_context: core.Context, units: SearcherUnits, epoch_len: Callable[[], float]
 ) -> Iterator[Target]:
     chief = core_context.distributed.rank == 0
     for op in core_context.searcher.operations():
