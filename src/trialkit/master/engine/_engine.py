@@ -273,11 +273,7 @@ class Engine:
         with self._lock:
             exp = self.store.get_experiment(trial.experiment_id)
             drv = self._searchers.driver(exp.id)
-            if (
-                drv is None
-                or drv.generation != Generation.REPORTS
-                or exp.state not in _SEARCHING
-            ):
+            if drv is None or drv.generation != Generation.REPORTS or exp.state not in _SEARCHING:
                 return  # after a searcher error (STOPPING_ERROR) later reports change nothing
             error = self._searchers.call(
                 exp, lambda d: d.validation_completed(trial, metrics, None), trial
