@@ -81,13 +81,6 @@ class DeepSpeedTrial(abc.ABC):
             if loaded is None:
                 raise RuntimeError(f"DeepSpeed found no checkpoint {tag} at {path}")
 
-    @classmethod
-    def _trialkit_run(cls, info: Any) -> None:
-        """How ``trialkit.exec.harness`` runs this Trial class under the master."""
-        from ._trainer import run_under_master
-
-        run_under_master(cls, info)
-
 
 def check_trial(trial: DeepSpeedTrial, context: DeepSpeedTrialContext) -> None:
     """Refuse a DeepSpeedTrial that cannot run, with one line naming the fix.
