@@ -16,9 +16,12 @@ import torch
 
 from ..harness import average_batches, scalar
 from ..pytorch import DataLoader, PyTorchCallback
-from ..pytorch._reducer import reduce_batches, reduce_workers
-from ..pytorch._strategy_base import TorchStrategyBase
-from ..pytorch._trial import evaluate_batch_takes_index
+from ..pytorch.shared import (
+    TorchStrategyBase,
+    evaluate_batch_takes_index,
+    reduce_batches,
+    reduce_workers,
+)
 from ._context import DeepSpeedTrialContext
 from ._trial import DeepSpeedTrial, check_trial
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ..pytorch import PyTorchCallback, Reducer
-from ..pytorch._trial import TrialContractError as _TorchContractError
-from ..pytorch._trial import check_one_evaluate
+from ..pytorch.shared import TrialContractError as _TorchContractError
+from ..pytorch.shared import check_one_evaluate
 from ._context import DeepSpeedTrialContext
 
 

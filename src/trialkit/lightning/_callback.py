@@ -31,7 +31,7 @@ from ..harness import (
     report_unit,
     searcher_targets,
 )
-from ..pytorch._rng import capture_rng, restore_rng
+from ..pytorch.shared import capture_rng, restore_rng
 from ._position import DataPosition
 
 logger = logging.getLogger("trialkit.lightning")
