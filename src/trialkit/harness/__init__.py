@@ -3,6 +3,7 @@ when to validate, checkpoint, report and stop, in batches, records or epochs. Fr
 each harness supplies a ``Strategy`` for how to step, validate, save and load."""
 
 from ._boundaries import NOTHING, Boundaries, Due, report_unit
+from ._hooks import Hooks
 from ._local_context import local_context_args
 from ._loop import LoopSettings, Strategy, Target, TrainLoop
 from ._progress import TRIAL_STATE, Progress
@@ -18,6 +19,7 @@ __all__ = [
     "Batch",
     "Boundaries",
     "Due",
+    "Hooks",
     "Epoch",
     "LoopSettings",
     "Progress",

@@ -9,12 +9,9 @@ framework state, capturing and restoring the framework's RNG. Nothing here impor
 from __future__ import annotations
 
 import dataclasses
-import functools
-import inspect
 import logging
 import math
 import pickle
-import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,6 +19,7 @@ from typing import Any, Protocol
 from .. import core
 from ..errors import InvalidHP
 from ._boundaries import NOTHING, Boundaries, Due
+from ._hooks import Hooks
 from ._progress import TRIAL_STATE, Progress, read_trial_state
 from ._report import Bar, average_batches, format_metrics, scalar
 from ._units import EVERY_BATCH, TrainUnit, in_batches
@@ -85,34 +83,6 @@ class LoopSettings:
     shard_checkpoints: bool = False
 
 
-_EPOCH_HOOKS = ("on_training_epoch_start", "on_training_epoch_end")
-
-
-@functools.lru_cache(maxsize=256)
-def _no_args(func: Any) -> bool:
-    return len(inspect.signature(func).parameters) <= 1  # just self
-
-
-def _takes_no_args(method: Any) -> bool:
-    """A bound method declared without parameters (warned about once per function)."""
-    func = getattr(method, "__func__", None)
-    if func is None:  # a plain function stored on the callback: no self to discount
-        return not inspect.signature(method).parameters
-    if not _no_args(func):
-        return False
-    if func not in _warned_legacy:
-        _warned_legacy.add(func)
-        warnings.warn(
-            f"{func.__qualname__}() takes no epoch_idx; declare it as (self, epoch_idx: int)",
-            FutureWarning,
-            stacklevel=3,
-        )
-    return True
-
-
-_warned_legacy: set[Any] = set()
-
-
 class _Stop(Exception):
     """Unwinds the loop at a batch boundary after a stop request or preemption."""
 
@@ -132,6 +102,7 @@ class TrainLoop:
         self.core = core_context
         self.dist = core_context.distributed
         self.strategy = strategy
+        self.hooks = Hooks(strategy.callbacks)
         self.s = settings
         self.progress = Progress(trial_id=settings.trial_id)
         self._batch_metrics: list[dict[str, Any]] = []
@@ -145,12 +116,7 @@ class TrainLoop:
     # Hooks --------------------------------------------------------------------------------------
 
     def _cb(self, hook: str, *args: Any) -> None:
-        for cb in self.strategy.callbacks().values():
-            fn = getattr(cb, hook)
-            if args and hook in _EPOCH_HOOKS and _takes_no_args(fn):
-                fn()  # the pre-0.13 zero-argument epoch hooks, tolerated as Determined does
-            else:
-                fn(*args)
+        self.hooks.fire(hook, *args)
 
     @property
     def _chief(self) -> bool:
