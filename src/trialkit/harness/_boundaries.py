@@ -36,23 +36,32 @@ def _mask(due: Due) -> int:
 #: Every ``Due``, indexed by its bit mask: the per-batch decision allocates nothing.
 _DUE = tuple(Due(*reversed(bits)) for bits in itertools.product((False, True), repeat=5))
 NOTHING = _DUE[0]
+STOP_CHECK_ONLY = _DUE[1 << Due._fields.index("stop_check")]
 
 _Rule = Callable[[int], bool]
+_TARGET = 1 << Due._fields.index("target")
 
 
-def _never(_: int) -> bool:
-    return False
-
-
-def _rule(period: TrainUnit, kind: type[TrainUnit]) -> _Rule:
-    """``fires(count)`` for a period, if it counts in ``kind`` (batches or epochs)."""
-    is_epoch = isinstance(period, Epoch)
-    if is_epoch != (kind is Epoch) or period is NEVER:
-        return _never
+def _rule(period: TrainUnit) -> _Rule:
+    """``fires(count)`` for a period that neither always nor never fires."""
     value = period.value
-    if isinstance(value, int) and value >= 1:
+    if isinstance(value, int):
         return lambda n: n % value == 0
     return period.should_stop
+
+
+def _compile(periods: tuple[TrainUnit, ...], kind: type[TrainUnit]) -> tuple[int, tuple[Any, ...]]:
+    """The bits of the periods counted in ``kind`` that fire at every count, and a
+    ``(bit, fires)`` rule for each other one: the per-batch decision calls only those."""
+    always, rules = 0, []
+    for i, period in enumerate(periods):
+        if isinstance(period, Epoch) != (kind is Epoch) or period is NEVER:
+            continue
+        if isinstance(period.value, int) and period.value <= 1:  # every count (< 1: always)
+            always |= 1 << i
+        else:
+            rules.append((1 << i, _rule(period)))
+    return always, tuple(rules)
 
 
 def report_unit(value: Any) -> TrainUnit:
@@ -73,9 +82,9 @@ class Boundaries:
         stop_check: TrainUnit = NEVER,
         target: int | None = None,
     ) -> None:
-        periods = (validation, checkpoint, report, NEVER, stop_check)
-        self._after_batch = tuple(_rule(p, Batch) for p in periods)
-        self._at_epoch_end = tuple(_rule(p, Epoch) for p in periods)
+        periods = (validation, checkpoint, report, NEVER, stop_check)  # in Due's field order
+        self._batch_always, self._batch_rules = _compile(periods, Batch)
+        self._epoch_always, self._epoch_rules = _compile(periods, Epoch)
         self.target = target
 
     def reached(self, batches: int) -> bool:
@@ -84,17 +93,19 @@ class Boundaries:
 
     def after_batch(self, batches: int) -> Due:
         """What is due once ``batches`` batches are trained in all."""
-        val, ckpt, report, _, stop = self._after_batch
-        mask = (
-            val(batches)
-            | ckpt(batches) << 1
-            | report(batches) << 2
-            | self.reached(batches) << 3
-            | stop(batches) << 4
-        )
+        mask = self._batch_always
+        for bit, fires in self._batch_rules:
+            if fires(batches):
+                mask |= bit
+        target = self.target
+        if target is not None and batches >= target:
+            mask |= _TARGET
         return _DUE[mask]
 
     def at_epoch_end(self, epochs: int) -> Due:
         """What is due once ``epochs`` epochs are trained in all."""
-        mask = sum(fires(epochs) << i for i, fires in enumerate(self._at_epoch_end))
+        mask = self._epoch_always
+        for bit, fires in self._epoch_rules:
+            if fires(epochs):
+                mask |= bit
         return _DUE[mask]

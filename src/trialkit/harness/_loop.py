@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from .. import core
 from ..errors import InvalidHP
-from ._boundaries import NOTHING, Boundaries, Due
+from ._boundaries import NOTHING, STOP_CHECK_ONLY, Boundaries, Due
 from ._hooks import Hooks
 from ._progress import TRIAL_STATE, Progress, read_trial_state
 from ._report import Bar, average_batches, format_metrics, scalar
@@ -229,7 +229,10 @@ class TrainLoop:
                 self._cb("on_training_epoch_end", epoch_idx)
                 p.epochs_trained += 1
                 due |= boundaries.at_epoch_end(p.epochs_trained)
-            if due is not NOTHING:
+            if due is STOP_CHECK_ONLY:  # most batches: only the stop check
+                if self._should_stop():
+                    self._stop()
+            elif due is not NOTHING:
                 self._act_on(due, target, total)
 
     def _act_on(self, due: Due, target: Target, total: int) -> None:
@@ -247,9 +250,13 @@ class TrainLoop:
         if due.checkpoint and not self._checkpoint_current():
             self._checkpoint()
         if due.stop_check and self._should_stop():
-            if self._batch_metrics:
-                self._report_training()
-            raise _Stop()
+            self._stop()
+
+    def _stop(self) -> None:
+        """Report what was trained since the last report, then unwind to the checkpoint."""
+        if self._batch_metrics:
+            self._report_training()
+        raise _Stop()
 
     def _should_stop(self) -> bool:
         mine = self.strategy.stop_requested()
