@@ -6,6 +6,10 @@ class InvalidHP(Exception):
     then ends as an early exit (INVALID_HP) instead of an error, and is not restarted."""
 
 
+class HarnessError(Exception):
+    """A Trial entrypoint cannot be run; the message is the one line to show."""
+
+
 class MasterUnavailable(ConnectionError):
     """The master could not be reached (not running, or restarting)."""
 

@@ -98,13 +98,6 @@ EXCEPTIONS = {("trialkit.searcher", "trialkit.client._search_runner"): _LOCAL_SE
 # Function-level arrows that close a cycle inside one package, and why they stay for now.
 CYCLE_EXCEPTIONS = {
     ("trialkit.searcher", "trialkit.client._search_runner"): _LOCAL_SEARCH_RUNNER,
-    ("trialkit.keras._trial", "trialkit.keras._run"): (
-        "TFKerasTrial._trialkit_run names its runner for trialkit.exec.harness, and the runner"
-        " needs the class; undoing it means exec.harness choosing the runner by base class"
-    ),
-    ("trialkit.deepspeed._trial", "trialkit.deepspeed._trainer"): (
-        "DeepSpeedTrial._trialkit_run, as TFKerasTrial's"
-    ),
 }
 
 

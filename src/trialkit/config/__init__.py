@@ -28,7 +28,7 @@ from trialkit.config._master import (
     load_master_config,
     master_config_path,
 )
-from trialkit.config._searcher import SearcherConfig
+from trialkit.config._searcher import Generation, SearcherConfig
 from trialkit.config._sections import (
     BindMount,
     Environment,
@@ -59,6 +59,7 @@ __all__ = [
     "BindMount",
     "CheckpointStorage",
     "ConfigError",
+    "Generation",
     "DirectoryStorage",
     "Environment",
     "ExperimentConfig",

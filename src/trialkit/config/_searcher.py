@@ -6,6 +6,7 @@ config may only set the keys of its own method, and ``as_dict()`` shows only tho
 
 from __future__ import annotations
 
+import enum
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -97,6 +98,20 @@ _ASHA = ("async_halving", "adaptive_asha")
 _EXAMPLES = {"metric": "metric: validation_loss", "max_trials": "max_trials: 16"}
 
 
+class Generation(str, enum.Enum):
+    """Which search contract an experiment uses (a ``str``: it compares and serializes as its
+    version)."""
+
+    OPS = "0.37"  # max_length: Create + ValidateAfter(target) + Close
+    REPORTS = "0.38"  # time_metric/max_time: Create only; Stop; every validation report is read
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
 class SearcherConfig(ConfigModel):
     """The ``searcher`` section; fields that do not belong to ``name`` keep their defaults."""
 
@@ -130,10 +145,20 @@ class SearcherConfig(ConfigModel):
     custom_searcher_kwargs: JsonDict = {}
 
     @property
-    def generation(self) -> Literal["0.37", "0.38"]:
-        """``"0.37"`` (searcher operations: with max_length, and always for a custom searcher,
-        whose SearchMethod API is the operations one) or ``"0.38"`` (time_metric/max_time)."""
-        return "0.37" if self.max_length is not None or self.name == "custom" else "0.38"
+    def generation(self) -> Generation:
+        """OPS (searcher operations: with max_length, and always for a custom searcher, whose
+        SearchMethod API is the operations one) or REPORTS (time_metric/max_time)."""
+        if self.max_length is not None or self.name == "custom":
+            return Generation.OPS
+        return Generation.REPORTS
+
+    @property
+    def trains_in_operations(self) -> bool:
+        """Whether a trial trains to searcher operations: the OPS generation with a non-zero
+        max_length (a custom searcher's operations carry their own lengths)."""
+        if self.generation is not Generation.OPS:
+            return False
+        return self.name == "custom" or bool(self.max_length is not None and self.max_length.value)
 
     @property
     def max_units(self) -> int | None:

@@ -103,11 +103,7 @@ class SearcherContext:
 
     def _check_available(self) -> None:
         cfg = self._config
-        if (
-            cfg is not None
-            and cfg.name != "custom"  # custom searchers always send operations
-            and not (cfg.max_length is not None and cfg.max_length.value)
-        ):
+        if cfg is not None and not cfg.trains_in_operations:
             raise ValueError(
                 "core_context.searcher.operations() needs searcher.max_length in the experiment "
                 "config (the 0.37 operations contract); with time_metric/max_time, train for "

@@ -7,7 +7,7 @@ import logging
 import warnings
 from typing import Any
 
-from ..pytorch._context_base import TorchContextBase
+from ..pytorch.shared import TorchContextBase
 from ._mpu import ModelParallelUnit, make_data_parallel_mpu, make_deepspeed_mpu
 
 logger = logging.getLogger("trialkit.deepspeed")

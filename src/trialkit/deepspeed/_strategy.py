@@ -16,9 +16,12 @@ import torch
 
 from ..harness import average_batches, scalar
 from ..pytorch import DataLoader, PyTorchCallback
-from ..pytorch._reducer import reduce_batches, reduce_workers
-from ..pytorch._strategy_base import TorchStrategyBase
-from ..pytorch._trial import evaluate_batch_takes_index
+from ..pytorch.shared import (
+    TorchStrategyBase,
+    evaluate_batch_takes_index,
+    reduce_batches,
+    reduce_workers,
+)
 from ._context import DeepSpeedTrialContext
 from ._trial import DeepSpeedTrial, check_trial
 
@@ -199,8 +202,7 @@ class DeepSpeedStrategy(TorchStrategyBase):
 
     def _evaluate_batches(self, loader: Any, test_mode: bool) -> dict[str, Any]:
         trial = self.trial
-        for cb in self._callbacks.values():
-            cb.on_validation_epoch_start()
+        self.hooks.fire("on_validation_epoch_start")
         steps = 1 if test_mode else self._validation_steps(loader)
         data = iter(loader) if loader is not None else None
         outputs: list[dict[str, Any]] = []
@@ -220,8 +222,7 @@ class DeepSpeedStrategy(TorchStrategyBase):
                     "before; every batch must return the same metrics"
                 )
             outputs.append(out)
-        for cb in self._callbacks.values():
-            cb.on_validation_epoch_end(outputs)
+        self.hooks.fire("on_validation_epoch_end", outputs)
         reducers = trial.evaluation_reducer()
         mine = (
             (reduce_batches(outputs, reducers), len(outputs))
@@ -245,8 +246,7 @@ class DeepSpeedStrategy(TorchStrategyBase):
         shuffle = self._shuffle_state(0 if done is None else (done + 1) * self._micro_batches)
         if shuffle is not None:
             state["trialkit_shuffle"] = shuffle
-        for cb in self._callbacks.values():
-            cb.on_checkpoint_save_start(state)
+        self.hooks.fire("on_checkpoint_save_start", state)
         torch.save(state, path / rank_state_file(self.dist.rank))
         ctx = self.context
         cls = type(self.trial)
@@ -273,8 +273,7 @@ class DeepSpeedStrategy(TorchStrategyBase):
                 "checkpoint has no state for rank %d; using rank 0's RNG state", self.dist.rank
             )
         state = torch.load(found, map_location="cpu", weights_only=False)
-        for cb in self._callbacks.values():
-            cb.on_checkpoint_load_start(state)
+        self.hooks.fire("on_checkpoint_load_start", state)
         self.trial.load(self.context, path)
         _restore_module_buffers(self.context.models, state.get("module_buffers") or [])
         self._shuffle_saved = state.get("trialkit_shuffle")

@@ -15,8 +15,7 @@ from .. import core
 from ..contract import get_cluster_info
 from ..harness import Strategy
 from ..pytorch import Batch, TrainUnit
-from ..pytorch._rng import seed_all
-from ..pytorch._trainer import LoopTrainer
+from ..pytorch.shared import LoopTrainer, seed_all
 from ..rendezvous import free_port
 from ._context import DeepSpeedTrialContext
 from ._strategy import DeepSpeedStrategy

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ..pytorch import PyTorchCallback, Reducer
-from ..pytorch._trial import TrialContractError as _TorchContractError
-from ..pytorch._trial import check_one_evaluate
+from ..pytorch.shared import TrialContractError as _TorchContractError
+from ..pytorch.shared import check_one_evaluate
 from ._context import DeepSpeedTrialContext
 
 
@@ -80,13 +80,6 @@ class DeepSpeedTrial(abc.ABC):
                 raise RuntimeError(f"failed to load DeepSpeed checkpoint {tag}{detail}") from None
             if loaded is None:
                 raise RuntimeError(f"DeepSpeed found no checkpoint {tag} at {path}")
-
-    @classmethod
-    def _trialkit_run(cls, info: Any) -> None:
-        """How ``trialkit.exec.harness`` runs this Trial class under the master."""
-        from ._trainer import run_under_master
-
-        run_under_master(cls, info)
 
 
 def check_trial(trial: DeepSpeedTrial, context: DeepSpeedTrialContext) -> None:

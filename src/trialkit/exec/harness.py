@@ -10,15 +10,13 @@ import importlib
 import logging
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import trialkit
+from trialkit.errors import HarnessError
 
 logger = logging.getLogger("trialkit.exec")
-
-
-class HarnessError(Exception):
-    """The entrypoint cannot be run; the message is the one line to show."""
 
 
 #: Frameworks a Trial class may need, with the extra that installs each.
@@ -82,6 +80,31 @@ def refuse_under_horovod(spec: str) -> None:
         raise HarnessError(horovod_refusal(spec).removeprefix("entrypoint: "))
 
 
+def _subclasses(trial_class: type[Any], package: str, base: str) -> bool:
+    """Whether ``trial_class`` derives from ``package.base``, if that package is imported: a
+    model definition imports its Trial base, so asking imports no framework."""
+    module = sys.modules.get(package)
+    return module is not None and issubclass(trial_class, getattr(module, base))
+
+
+def _other_runner(trial_class: type[Any]) -> Callable[[Any, Any], None] | None:
+    """How a Trial class on a base other than PyTorchTrial runs under the master (None: it is
+    not on one)."""
+    if _subclasses(trial_class, "trialkit.keras", "TFKerasTrial"):
+        from trialkit.keras._run import run_under_master as run_keras
+
+        return run_keras
+    if _subclasses(trial_class, "trialkit.deepspeed", "DeepSpeedTrial"):
+        from trialkit.deepspeed._trainer import run_under_master as run_deepspeed
+
+        return run_deepspeed
+    if _subclasses(trial_class, "trialkit.lightning", "LightningTrial"):
+        from trialkit.lightning._trial import run_under_master as run_lightning
+
+        return run_lightning
+    return None
+
+
 def run(spec: str) -> None:
     info = trialkit.get_cluster_info()
     if info is None:
@@ -90,14 +113,13 @@ def run(spec: str) -> None:
             "trialkit.pytorch.init() and Trainer(trial, context).fit(max_length=...)"
         )
     trial_class = load_trial_class(spec)
-    # A Trial base class other than PyTorchTrial (TFKerasTrial, DeepSpeedTrial) says how it runs.
-    runner = getattr(trial_class, "_trialkit_run", None)
-    if runner is not None:
-        try:
-            runner(info)
-        except ModuleNotFoundError as e:
-            raise _missing_module(spec, e) from None
-        return
+    try:
+        runner = _other_runner(trial_class)
+        if runner is not None:
+            runner(trial_class, info)
+            return
+    except ModuleNotFoundError as e:
+        raise _missing_module(spec, e) from None
     try:
         from trialkit import pytorch
     except ModuleNotFoundError as e:

@@ -2,17 +2,24 @@
 when to validate, checkpoint, report and stop, in batches, records or epochs. Framework-free;
 each harness supplies a ``Strategy`` for how to step, validate, save and load."""
 
+from ._boundaries import NOTHING, Boundaries, Due, report_unit
+from ._hooks import Hooks
 from ._local_context import local_context_args
 from ._loop import LoopSettings, Strategy, Target, TrainLoop
 from ._progress import TRIAL_STATE, Progress
 from ._report import average_batches, format_metrics, report_period, scalar
 from ._targets import SearcherUnits, searcher_targets
-from ._units import NEVER, Batch, Epoch, TrainUnit
+from ._units import EVERY_BATCH, NEVER, Batch, Epoch, TrainUnit, in_batches
 
 __all__ = [
+    "EVERY_BATCH",
     "NEVER",
+    "NOTHING",
     "TRIAL_STATE",
     "Batch",
+    "Boundaries",
+    "Due",
+    "Hooks",
     "Epoch",
     "LoopSettings",
     "Progress",
@@ -23,8 +30,10 @@ __all__ = [
     "TrainUnit",
     "average_batches",
     "format_metrics",
+    "in_batches",
     "local_context_args",
     "report_period",
+    "report_unit",
     "scalar",
     "searcher_targets",
 ]

@@ -9,21 +9,20 @@ framework state, capturing and restoring the framework's RNG. Nothing here impor
 from __future__ import annotations
 
 import dataclasses
-import functools
-import inspect
 import logging
 import math
 import pickle
-import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
 from .. import core
 from ..errors import InvalidHP
+from ._boundaries import NOTHING, STOP_CHECK_ONLY, Boundaries, Due
+from ._hooks import Hooks
 from ._progress import TRIAL_STATE, Progress, read_trial_state
 from ._report import Bar, average_batches, format_metrics, scalar
-from ._units import Epoch, TrainUnit
+from ._units import EVERY_BATCH, TrainUnit, in_batches
 
 logger = logging.getLogger("trialkit.harness")
 
@@ -84,34 +83,6 @@ class LoopSettings:
     shard_checkpoints: bool = False
 
 
-_EPOCH_HOOKS = ("on_training_epoch_start", "on_training_epoch_end")
-
-
-@functools.lru_cache(maxsize=256)
-def _no_args(func: Any) -> bool:
-    return len(inspect.signature(func).parameters) <= 1  # just self
-
-
-def _takes_no_args(method: Any) -> bool:
-    """A bound method declared without parameters (warned about once per function)."""
-    func = getattr(method, "__func__", None)
-    if func is None:  # a plain function stored on the callback: no self to discount
-        return not inspect.signature(method).parameters
-    if not _no_args(func):
-        return False
-    if func not in _warned_legacy:
-        _warned_legacy.add(func)
-        warnings.warn(
-            f"{func.__qualname__}() takes no epoch_idx; declare it as (self, epoch_idx: int)",
-            FutureWarning,
-            stacklevel=3,
-        )
-    return True
-
-
-_warned_legacy: set[Any] = set()
-
-
 class _Stop(Exception):
     """Unwinds the loop at a batch boundary after a stop request or preemption."""
 
@@ -125,6 +96,7 @@ class TrainLoop:
         self.core = core_context
         self.dist = core_context.distributed
         self.strategy = strategy
+        self.hooks = Hooks(strategy.callbacks)
         self.s = settings
         self.progress = Progress(trial_id=settings.trial_id)
         self._batch_metrics: list[dict[str, Any]] = []
@@ -138,12 +110,7 @@ class TrainLoop:
     # Hooks --------------------------------------------------------------------------------------
 
     def _cb(self, hook: str, *args: Any) -> None:
-        for cb in self.strategy.callbacks().values():
-            fn = getattr(cb, hook)
-            if args and hook in _EPOCH_HOOKS and _takes_no_args(fn):
-                fn()  # the pre-0.13 zero-argument epoch hooks, tolerated as Determined does
-            else:
-                fn(*args)
+        self.hooks.fire(hook, *args)
 
     @property
     def _chief(self) -> bool:
@@ -219,34 +186,26 @@ class TrainLoop:
 
     # Training -----------------------------------------------------------------------------------
 
-    def _target_batches(self, unit: TrainUnit) -> int:
-        if not isinstance(unit.value, int):
-            raise TypeError(f"a training length must be Batch(int) or Epoch(int), got {unit!r}")
-        if isinstance(unit, Epoch):
-            return unit.value * self.epoch_len
-        return unit.value
-
-    def _period(self, unit: TrainUnit) -> Callable[[int, bool], bool]:
-        """``fires(batches_trained, epoch_end)`` for a period; built once, called every batch."""
-        if isinstance(unit, Epoch):
-            return lambda _, epoch_end: epoch_end and unit.should_stop(self.progress.epochs_trained)
-        value = unit.value
-        if isinstance(value, int) and value >= 1:
-            return lambda batches, _: batches % value == 0
-        return lambda batches, _: unit.should_stop(batches)
+    def _boundaries(self, total: int) -> Boundaries:
+        s = self.s
+        return Boundaries(
+            validation=s.validation_period,
+            checkpoint=s.checkpoint_period,
+            report=s.reporting_period,
+            stop_check=EVERY_BATCH,
+            target=total,
+        )
 
     def _train_to(self, target: Target) -> None:
-        total = 1 if self.s.test_mode else self._target_batches(target.length)
+        total = 1 if self.s.test_mode else in_batches(target.length, self.epoch_len)
         p, strategy, it = self.progress, self.strategy, self._iter
         assert it is not None
         epoch_len, workers = self.epoch_len, self.dist.size
-        val_fires = self._period(self.s.validation_period)
-        ckpt_fires = self._period(self.s.checkpoint_period)
-        report_fires = self._period(self.s.reporting_period)
+        boundaries = self._boundaries(total)
         bar = self._bar
         if bar is not None:
             bar.start(p.batches_trained, total)
-        while p.batches_trained < total:
+        while not boundaries.reached(p.batches_trained):
             batch_idx = p.batches_trained
             epoch_idx, in_epoch = divmod(batch_idx, epoch_len)
             if in_epoch == 0:
@@ -259,27 +218,39 @@ class TrainLoop:
             p.records_trained += strategy.batch_length(batch) * workers
             if bar is not None:
                 bar.advance()
-            epoch_end = in_epoch == epoch_len - 1
-            if epoch_end:
+            due = boundaries.after_batch(batches)
+            if in_epoch == epoch_len - 1:
                 self._cb("on_training_epoch_end", epoch_idx)
                 p.epochs_trained += 1
-            val = val_fires(batches, epoch_end)
-            ckpt = ckpt_fires(batches, epoch_end)
-            if val or ckpt or report_fires(batches, epoch_end) or batches >= total:
-                self._report_training()
-                if self._chief:
-                    if target.report_progress is not None:
-                        target.report_progress(p, total)
-                    else:
-                        self.core.train.report_progress(min(batches / max(total, 1), 1.0))
-            if val and not self._validation_current():
-                self._validate()
-            if ckpt and not self._checkpoint_current():
-                self._checkpoint()
-            if self._should_stop():
-                if self._batch_metrics:
-                    self._report_training()
-                raise _Stop()
+                due |= boundaries.at_epoch_end(p.epochs_trained)
+            if due is STOP_CHECK_ONLY:  # most batches: only the stop check
+                if self._should_stop():
+                    self._stop()
+            elif due is not NOTHING:
+                self._act_on(due, target, total)
+
+    def _act_on(self, due: Due, target: Target, total: int) -> None:
+        """Report, validate, checkpoint and check for a stop, as the boundary demands."""
+        p = self.progress
+        if due.validate or due.checkpoint or due.report or due.target:
+            self._report_training()
+            if self._chief:
+                if target.report_progress is not None:
+                    target.report_progress(p, total)
+                else:
+                    self.core.train.report_progress(min(p.batches_trained / max(total, 1), 1.0))
+        if due.validate and not self._validation_current():
+            self._validate()
+        if due.checkpoint and not self._checkpoint_current():
+            self._checkpoint()
+        if due.stop_check and self._should_stop():
+            self._stop()
+
+    def _stop(self) -> None:
+        """Report what was trained since the last report, then unwind to the checkpoint."""
+        if self._batch_metrics:
+            self._report_training()
+        raise _Stop()
 
     def _should_stop(self) -> bool:
         mine = self.strategy.stop_requested()

@@ -39,7 +39,7 @@ class SearcherUnits:
             return Batch._from_records(n, self.gbs)
         return Epoch(n)
 
-    def done(self, p: Progress, epoch_len: int) -> float:
+    def done(self, p: Progress, epoch_len: float) -> float:
         if self.unit == "batches":
             return float(p.batches_trained)
         if self.unit == "records":
@@ -51,21 +51,13 @@ def searcher_targets(
     core_context: core.Context,
     searcher: SearcherConfig,
     gbs: int | None,
-    epoch_len: Callable[[], int],
+    epoch_len: Callable[[], float],
 ) -> Iterator[Target] | list[Target]:
     """Targets from the experiment's ``searcher`` section; ``epoch_len()`` is read when
     progress is reported (the loop knows it once the training data is built)."""
-    length = searcher.max_length
-    if length is not None and length.value:
-        if length.unit is None:
-            raise ValueError(
-                f"searcher.max_length: {length.value} has no unit; write "
-                f"{{batches: {length.value}}} (or records / epochs) for a Trial class entrypoint"
-            )
-        return _operation_targets(core_context, SearcherUnits(length.unit, gbs), epoch_len)
-    if searcher.name == "custom" and searcher.unit is not None:
-        # 0.26-0.37 custom searchers: no max_length, each operation's length is in ``unit``.
-        return _operation_targets(core_context, SearcherUnits(searcher.unit, gbs), epoch_len)
+    if searcher.trains_in_operations:
+        units = SearcherUnits(_operations_unit(searcher), gbs)
+        return _operation_targets(core_context, units, epoch_len)
     if searcher.time_metric and searcher.max_time:
         units = SearcherUnits(searcher.time_metric, gbs)
         total = searcher.max_time
@@ -74,14 +66,32 @@ def searcher_targets(
             core_context.train.report_progress(min(units.done(p, epoch_len()) / total, 1.0))
 
         return [Target(units.length(total), report_progress=report)]
-    raise ValueError(
-        "fit(max_length=...) must be set: the experiment config has neither searcher.max_length "
-        "nor searcher.time_metric + max_time"
-    )
+    raise ValueError(_NO_LENGTH)
+
+
+_NO_LENGTH = (
+    "fit(max_length=...) must be set: the experiment config has neither searcher.max_length "
+    "nor searcher.time_metric + max_time"
+)
+
+
+def _operations_unit(searcher: SearcherConfig) -> str:
+    """The unit of the operations' lengths: max_length's, else a custom searcher's ``unit``."""
+    length = searcher.max_length
+    if length is not None and length.value:
+        if length.unit is None:
+            raise ValueError(
+                f"searcher.max_length: {length.value} has no unit; write "
+                f"{{batches: {length.value}}} (or records / epochs) for a Trial class entrypoint"
+            )
+        return length.unit
+    if searcher.unit is None:  # 0.26-0.37 custom searchers: each operation's length in ``unit``
+        raise ValueError(_NO_LENGTH)
+    return searcher.unit
 
 
 def _operation_targets(
-    core_context: core.Context, units: SearcherUnits, epoch_len: Callable[[], int]
+    core_context: core.Context, units: SearcherUnits, epoch_len: Callable[[], float]
 ) -> Iterator[Target]:
     chief = core_context.distributed.rank == 0
     for op in core_context.searcher.operations():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections.abc
+import math
 import sys
 from typing import Any
 
@@ -86,3 +87,17 @@ class Epoch(TrainUnit):
 
 
 NEVER = Batch(sys.maxsize)
+EVERY_BATCH = Batch(1)
+
+
+def in_batches(length: TrainUnit, epoch_len: float) -> int:
+    """A training length as a number of batches (an epoch being ``epoch_len`` batches)."""
+    if not isinstance(length.value, int):
+        raise TypeError(f"a training length must be Batch(int) or Epoch(int), got {length!r}")
+    if not isinstance(length, Epoch):
+        return length.value
+    if math.isinf(epoch_len):
+        raise ValueError(
+            "a length in epochs: the training data has no length; give the length in batches"
+        )
+    return int(length.value * epoch_len)

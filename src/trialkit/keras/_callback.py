@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import core
-from ..harness import report_period
+from ..harness import NEVER, Boundaries, Epoch, report_unit
 from ._keras import is_keras2, keras_module, restore_weights, save_optimizer_state
 
 logger = logging.getLogger("trialkit.keras")
@@ -78,8 +78,11 @@ class TrialkitCallback(_keras.callbacks.Callback):  # type: ignore[misc,name-def
         self._core = core_context
         self._checkpoint = checkpoint
         self._continue_id = continue_id
-        self._report_period = report_period(train_metrics_report_period)
-        self._checkpoint_epochs = checkpoint_epochs
+        self._boundaries = Boundaries(  # Keras validates and ends training itself
+            checkpoint=Epoch(checkpoint_epochs) if checkpoint_epochs else NEVER,
+            report=report_unit(train_metrics_report_period),
+            stop_check=Epoch(1),
+        )
         self._is_chief = core_context.distributed.rank == 0
         self._sharded = core_context.distributed.size > 1
         self.steps_completed = 0
@@ -112,8 +115,7 @@ class TrialkitCallback(_keras.callbacks.Callback):  # type: ignore[misc,name-def
 
     def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         self.steps_completed += 1
-        period = self._report_period
-        if period != "epoch" and self.steps_completed % int(period) == 0 and self._is_chief:
+        if self._boundaries.after_batch(self.steps_completed).report and self._is_chief:
             self._core.train.report_training_metrics(
                 steps_completed=self.steps_completed, metrics=self._with_counters(logs)
             )
@@ -126,7 +128,8 @@ class TrialkitCallback(_keras.callbacks.Callback):  # type: ignore[misc,name-def
 
     def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         self._last_train_epoch = epoch
-        if self._report_period == "epoch" and self._is_chief:
+        due = self._boundaries.at_epoch_end(epoch + 1)
+        if due.report and self._is_chief:
             train_logs = {k: v for k, v in (logs or {}).items() if not k.startswith("val_")}
             self._core.train.report_training_metrics(
                 steps_completed=self.steps_completed, metrics=self._with_counters(train_logs)
@@ -134,10 +137,9 @@ class TrialkitCallback(_keras.callbacks.Callback):  # type: ignore[misc,name-def
         epochs = (self.params or {}).get("epochs")
         if self._is_chief and epochs:
             self._core.train.report_progress(min(1.0, (epoch + 1) / epochs))
-        every = self._checkpoint_epochs
-        if every > 0 and (epoch + 1) % every == 0:
+        if due.checkpoint:
             self._save()
-        if self._core.preempt.should_preempt():
+        if due.stop_check and self._core.preempt.should_preempt():
             logger.info("preemption requested: stopping after epoch %d", epoch)
             self.model.stop_training = True
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..exec.harness import HarnessError
+from ..errors import HarnessError
 
 if TYPE_CHECKING:
     from ._context import TFKerasTrialContext
@@ -47,10 +47,3 @@ class TFKerasTrial:
     def session_config(self) -> Any:
         """TF1 graph-mode session settings; accepted and ignored (Keras 3 runs eagerly)."""
         return None
-
-    @classmethod
-    def _trialkit_run(cls, info: Any) -> None:
-        """How ``trialkit.exec.harness`` runs this Trial class under the master."""
-        from ._run import run_under_master
-
-        run_under_master(cls, info)

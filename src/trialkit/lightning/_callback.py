@@ -8,6 +8,7 @@ import json
 import logging
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,20 @@ from lightning.pytorch.trainer.states import TrainerFn
 
 from .. import core
 from ..contract import get_cluster_info
-from ..harness import report_period
-from ..pytorch._rng import capture_rng, restore_rng
+from ..harness import (
+    EVERY_BATCH,
+    NEVER,
+    Batch,
+    Boundaries,
+    Epoch,
+    Progress,
+    Target,
+    in_batches,
+    report_unit,
+    searcher_targets,
+)
+from ..pytorch.shared import capture_rng, restore_rng
 from ._position import DataPosition
-from ._search import SearcherTargets, Target
 
 logger = logging.getLogger("trialkit.lightning")
 
@@ -94,8 +105,8 @@ class TrialkitCallback(pl.Callback):
             )
         info = get_cluster_info()
         self._core = core_context
-        self._report_period = report_period(train_metrics_report_period)
-        self._checkpoint_period = checkpoint_period or 0
+        report = report_unit(train_metrics_report_period)
+        self._report_epochs = isinstance(report, Epoch)
         self._is_chief = core_context.distributed.rank == 0
         self._sharded = core_context.distributed.size > 1
         cfg = info.trial.experiment_config if info is not None else None
@@ -104,7 +115,15 @@ class TrialkitCallback(pl.Callback):
         self._hparams = info.trial.hparams if info is not None else {}
         if checkpoint_period is None and cfg is not None:  # min_checkpoint_period, in batches
             period = cfg.min_checkpoint_period
-            self._checkpoint_period = period.value if period.unit == "batches" else 0
+            checkpoint_period = period.value if period.unit == "batches" else 0
+        #: Lightning validates itself; a searcher target is set in on_train_start
+        self._boundaries = Boundaries(
+            checkpoint=Batch(checkpoint_period) if checkpoint_period else NEVER,
+            report=report,
+            stop_check=EVERY_BATCH,
+        )
+        gbs = self._hparams.get("global_batch_size")
+        self._gbs = int(gbs) if gbs else None
         if checkpoint is None and info is not None:
             checkpoint = info.latest_checkpoint
         if continue_id is None:
@@ -119,7 +138,7 @@ class TrialkitCallback(pl.Callback):
         if checkpoint is not None:
             self._fetch(checkpoint)
         self._resume: dict[str, Any] | None = None
-        self._targets: SearcherTargets | None = None
+        self._targets: Iterator[Target] | None = None
         self._target: Target | None = None
         self._awaiting_validation = False
         self._preempted = False
@@ -145,8 +164,11 @@ class TrialkitCallback(pl.Callback):
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if self._searcher is not None:
-            gbs = self._hparams.get("global_batch_size")
-            self._targets = SearcherTargets(self._core, self._searcher, int(gbs) if gbs else None)
+            self._targets = iter(
+                searcher_targets(
+                    self._core, self._searcher, self._gbs, lambda: trainer.num_training_batches
+                )
+            )
             trainer.fit_loop.max_epochs = -1  # the searcher decides when training ends
             trainer.fit_loop.epoch_loop.max_steps = -1
         if self._warm_start is not None:
@@ -184,19 +206,19 @@ class TrialkitCallback(pl.Callback):
     ) -> None:  # fmt: skip
         self.batches += 1
         self._in_epoch += 1
-        period = self._report_period
-        if period != "epoch" and self.batches % int(period) == 0 and self._is_chief:
+        due = self._boundaries.after_batch(self.batches)
+        if due.report and self._is_chief:
             self._report_training(trainer)
         self._report_progress(trainer)
-        if self._target_reached(trainer):
+        if due.target and not self._awaiting_validation:
             self._save(trainer)
             self._awaiting_validation = True
             trainer.should_stop = True  # Lightning validates before it stops
             if not trainer.enable_validation:
                 self._complete_target(trainer, trainer.callback_metrics)
-        elif self._checkpoint_period and self.batches % self._checkpoint_period == 0:
+        elif due.checkpoint:
             self._save(trainer)
-        if self._core.preempt.should_preempt():
+        if due.stop_check and self._core.preempt.should_preempt():
             logger.info("preemption requested: checkpoint at batch %d and stop", self.batches)
             if self._last_ckpt != self.batches:
                 self._save(trainer)
@@ -206,7 +228,8 @@ class TrialkitCallback(pl.Callback):
             trainer.should_stop = True
 
     def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        if self._report_period == "epoch" and self._is_chief:
+        due = self._boundaries.at_epoch_end(trainer.current_epoch + 1)
+        if due.report and self._is_chief:
             self._report_training(trainer)
 
     def on_validation_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -240,31 +263,26 @@ class TrialkitCallback(pl.Callback):
 
     def _next_target(self, trainer: pl.Trainer) -> None:
         assert self._targets is not None
-        self._target = self._targets.next()
+        self._target = next(self._targets, None)
         if self._target is None:
             logger.info("the searcher has no more training for this trial")
+            self._boundaries.target = None
             trainer.should_stop = True
-
-    def _target_batches(self, trainer: pl.Trainer) -> int | None:
-        if self._targets is None or self._target is None:
-            return None
-        return self._targets.batches(self._target.length, trainer.num_training_batches)
-
-    def _target_reached(self, trainer: pl.Trainer) -> bool:
-        target = self._target_batches(trainer)
-        return target is not None and self.batches >= target and not self._awaiting_validation
+        else:
+            length = in_batches(self._target.length, trainer.num_training_batches)
+            self._boundaries.target = length
 
     def _complete_target(self, trainer: pl.Trainer, metrics: dict[str, Any]) -> None:
         self._awaiting_validation = False
         target = self._target
-        if target is not None and target.op is not None:
-            if self._is_chief:
-                target.op.report_completed(self._searcher_metric(metrics))
+        if target is not None and target.reached is not None:
+            target.reached(self._searcher_metric(metrics) if self._is_chief else None)
             self._next_target(trainer)
             if self._target is not None and not self._preempted:
                 trainer.should_stop = False  # more training: undo the stop that validated
         else:
             self._target = None
+            self._boundaries.target = None
 
     def _searcher_metric(self, metrics: dict[str, Any]) -> float:
         name = self._searcher.metric if self._searcher is not None else None
@@ -277,13 +295,12 @@ class TrialkitCallback(pl.Callback):
         return values[name]
 
     def _report_progress(self, trainer: pl.Trainer) -> None:
-        if not self._is_chief or self._targets is None or self._target is None:
+        target = self._target
+        if not self._is_chief or target is None or target.report_progress is None:
             return
-        done = self._targets.done(self.batches, trainer.num_training_batches)
-        if self._target.op is not None:
-            self._target.op.report_progress(min(done, float(self._target.length)))
-        else:
-            self._core.train.report_progress(min(done / self._target.length, 1.0))
+        records = self.batches * self._gbs if self._gbs else 0
+        progress = Progress(batches_trained=self.batches, records_trained=records)
+        target.report_progress(progress, self._boundaries.target or 0)
 
     # Metrics --------------------------------------------------------------------------------------
 
@@ -295,7 +312,7 @@ class TrialkitCallback(pl.Callback):
     def _report_training(self, trainer: pl.Trainer) -> None:
         results = trainer.fit_loop.epoch_loop._results
         metrics = dict(results.metrics(on_step=True)["callback"])  # the latest batch's values
-        if self._report_period == "epoch":  # and what was logged with on_epoch=True
+        if self._report_epochs:  # and what was logged with on_epoch=True
             metrics.update(results.metrics(on_step=False)["callback"])
         self._core.train.report_training_metrics(
             steps_completed=self.batches, metrics=self._with_counters(trainer, metrics)

@@ -63,21 +63,21 @@ class LightningTrial:
     def callbacks(self) -> list[pl.Callback]:
         return []
 
-    @classmethod
-    def _trialkit_run(cls, info: Any) -> None:
-        """How ``trialkit.exec.harness`` runs this Trial class under the master."""
-        config = info.trial.config
-        unit = info.trial.experiment_config.scheduling_unit
-        pl.seed_everything(info.trial.trial_seed, verbose=False)  # as Trial classes are seeded
-        with core.init() as core_context:
-            trial = cls(LightningTrialContext(core_context, dict(info.trial.hparams), config))
-            callback = TrialkitCallback(core_context, train_metrics_report_period=unit)
-            trainer = pl.Trainer(**_trainer_args(core_context, trial, callback))
-            trainer.fit(
-                trial.build_model(),
-                datamodule=trial.build_datamodule(),
-                ckpt_path=callback.ckpt_path,
-            )
+
+def run_under_master(trial_class: type[LightningTrial], info: Any) -> None:
+    """How ``trialkit.exec.harness`` runs a LightningTrial class under the master."""
+    config = info.trial.config
+    unit = info.trial.experiment_config.scheduling_unit
+    pl.seed_everything(info.trial.trial_seed, verbose=False)  # as Trial classes are seeded
+    with core.init() as core_context:
+        trial = trial_class(LightningTrialContext(core_context, dict(info.trial.hparams), config))
+        callback = TrialkitCallback(core_context, train_metrics_report_period=unit)
+        trainer = pl.Trainer(**_trainer_args(core_context, trial, callback))
+        trainer.fit(
+            trial.build_model(),
+            datamodule=trial.build_datamodule(),
+            ckpt_path=callback.ckpt_path,
+        )
 
 
 def _trainer_args(

@@ -188,8 +188,7 @@ class TorchStrategy(TorchStrategyBase):
 
     def _evaluate_batches(self, loader: Any, test_mode: bool) -> dict[str, Any]:
         ctx, trial = self.context, self.trial
-        for cb in self._callbacks.values():
-            cb.on_validation_epoch_start()
+        self.hooks.fire("on_validation_epoch_start")
         outputs: list[dict[str, Any]] = []
         keys: set[str] | None = None
         for idx, batch in enumerate(loader):
@@ -217,8 +216,7 @@ class TorchStrategy(TorchStrategyBase):
                 break
         if not outputs:
             raise RuntimeError(f"the validation data loader is empty on rank {self.dist.rank}")
-        for cb in self._callbacks.values():
-            cb.on_validation_epoch_end(outputs)
+        self.hooks.fire("on_validation_epoch_end", outputs)
         reducers = trial.evaluation_reducer()
         mine = reduce_batches(outputs, reducers)
         per_worker = self.dist.allgather((mine, len(outputs)))
@@ -253,8 +251,7 @@ class TorchStrategy(TorchStrategyBase):
 
     def save(self, path: Path, rng_state: dict[str, Any]) -> None:
         state = self.state_dict(rng_state)
-        for cb in self._callbacks.values():
-            cb.on_checkpoint_save_start(state)
+        self.hooks.fire("on_checkpoint_save_start", state)
         torch.save(state, path / STATE_DICT)
         ctx = self.context
         # Determined writes both as null when either is missing; trialkit keeps what it has, so
@@ -278,8 +275,7 @@ class TorchStrategy(TorchStrategyBase):
         if found is None:
             raise RuntimeError(f"checkpoint at {path} has no {STATE_DICT}")
         state = torch.load(found, map_location="cpu", weights_only=False)
-        for cb in self._callbacks.values():
-            cb.on_checkpoint_load_start(state)
+        self.hooks.fire("on_checkpoint_load_start", state)
         ctx = self.context
         pairs: tuple[tuple[str, str, list[Any], str], ...] = (
             ("models_state_dict", "model_state_dict", ctx.models, "model"),

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from .. import _modeldir
+from ..harness import Hooks
 from ._callback import PyTorchCallback
 from ._reducer import custom_reducer_metrics
 from ._rng import capture_rng, restore_rng
@@ -61,6 +62,7 @@ class TorchStrategyBase:
         self.device = context.device
         self.dist = context.distributed
         self._callbacks = build_callbacks(trial)
+        self.hooks = Hooks(self.callbacks)
         self._val_loader: Any = None
         self._profiler_on = False
         self._shuffle: TorchRandomSampler | None = None
@@ -132,8 +134,7 @@ class TorchStrategyBase:
         for m in ctx.models:
             m.eval()
         self.reset_reducers()
-        for cb in self._callbacks.values():
-            cb.on_validation_start()
+        self.hooks.fire("on_validation_start")
         loader = self._validation_loader()
         with torch.no_grad():
             if self._full_dataset:
@@ -146,8 +147,7 @@ class TorchStrategyBase:
             for cb in self._callbacks.values()
         ):
             metrics = self.dist.broadcast(metrics)
-        for cb in self._callbacks.values():
-            cb.on_validation_end(metrics)
+        self.hooks.fire("on_validation_end", metrics)
         for m in ctx.models:
             m.train()
         return metrics

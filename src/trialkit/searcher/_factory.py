@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from trialkit.config import SearcherConfig, parse_searcher
+from trialkit.config import Generation, SearcherConfig, parse_searcher
 from trialkit.searcher._adaptive import (
     Tournament,
     bracket_max_concurrent,
@@ -20,7 +20,7 @@ from trialkit.searcher._ops import DrivenMethod
 from trialkit.searcher._random import RandomSearch
 from trialkit.searcher._rungs import AshaParams
 from trialkit.searcher._searcher import Searcher
-from trialkit.searcher._strategy import Generation, Strategy
+from trialkit.searcher._strategy import Strategy
 
 T = TypeVar("T")
 
@@ -42,7 +42,7 @@ def make_search_method(
     ``optuna`` imports optuna here (a SearcherError naming ``pip install optuna`` if missing).
     """
     cfg = searcher_config(searcher)
-    generation = Generation(cfg.generation)
+    generation = cfg.generation
     if cfg.name == "custom":
         raise ValueError(
             "searcher.name: a custom searcher is a trialkit.searcher.SearchMethod run by the"
@@ -82,7 +82,7 @@ def _required(value: T | None) -> T:
 
 
 def _asha(cfg: SearcherConfig, num_rungs: int, max_trials: int, concurrent: int) -> Strategy:
-    reports = cfg.generation == Generation.REPORTS.value
+    reports = cfg.generation is Generation.REPORTS
     params = AshaParams(
         metric=_required(cfg.metric),
         smaller_is_better=cfg.smaller_is_better,

@@ -12,11 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from trialkit.config import SearcherConfig
+from trialkit.config import Generation, SearcherConfig
 from trialkit.searcher._factory import make_search_method, searcher_config
 from trialkit.searcher._ops import Close, Create, Operation, Shutdown, Stop, ValidateAfter
 from trialkit.searcher._searcher import Searcher
-from trialkit.searcher._strategy import Generation
 
 MetricFn = Callable[[int, int], float]  # (trial number from 1 in creation order, length) -> metric
 #: the simulated metric's name when the searcher names none (single and grid need none)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from trialkit.config import Generation
 from trialkit.searcher._ops import (
     Close,
     Create,
@@ -30,7 +31,7 @@ from trialkit.searcher._rng import (
     rng_state,
 )
 from trialkit.searcher._sampling import sample_hparams
-from trialkit.searcher._strategy import Generation, ProgressBook, Strategy, is_invalid
+from trialkit.searcher._strategy import ProgressBook, Strategy, is_invalid
 
 STATE_VERSION = 1
 

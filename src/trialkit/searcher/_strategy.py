@@ -8,20 +8,11 @@ State is mutated in place (no snapshot copies): every event is O(log n) or amort
 from __future__ import annotations
 
 import abc
-import enum
 import math
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 from trialkit.searcher._ops import Create, ExitedReason, Operation
-
-
-class Generation(enum.Enum):
-    """Which search contract an experiment uses."""
-
-    OPS = "0.37"  # max_length: Create + ValidateAfter(target) + Close
-    REPORTS = "0.38"  # time_metric/max_time: Create only; Stop; every validation report is read
-
 
 INVALID_REASONS = (ExitedReason.INVALID_HP, ExitedReason.INIT_INVALID_HP)
 

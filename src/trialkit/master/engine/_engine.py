@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...config import MasterConfig
+from ...config import Generation, MasterConfig
 from ...searcher import Operation
 from ...store import Experiment, ExperimentState, Store, StoreError, Trial
 from ..housekeeping._gc import finish_pending_deletes_after
@@ -282,7 +282,7 @@ class Engine:
         with self._lock:
             exp = self.store.get_experiment(trial.experiment_id)
             drv = self._searchers.driver(exp.id)
-            if drv is None or drv.generation != "0.38" or exp.state not in _SEARCHING:
+            if drv is None or drv.generation != Generation.REPORTS or exp.state not in _SEARCHING:
                 return  # after a searcher error (STOPPING_ERROR) later reports change nothing
             error = self._searchers.call(
                 exp, lambda d: d.validation_completed(trial, metrics, None), trial

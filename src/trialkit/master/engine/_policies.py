@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..._messages import summary_line
+from ...config import Generation
 from ...store import ExperimentState, Trial, TrialState
 from ._lifecycle import TrialEvent, TrialPhase
 
@@ -59,7 +60,7 @@ def on_exit(f: ExitFacts) -> Outcome:
     if f.exit_code != 0:
         if f.stop_requested:
             return Outcome.COMPLETED  # the searcher was done with it: no run would follow
-        if f.generation == "0.37" and f.op_complete:
+        if f.generation == Generation.OPS and f.op_complete:
             # Failed after reporting its op: the result stands (a restart would get no op).
             return Outcome.COMPLETED if f.closed else Outcome.WAITING
         if repeats_silent_failure(f):
@@ -68,7 +69,7 @@ def on_exit(f: ExitFacts) -> Outcome:
     if f.early_exit is not None or not f.acked or f.stop_requested:
         return Outcome.COMPLETED
     # An acknowledged exit: the trial expects to be resumed unless the searcher is done with it.
-    if f.generation == "0.37":
+    if f.generation == Generation.OPS:
         if not f.op_complete:
             return Outcome.RELAUNCH
         return Outcome.COMPLETED if f.closed else Outcome.WAITING
@@ -164,7 +165,7 @@ def wants_process(
         return False
     if stop_requested:
         return False
-    return not op_complete if generation == "0.37" else True
+    return not op_complete if generation == Generation.OPS else True
 
 
 def trial_state_for(outcome: Outcome) -> TrialState:
@@ -248,4 +249,6 @@ def finished_idle(trial: Trial, generation: str, has_process: bool) -> bool:
     (stopped by the searcher, or 0.37 with its last operation done)."""
     if trial.state.terminal or has_process or not trial.searcher.closed:
         return False
-    return trial.searcher.stop_requested or (generation == "0.37" and trial.searcher.op_complete)
+    return trial.searcher.stop_requested or (
+        generation == Generation.OPS and trial.searcher.op_complete
+    )

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ...config import Generation
 from ...searcher import (
     Close,
     Create,
@@ -161,7 +162,7 @@ class SearcherDriver:
         reference §7.6.4); trialkit fails the experiment and says what the trial did report."""
         name = self.searcher_config.name
         if (
-            self.generation != "0.37"
+            self.generation != Generation.OPS
             or name not in _RANKS_METRICS
             or trial.searcher.op_complete
             or trial.searcher.op_length is None

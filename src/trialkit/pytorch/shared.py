@@ -1,0 +1,23 @@
+"""What trialkit's other torch harnesses (DeepSpeedTrial, the Lightning callback) build on: the
+one place they import PyTorchTrial's internals from. Not user API."""
+
+from ._context_base import TorchContextBase
+from ._reducer import reduce_batches, reduce_workers
+from ._rng import capture_rng, restore_rng, seed_all
+from ._strategy_base import TorchStrategyBase
+from ._trainer import LoopTrainer
+from ._trial import TrialContractError, check_one_evaluate, evaluate_batch_takes_index
+
+__all__ = [
+    "LoopTrainer",
+    "TorchContextBase",
+    "TorchStrategyBase",
+    "TrialContractError",
+    "capture_rng",
+    "check_one_evaluate",
+    "evaluate_batch_takes_index",
+    "reduce_batches",
+    "reduce_workers",
+    "restore_rng",
+    "seed_all",
+]
