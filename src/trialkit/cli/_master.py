@@ -184,12 +184,12 @@ def stopped_line(running: list[int]) -> str:
     within the trials' retry window; after it a report fails, and so does the trial."""
     if not running:
         return "master stopped"
-    from ..core._http import RETRY_ENV, HttpBackend, retry_window
+    from ..contract import REPORT_RETRY_SECONDS, RETRY_ENV, retry_window
 
     try:
-        window = _duration(retry_window(HttpBackend.RETRY_FOR))
+        window = _duration(retry_window(REPORT_RETRY_SECONDS))
     except ValueError:  # a bad value: the trials say so themselves
-        window = _duration(HttpBackend.RETRY_FOR)
+        window = _duration(REPORT_RETRY_SECONDS)
     one = len(running) == 1
     who = f"trial {running[0]} keeps" if one else f"{len(running)} trials keep"
     ids = "" if one else f" ({', '.join(map(str, running))})"

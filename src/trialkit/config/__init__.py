@@ -8,6 +8,7 @@ from trialkit.config._entrypoint import (
     entrypoint_problems,
     horovod_refusal,
     horovod_trial_problems,
+    horovod_trial_spec,
 )
 from trialkit.config._errors import ConfigError
 from trialkit.config._experiment import DEFAULT_NAME, ExperimentConfig, parse_count
@@ -17,6 +18,7 @@ from trialkit.config._load import (
     load_config,
     parse_config,
     parse_searcher,
+    read_config_file,
     with_defaults,
 )
 from trialkit.config._master import (
@@ -75,8 +77,10 @@ __all__ = [
     "entrypoint_kind",
     "entrypoint_problems",
     "horovod_refusal",
+    "horovod_trial_spec",
     "horovod_trial_problems",
     "load_config",
+    "read_config_file",
     "parse_config",
     "parse_count",
     "parse_searcher",

@@ -72,7 +72,7 @@ def load_config(
     source: str | os.PathLike[str] | Mapping[str, Any], overrides: Sequence[str] = ()
 ) -> ExperimentConfig:
     """Read a YAML file (or take a mapping), apply ``a.b=value`` overrides, then validate."""
-    raw = _checked_copy(source) if isinstance(source, Mapping) else _read(source)
+    raw = _checked_copy(source) if isinstance(source, Mapping) else read_config_file(source)
     if raw is not None and not isinstance(raw, dict):
         where = os.fspath(source) if not isinstance(source, Mapping) else "config"
         raise ConfigError([f"{where}: expected a mapping at the top level, got {show(raw)}"])
@@ -83,7 +83,7 @@ def load_config(
     return parse_config(raw)
 
 
-def _read(path: str | os.PathLike[str]) -> Any:
+def read_config_file(path: str | os.PathLike[str]) -> Any:
     """Load a YAML file; every failure becomes a ConfigError naming the file (and line)."""
     name = os.fspath(path)
     try:

@@ -25,11 +25,14 @@ from ._local_runs import (
     new_run_key,
     read_entries,
 )
+from ._retry import REPORT_RETRY_SECONDS, RETRY_ENV, retry_window
 from ._trial_code import import_trial_class, trial_class_from_code
 
 __all__ = [
     "INFO_ENV",
     "JOURNAL_DIR",
+    "REPORT_RETRY_SECONDS",
+    "RETRY_ENV",
     "JOURNAL_SUFFIX",
     "LOCAL_RUNS_DIR",
     "ClusterInfo",
@@ -49,6 +52,7 @@ __all__ = [
     "new_run_key",
     "read_entries",
     "trial_class_from_code",
+    "retry_window",
     "trial_journal_dir",
     "write_entry",
 ]

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..contract import _journal
+from ..contract import trial_journal_dir, write_entry
 from ..errors import APIError, MasterUnavailable
 from ..storage import StorageManager, list_directory
 from ._backend import TrialBackend
@@ -174,14 +174,14 @@ class CheckpointContext:
     ) -> MasterUnavailable:
         """Keep the report of a checkpoint the master could not be told about in the trial's
         journal, for the master to register when it is back; the error to raise."""
-        directory = _journal.trial_journal_dir()
+        directory = trial_journal_dir()
         uuid_ = record["uuid"]
         if directory is None:
             return error
         backend = self._backend
         entry = {**record, "trial_id": backend.trial_id, "run_id": backend.run_id}
         try:
-            path = _journal.write_entry(directory, entry)
+            path = write_entry(directory, entry)
         except OSError as e:
             return MasterUnavailable(
                 f"checkpoint {uuid_} is saved but could not be registered ({error}) nor "

@@ -3,33 +3,16 @@
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
 from .. import rest
 from ..client import MasterClient
+from ..contract import REPORT_RETRY_SECONDS, retry_window
 from ..errors import APIError, MasterUnavailable
 from ._backend import Outcome, TrialBackend
 from ._stream import BatchTooLarge, MetricStream, StreamUnsupported
 
 logger = logging.getLogger("trialkit.core")
-
-#: Overrides HttpBackend.RETRY_FOR (seconds): how long a trial keeps retrying an unreachable master.
-RETRY_ENV = "TRIALKIT_MASTER_RETRY_SECONDS"
-
-
-def retry_window(default: float) -> float:
-    """``$TRIALKIT_MASTER_RETRY_SECONDS`` when set, else ``default``."""
-    raw = os.environ.get(RETRY_ENV, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
-        raise ValueError(f"{RETRY_ENV}={raw!r}: expected a number of seconds >= 0, e.g. 300")
-    return value
 
 
 class HttpBackend(TrialBackend):
@@ -37,7 +20,7 @@ class HttpBackend(TrialBackend):
 
     #: Connection failures are retried this long before an operation gives up (the default;
     #: ``$TRIALKIT_MASTER_RETRY_SECONDS`` overrides it).
-    RETRY_FOR = 300.0
+    RETRY_FOR = REPORT_RETRY_SECONDS
     #: Seconds between metric batches over the master's stream (a POST costs both ends far
     #: more CPU, so without the stream batches go at the default, slower pace: bench/README.md,
     #: stream-vs-post).

@@ -9,8 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from ..core import DummyDistributedContext
-from ..searcher import sample_hparams
-from ..searcher._rng import RandomState
+from ..searcher import RandomState, sample_hparams
 
 
 def local_context_args(config: dict[str, Any]) -> dict[str, Any]:

@@ -110,7 +110,7 @@ def build_command(
 def refuse_torch_trial(worker: list[str]) -> None:
     """A PyTorchTrial (any Trial whose harness runs on torch_distributed) on several ranks:
     refused before horovodrun starts, as its harness would not average gradients."""
-    from ..config._entrypoint import horovod_refusal, horovod_trial_spec
+    from ..config import horovod_refusal, horovod_trial_spec
     from ..exec.harness import HarnessError, load_trial_class
     from .auto import launcher_for
 

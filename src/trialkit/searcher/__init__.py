@@ -52,6 +52,7 @@ from trialkit.searcher._ops import (
     ValidateAfter,
 )
 from trialkit.searcher._preview import preview
+from trialkit.searcher._rng import RandomState
 from trialkit.searcher._rung_state import BracketState, RungEntry, RungState
 from trialkit.searcher._rung_view import asha_rungs
 from trialkit.searcher._sampling import sample_hparams
@@ -84,6 +85,7 @@ __all__ = [
     "grid_points",
     "make_search_method",
     "preview",
+    "RandomState",
     "sample_hparams",
 ]
 

@@ -1,4 +1,4 @@
-"""Register the checkpoints a trial journaled while the master was away (see trialkit.contract._journal):
+"""Register the checkpoints a trial journaled while the master was away (see ``trialkit.contract``):
 each entry once, and only when its files are all in storage with the sizes the trial listed."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from ...contract import _journal
+from ...contract import journal_dir
 from ...storage import build as build_storage
 from ...store import NotFound, Store, Trial
 from ._checkpoint_place import registration_problem
@@ -20,7 +20,7 @@ def register_journaled_checkpoints(store: Store, trial: Trial, trial_dir: Path) 
     """Register every journal entry of ``trial`` not registered yet, delete the entries, and
     return the uuids registered. An entry that is unreadable, not this trial's, or whose files
     are missing or of other sizes is dropped with a warning."""
-    directory = _journal.journal_dir(trial_dir)
+    directory = journal_dir(trial_dir)
     if not directory.is_dir():
         return []
     registered = []

@@ -18,8 +18,7 @@ logger = logging.getLogger("trialkit.dsat")
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    from ...config import ConfigError
-    from ...config._load import _read
+    from ...config import ConfigError, read_config_file
 
     model_dir = Path(args.model_dir).resolve()
     args.model_dir = str(model_dir)
@@ -29,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
                 "--search-runner-config" if args.search_runner_config else "--run-full-experiment"
             )
             raise ValueError(f"{flag} is not supported by trialkit's dsat (see docs/deepspeed.md)")
-        config = _read(args.config_path)
+        config = read_config_file(args.config_path)
         if not isinstance(config, dict):
             raise ValueError(f"{args.config_path}: expected a mapping at the top level")
         check_config(config, model_dir)
