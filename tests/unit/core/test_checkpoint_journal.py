@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from trialkit.client import MasterClient
+from trialkit.contract import RETRY_ENV
 from trialkit.contract._cluster_info import INFO_ENV
 from trialkit.core import CheckpointContext, DummyDistributedContext
-from trialkit.core._http import RETRY_ENV, HttpBackend
+from trialkit.core._http import HttpBackend
 from trialkit.errors import MasterUnavailable
 from trialkit.master.housekeeping._journal import register_journaled_checkpoints
 from trialkit.storage import SharedFSStorageManager
