@@ -259,9 +259,9 @@ def test_test_one_batch_runs_a_trial_class_locally(tmp_path: Path, trialkit_home
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "RegressionTrial"
     # One batch trained, validated and checkpointed, recorded as a local run.
-    from trialkit.store import Store
+    from tests.local_runs import ingested_store
 
-    store = Store.at(trialkit_home)
+    store = ingested_store(trialkit_home)
     try:
         [exp] = store.list_experiments()
         [trial] = store.list_trials(exp.id)
