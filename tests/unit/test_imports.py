@@ -44,3 +44,19 @@ def test_the_keras_harness_never_imports_torch() -> None:
 def test_the_pytorch_harness_never_imports_tensorflow_or_keras() -> None:
     pytest.importorskip("torch", reason="trialkit.pytorch needs torch")
     assert _imported("trialkit.pytorch", ("tensorflow", "keras")) == []
+
+
+def test_a_trial_builds_its_host_directory_storage_without_the_config_models() -> None:
+    """Every trial builds its checkpoint storage from its config dict at start-up: for shared_fs
+    and directory that loads neither pydantic nor the config models (+100 ms a trial start)."""
+    code = (
+        "import sys\n"
+        "from trialkit.storage import build\n"
+        "build({'type': 'shared_fs', 'host_path': '/tmp', 'storage_path': 'x'})\n"
+        "build({'type': 'directory', 'container_path': '/tmp'})\n"
+        "print(sorted(m for m in ('pydantic', 'trialkit.config') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "[]"
