@@ -7,6 +7,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -214,8 +215,17 @@ def test_local_mode_run_is_listed(master: Master, tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     store = Store.at(master.home)
-    [exp] = [e for e in store.list_experiments() if e.unmanaged]
-    assert exp.state.value == "COMPLETED" and exp.name == "local: 1_metrics.py"
+
+    def local_runs() -> list[Any]:
+        return [e for e in store.list_experiments() if e.unmanaged]
+
+    # the master stores a run's journal on its next tick, which a loaded machine delays
+    master.wait_for(
+        lambda: [e.state.value for e in local_runs()] == ["COMPLETED"],
+        what="the local run stored as COMPLETED",
+    )
+    [exp] = local_runs()
+    assert exp.name == "local: 1_metrics.py"
     [trial] = store.list_trials(exp.id)
     assert store.count_metrics(trial.id, "training") == 10
     listed = master.cli("experiment", "list", "--json").stdout
