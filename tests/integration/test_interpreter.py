@@ -37,10 +37,10 @@ with core.init() as ctx:
 
 # Runs for longer than the idle timeout of the idle test, calling no API until its end.
 SLOW_TRIAL = """
-import time
+import os, time
 from trialkit import core
 
-time.sleep(5)
+time.sleep(float(os.environ.get("SLEEP", "5")))
 with core.init() as ctx:
     ctx.train.report_validation_metrics(steps_completed=1, metrics={"loss": 0.5})
 """
@@ -200,16 +200,23 @@ def test_an_idle_master_stops_itself_and_status_says_so(master: Master, tmp_path
     master.cli("master", "down")
     pid_file = master.home / "master.json"
     master.client.close()
-    master.client = start_background(master.home, slots=2, idle_timeout=2)
-    assert "stops after 2s idle" in master.cli("master", "status").stdout
+    # 5 s: time enough for the two CLI calls below to start on a loaded machine (with 2 s, the
+    # master once stopped between them and `create` started a new one)
+    master.client = start_background(master.home, slots=2, idle_timeout=5)
+    assert "stops after 5s idle" in master.cli("master", "status").stdout
     # A running trial keeps it up though nothing calls the API for longer than the timeout.
-    exp = master.create(_config("python3 trial.py", name="second"), model)
+    exp = master.create(
+        _config(
+            "python3 trial.py", name="second", environment={"environment_variables": ["SLEEP=10"]}
+        ),
+        model,
+    )
     pid = json.loads(pid_file.read_text())["pid"]
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and json.loads(pid_file.read_text())["pid"] == pid:
         time.sleep(0.2)
     assert json.loads(pid_file.read_text())["pid"] is None, "the idle master is still up"
-    assert "idle for 2 s" in (master.home / "master.log").read_text()
+    assert "idle for 5 s" in (master.home / "master.log").read_text()
     store = Store.for_home(master.home)  # what the master left, read without starting one
     try:
         assert store.get_experiment(exp).state.value == "COMPLETED", "stopped mid-trial"

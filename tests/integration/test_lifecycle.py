@@ -86,7 +86,8 @@ def model_dir(tmp_path: Path) -> Path:
 
 
 def test_pause_then_activate_resumes_from_checkpoint(master: Master, model_dir: Path) -> None:
-    exp = master.create(_config(TOTAL=60, STEP_SECONDS=0.05), model_dir)
+    # 150 steps of 0.05 s: the pause lands before the end even when the CLI starts slowly
+    exp = master.create(_config(TOTAL=150, STEP_SECONDS=0.05), model_dir)
     master.wait_for(
         lambda: any(s >= 10 for s in _training_steps(master, 1)), what="two checkpoints"
     )
@@ -105,7 +106,7 @@ def test_pause_then_activate_resumes_from_checkpoint(master: Master, model_dir: 
     logs = _logs(master, 1)
     assert any(f"preempted at step {paused_at}" in ln for ln in logs)
     assert any(f"run 2 starts at step {paused_at}" in ln for ln in logs)
-    assert trial["latest_validation"]["steps_completed"] == 60
+    assert trial["latest_validation"]["steps_completed"] == 150
 
 
 def test_kill_stops_trial_quickly(master: Master, model_dir: Path) -> None:
