@@ -1,9 +1,10 @@
 """Persistent state: experiments, trials, metrics, checkpoints, logs (SQLite or PostgreSQL)."""
 
 from ._charts import TrialPoints
+from ._connection import sqlite_url
 from ._deletes import ValidationRecord
-from ._errors import StoreFull, StoreUnavailable
-from ._store import NotFound, Store, StoreError, sqlite_url
+from ._errors import NotFound, StoreError, StoreFull, StoreUnavailable
+from ._store import Store
 from ._types import (
     TERMINAL_EXPERIMENT_STATES,
     TERMINAL_TRIAL_STATES,

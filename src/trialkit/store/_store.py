@@ -17,19 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
-    Engine,
-    create_engine,
-    event,
     func,
-    insert,
     select,
     update,
 )
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import ORMExecuteState, Session, sessionmaker
+from sqlalchemy.orm import Session, sessionmaker
 
-from .._json import dumps
 from .._secrets import (
     Secrets,
     kept_secrets,
@@ -41,13 +35,22 @@ from .._secrets import (
 from . import _convert as convert
 from ._changes import WriteCounter
 from ._charts import ChartQueries
+from ._connection import (
+    WROTE,
+    normalize_url,
+    note_writes,
+    open_engine,
+    rollback,
+    shown,
+    sqlite_url,
+)
 from ._deletes import DeleteQueries
 from ._errors import NotFound, StoreError, driver_reason
+from ._logs import LogQueries
 from ._metric_writes import MetricWrites
 from ._models import (
     CheckpointRow,
     ExperimentRow,
-    LogRow,
     MetricRow,
     StorageSecretRow,
     TrialRow,
@@ -61,7 +64,6 @@ from ._types import (
     Checkpoint,
     Experiment,
     ExperimentState,
-    LogLine,
     Metric,
     Trial,
     TrialState,
@@ -69,98 +71,8 @@ from ._types import (
 )
 
 
-def sqlite_url(path: str | os.PathLike[str]) -> str:
-    return f"sqlite:///{Path(path)}"
-
-
-def _normalize_url(url: str) -> str:
-    """``postgresql://`` and ``postgres://`` mean psycopg 3 (SQLAlchemy would pick psycopg2)."""
-    for prefix in ("postgresql://", "postgres://"):
-        if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix) :]
-    return url
-
-
-def _shown(url: str) -> str:
-    """The URL as errors may print it: without its password."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except SQLAlchemyError:
-        return url
-
-
-#: Connections the pool keeps: one per thread the master's FastAPI app runs sync routes on
-#: (anyio's default limiter, 40), so a burst of trial reports does not queue for a connection
-#: behind SQLAlchemy's default of 5 (+10 overflow); the overflow serves the master's own threads.
-POOL_SIZE = 40
-POOL_OVERFLOW = 10
-
-
-def _pool_kwargs(url: str) -> dict[str, Any]:
-    """Pool sizing for a server or file database; in-memory SQLite keeps its own pool."""
-    database = make_url(url).database
-    if url.startswith("sqlite") and (not database or database == ":memory:"):
-        return {}
-    return {"pool_size": POOL_SIZE, "max_overflow": POOL_OVERFLOW}
-
-
-def _create_engine(url: str) -> Engine:
-    is_sqlite = url.startswith("sqlite")
-    kwargs: dict[str, Any] = {"connect_args": {"check_same_thread": False}} if is_sqlite else {}
-    try:
-        kwargs.update(_pool_kwargs(url))
-    except SQLAlchemyError:
-        pass  # an unparsable URL: create_engine below says so in its one-line error
-    try:
-        engine = create_engine(url, json_serializer=dumps, **kwargs)
-    except ImportError as e:
-        hint = " (pip install 'trialkit[postgres]')" if url.startswith("postgres") else ""
-        raise StoreError(f"cannot open the store at {_shown(url)}: {e}{hint}") from e
-    except SQLAlchemyError as e:
-        raise StoreError(f"cannot open the store at {_shown(url)}: {driver_reason(e)}") from e
-    if is_sqlite:
-        _configure_sqlite(engine)
-    return engine
-
-
-def _configure_sqlite(engine: Engine) -> None:
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-        cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute("PRAGMA synchronous=NORMAL")
-        cur.execute("PRAGMA busy_timeout=30000")
-        cur.execute("PRAGMA foreign_keys=ON")
-        cur.close()
-
-
-#: ``Session.info`` key: the session flushed or executed a write (its commit decides it).
-_WROTE = "trialkit_wrote"
-
-
-def _note_writes(sessions: sessionmaker[Session]) -> None:
-    """Mark each session that writes, so that a commit without an answer is known to be in
-    doubt only where it was (``_retry``: a read-only one is run again)."""
-
-    def flushed(session: Session, _context: Any) -> None:
-        session.info[_WROTE] = True
-
-    def executed(state: ORMExecuteState) -> None:
-        if not state.is_select:
-            state.session.info[_WROTE] = True
-
-    event.listen(sessions, "after_flush", flushed)
-    event.listen(sessions, "do_orm_execute", executed)
-
-
-def _rollback(session: Session) -> None:
-    """Roll back what failed; on a connection the server dropped there is nothing to undo."""
-    with contextlib.suppress(SQLAlchemyError):
-        session.rollback()
-
-
 @retry_public_methods
-class Store(MetricWrites, DeleteQueries, ChartQueries):
+class Store(MetricWrites, DeleteQueries, ChartQueries, LogQueries):
     """Thread-safe access to experiments, trials, metrics, checkpoints and logs.
 
     Checkpoint storage credentials in a config or a checkpoint's storage are stored apart and
@@ -170,19 +82,19 @@ class Store(MetricWrites, DeleteQueries, ChartQueries):
     Every public method waits out a database server that is down or restarting (``_retry``)."""
 
     def __init__(self, url: str) -> None:
-        self.url = _normalize_url(url)
-        self._engine = _create_engine(self.url)
+        self.url = normalize_url(url)
+        self._engine = open_engine(self.url)
         try:
-            upgrade_schema(self._engine, _shown(url))
+            upgrade_schema(self._engine, shown(url))
         except SchemaError as e:
             self._engine.dispose()
             raise StoreError(str(e)) from e
         except SQLAlchemyError as e:
             self._engine.dispose()
-            raise StoreError(f"cannot open the store at {_shown(url)}: {driver_reason(e)}") from e
+            raise StoreError(f"cannot open the store at {shown(url)}: {driver_reason(e)}") from e
         self._sessions = sessionmaker(self._engine, expire_on_commit=False)
         self._writes = WriteCounter(self._engine)
-        _note_writes(self._sessions)
+        note_writes(self._sessions)
         self._dbapi = self._engine.dialect.loaded_dbapi
         self._prepare_metric_writes()
 
@@ -216,11 +128,11 @@ class Store(MetricWrites, DeleteQueries, ChartQueries):
             committing = True
             session.commit()
         except SQLAlchemyError as e:
-            _rollback(session)
-            in_doubt = committing and session.info.get(_WROTE, False)
+            rollback(session)
+            in_doubt = committing and session.info.get(WROTE, False)
             raise store_error(e, self._dbapi, in_doubt=in_doubt) from e
         except BaseException:
-            _rollback(session)
+            rollback(session)
             raise
         finally:
             session.close()
@@ -601,56 +513,3 @@ class Store(MetricWrites, DeleteQueries, ChartQueries):
     def set_checkpoint_state(self, uuid: str, state: str) -> None:
         with self._session() as s:
             s.execute(update(CheckpointRow).where(CheckpointRow.uuid == uuid).values(state=state))
-
-    # Logs --------------------------------------------------------------------------------------
-
-    def add_logs(self, trial_id: int, run_id: int, lines: Sequence[str]) -> None:
-        if not lines:
-            return
-        now = time.time()
-        with self._session() as s:
-            s.execute(
-                insert(LogRow),
-                [{"trial_id": trial_id, "run_id": run_id, "line": ln, "ts": now} for ln in lines],
-            )
-
-    def list_logs(
-        self,
-        trial_id: int,
-        *,
-        after_id: int = 0,
-        limit: int = 10_000,
-        max_chars: int | None = None,
-    ) -> list[LogLine]:
-        """The trial's lines after ``after_id``, oldest first: at most ``limit``, and none past
-        the first that brings their text to ``max_chars`` characters (a page of long lines)."""
-        cols = (LogRow.id, LogRow.run_id, LogRow.line, LogRow.ts)
-        q = (
-            select(*cols)
-            .where(LogRow.trial_id == trial_id, LogRow.id > after_id)
-            .order_by(LogRow.id)
-            .limit(limit)
-        )
-        lines: list[LogLine] = []
-        size = 0
-        with self._session() as s:
-            # Rows, not ORM objects (bench/README.md: log-rows).
-            for id_, run_id, line, ts in s.execute(q):
-                lines.append(LogLine(id=id_, trial_id=trial_id, run_id=run_id, line=line, ts=ts))
-                size += len(line)
-                if max_chars is not None and size >= max_chars:
-                    break  # the rest is not read: the database steps through rows on demand
-        return lines
-
-    def log_id_before_last(self, trial_id: int, count: int) -> int:
-        """The id after which the trial's last ``count`` lines start (0: they are all of it),
-        found from the end of the log, whatever its length."""
-        q = (
-            select(LogRow.id)
-            .where(LogRow.trial_id == trial_id)
-            .order_by(LogRow.id.desc())
-            .offset(count)
-            .limit(1)
-        )
-        with self._session() as s:
-            return int(s.scalar(q) or 0)

@@ -9,7 +9,7 @@ from pathlib import Path
 from sqlalchemy import text
 
 from trialkit.store import Store
-from trialkit.store._store import POOL_SIZE
+from trialkit.store._connection import POOL_SIZE
 
 
 def test_as_many_connections_at_once_as_request_threads(tmp_path: Path) -> None:
