@@ -328,7 +328,42 @@ def test_ctrl_c_while_following_says_the_experiment_keeps_running(
         "stopped following; experiment 1 keeps running ('trialkit experiment kill 1' stops it)"
     ), err
     assert "Traceback" not in err
+    assert "error" not in err, err  # the way to stop following, not a failure
     assert master.describe(1)["experiment"]["state"] == "ACTIVE"
+
+
+@pytest.mark.parametrize("command", [["t", "logs", "1", "-f"], ["e", "logs", "1", "--follow"]])
+def test_ctrl_c_while_following_logs_ends_quietly(
+    master: Master, tmp_path: Path, command: list[str]
+) -> None:
+    """Ctrl-C is how a user stops following logs: exit 130, no 'trialkit: error: aborted'."""
+    go = tmp_path / "go"
+    exp = master.create(_config("long", {"lines": 2, "go_file": str(go)}), _model_dir(tmp_path))
+    try:
+        master.wait_for(lambda: bool(_trials(master, exp)), what="a trial")
+        proc = subprocess.Popen(
+            [*TRIALKIT, *command],
+            env=_env(master),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=_ctrl_c_as_in_a_terminal,
+        )
+        try:
+            assert proc.stdout is not None
+            first = ""  # read up to the trial's last line: the CLI is following, waiting
+            while not first.endswith("line 1\n"):
+                line = proc.stdout.readline()
+                assert line, first
+                first += line
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+    finally:
+        go.touch()
+    assert proc.returncode == 130, (first, out, err)
+    assert err.strip() == "", err
 
 
 def test_bare_trialkit_prints_help(master: Master) -> None:

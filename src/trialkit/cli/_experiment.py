@@ -22,7 +22,13 @@ from ._common import (
     print_json,
     print_table,
 )
-from ._follow import color_option, follow_experiment, follow_logs, tail_option
+from ._follow import (
+    color_option,
+    ctrl_c_stops_following,
+    follow_experiment,
+    follow_logs,
+    tail_option,
+)
 from ._render import (
     TERMINAL,
     best_line,
@@ -159,17 +165,14 @@ def _follow_to_end(
 ) -> None:
     """Follow until the experiment ends (its events, or its first trial's logs as Determined's
     ``-f`` did); exit 1 unless it completed, 130 on Ctrl-C."""
-    try:
+    with ctrl_c_stops_following(
+        f"stopped following; experiment {experiment_id} keeps running"
+        f" ('trialkit experiment kill {experiment_id}' stops it)"
+    ):
         if first_trial_logs:
             desc = _follow_first_trial_logs(client, experiment_id)
         else:
             desc = follow_experiment(client, experiment_id)
-    except KeyboardInterrupt:
-        exit_with_error(
-            f"stopped following; experiment {experiment_id} keeps running"
-            f" ('trialkit experiment kill {experiment_id}' stops it)",
-            130,
-        )
     click.echo(ended_line(experiment_id, desc))
     if desc["experiment"]["state"] != "COMPLETED":
         sys.exit(1)
@@ -313,9 +316,10 @@ def logs(experiment_ref: str, follow: bool, tail: int | None, color: bool) -> No
 
     if not trials() and not follow:
         raise CLIError(f"experiment {experiment_id} has no trials yet")
-    follow_logs(
-        client, trials, follow=follow, prefix=True, finished=finished, tail=tail, color=color
-    )
+    with ctrl_c_stops_following():
+        follow_logs(
+            client, trials, follow=follow, prefix=True, finished=finished, tail=tail, color=color
+        )
 
 
 @experiment.command("preview")

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -24,6 +25,22 @@ from ._render import (
 
 if TYPE_CHECKING:
     from ..client import MasterClient
+
+
+#: The exit status of a command stopped by Ctrl-C (128 + SIGINT), as a shell reports it.
+INTERRUPTED = 130
+
+
+@contextlib.contextmanager
+def ctrl_c_stops_following(note: str | None = None) -> Iterator[None]:
+    """Ctrl-C inside: the way a user stops following, not an error. Exit 130 quietly (with
+    ``note`` on stderr: what goes on without us), never 'trialkit: error: aborted'."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if note:
+            click.echo(note, err=True)
+        sys.exit(INTERRUPTED)
 
 
 def _view(desc: dict[str, Any]) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ._common import experiment_client, get_client, json_option, print_json, print_table
-from ._follow import color_option, follow_logs, tail_option
+from ._follow import color_option, ctrl_c_stops_following, follow_logs, tail_option
 from ._render import TERMINAL, fmt_metrics, split_progress, terminal_text, trial_state
 
 
@@ -120,12 +120,13 @@ def logs(trial_id: int, follow: bool, tail: int | None, color: bool) -> None:
         return resp.trial_state in TERMINAL and not resp.running
 
     client.describe_trial(trial_id)  # a clear error for a trial that does not exist
-    follow_logs(
-        client,
-        lambda: [trial_id],
-        follow=follow,
-        prefix=False,
-        finished=finished,
-        tail=tail,
-        color=color,
-    )
+    with ctrl_c_stops_following():
+        follow_logs(
+            client,
+            lambda: [trial_id],
+            follow=follow,
+            prefix=False,
+            finished=finished,
+            tail=tail,
+            color=color,
+        )
