@@ -74,8 +74,13 @@ def _model_dir(tmp_path: Path) -> Path:
 def _follow(master: Master, config: dict[str, Any], model_dir: Path) -> subprocess.Popen[str]:
     cfg = model_dir / "_config.json"
     cfg.write_text(json.dumps(config))
+    return _start(master, "experiment", "create", str(cfg), str(model_dir), "--follow")
+
+
+def _start(master: Master, *args: str) -> subprocess.Popen[str]:
+    """The CLI running ``args`` as typed in a terminal (Ctrl-C reaches it), output piped."""
     return subprocess.Popen(
-        [*TRIALKIT, "experiment", "create", str(cfg), str(model_dir), "--follow"],
+        [*TRIALKIT, *args],
         env=_env(master),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -341,14 +346,7 @@ def test_ctrl_c_while_following_logs_ends_quietly(
     exp = master.create(_config("long", {"lines": 2, "go_file": str(go)}), _model_dir(tmp_path))
     try:
         master.wait_for(lambda: bool(_trials(master, exp)), what="a trial")
-        proc = subprocess.Popen(
-            [*TRIALKIT, *command],
-            env=_env(master),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            preexec_fn=_ctrl_c_as_in_a_terminal,
-        )
+        proc = _start(master, *command)
         try:
             assert proc.stdout is not None
             first = ""  # read up to the trial's last line: the CLI is following, waiting
@@ -497,14 +495,7 @@ def test_ctrl_c_stops_tensorboard_without_an_error(master: Master, tmp_path: Pat
     pytest.importorskip("tensorboard")
     exp = master.create(_config("tb", {}), _model_dir(tmp_path))
     master.wait_state(exp, {"COMPLETED"})  # it has written TensorBoard files
-    proc = subprocess.Popen(
-        [*TRIALKIT, "tensorboard", str(exp)],
-        env=_env(master),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_ctrl_c_as_in_a_terminal,
-    )
+    proc = _start(master, "tensorboard", str(exp))
     try:
         assert proc.stdout is not None
         banner = proc.stdout.readline()  # printed once TensorBoard answers
