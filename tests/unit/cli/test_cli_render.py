@@ -27,6 +27,7 @@ from trialkit.rest import (
     ExperimentOut,
     ExperimentState,
     MetricOut,
+    PoolInfo,
     SearcherSummary,
     TrialOut,
     TrialState,
@@ -271,7 +272,7 @@ def test_plurals() -> None:
 
     assert searcher_line(_desc("ACTIVE", [], max_trials=1)).endswith("at most 1 trial")
     assert plural(1, "checkpoint") == "1 checkpoint" and plural(2, "slot") == "2 slots"
-    pool = {"name": "default", "type": "local", "slots": 1, "slot_type": "cpu"}
+    pool = PoolInfo(name="default", type="local", slots=1, slot_type="cpu")
     assert _pool_line(pool) == "default: 1 CPU slot on this machine"
     assert deleted_summary(1, 1, 0) == "1 checkpoint deleted, 1 byte freed"
 
