@@ -71,10 +71,14 @@ def _model_dir(tmp_path: Path) -> Path:
     return model_dir
 
 
-def _follow(master: Master, config: dict[str, Any], model_dir: Path) -> subprocess.Popen[str]:
+def _follow(
+    master: Master, config: dict[str, Any], model_dir: Path, how: str = "--follow"
+) -> subprocess.Popen[str]:
+    """``experiment create`` following the experiment (``--follow``: its events; ``-f``: its
+    first trial's logs)."""
     cfg = model_dir / "_config.json"
     cfg.write_text(json.dumps(config))
-    return _start(master, "experiment", "create", str(cfg), str(model_dir), "--follow")
+    return _start(master, "experiment", "create", str(cfg), str(model_dir), how)
 
 
 def _start(master: Master, *args: str) -> subprocess.Popen[str]:
@@ -315,11 +319,12 @@ def test_logs_tail(master: Master, tmp_path: Path) -> None:
     assert tail == [f"[trial {trial['id']}] {line}" for line in full[-2:]]
 
 
+@pytest.mark.parametrize("how", ["--follow", "-f"])
 def test_ctrl_c_while_following_says_the_experiment_keeps_running(
-    master: Master, tmp_path: Path
+    master: Master, tmp_path: Path, how: str
 ) -> None:
     go = tmp_path / "go"
-    proc = _follow(master, _config("long", {"go_file": str(go)}), _model_dir(tmp_path))
+    proc = _follow(master, _config("long", {"go_file": str(go)}), _model_dir(tmp_path), how)
     try:
         master.wait_for(lambda: bool(_trials(master, 1)), what="a trial")
         time.sleep(1.0)  # the CLI is inside its follow loop
