@@ -71,11 +71,20 @@ def _model_dir(tmp_path: Path) -> Path:
     return model_dir
 
 
-def _follow(master: Master, config: dict[str, Any], model_dir: Path) -> subprocess.Popen[str]:
+def _follow(
+    master: Master, config: dict[str, Any], model_dir: Path, how: str = "--follow"
+) -> subprocess.Popen[str]:
+    """``experiment create`` following the experiment (``--follow``: its events; ``-f``: its
+    first trial's logs)."""
     cfg = model_dir / "_config.json"
     cfg.write_text(json.dumps(config))
+    return _start(master, "experiment", "create", str(cfg), str(model_dir), how)
+
+
+def _start(master: Master, *args: str) -> subprocess.Popen[str]:
+    """The CLI running ``args`` as typed in a terminal (Ctrl-C reaches it), output piped."""
     return subprocess.Popen(
-        [*TRIALKIT, "experiment", "create", str(cfg), str(model_dir), "--follow"],
+        [*TRIALKIT, *args],
         env=_env(master),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -310,11 +319,12 @@ def test_logs_tail(master: Master, tmp_path: Path) -> None:
     assert tail == [f"[trial {trial['id']}] {line}" for line in full[-2:]]
 
 
+@pytest.mark.parametrize("how", ["--follow", "-f"])
 def test_ctrl_c_while_following_says_the_experiment_keeps_running(
-    master: Master, tmp_path: Path
+    master: Master, tmp_path: Path, how: str
 ) -> None:
     go = tmp_path / "go"
-    proc = _follow(master, _config("long", {"go_file": str(go)}), _model_dir(tmp_path))
+    proc = _follow(master, _config("long", {"go_file": str(go)}), _model_dir(tmp_path), how)
     try:
         master.wait_for(lambda: bool(_trials(master, 1)), what="a trial")
         time.sleep(1.0)  # the CLI is inside its follow loop
@@ -328,7 +338,35 @@ def test_ctrl_c_while_following_says_the_experiment_keeps_running(
         "stopped following; experiment 1 keeps running ('trialkit experiment kill 1' stops it)"
     ), err
     assert "Traceback" not in err
+    assert "error" not in err, err  # the way to stop following, not a failure
     assert master.describe(1)["experiment"]["state"] == "ACTIVE"
+
+
+@pytest.mark.parametrize("command", [["t", "logs", "1", "-f"], ["e", "logs", "1", "--follow"]])
+def test_ctrl_c_while_following_logs_ends_quietly(
+    master: Master, tmp_path: Path, command: list[str]
+) -> None:
+    """Ctrl-C is how a user stops following logs: exit 130, no 'trialkit: error: aborted'."""
+    go = tmp_path / "go"
+    exp = master.create(_config("long", {"lines": 2, "go_file": str(go)}), _model_dir(tmp_path))
+    try:
+        master.wait_for(lambda: bool(_trials(master, exp)), what="a trial")
+        proc = _start(master, *command)
+        try:
+            assert proc.stdout is not None
+            first = ""  # read up to the trial's last line: the CLI is following, waiting
+            while not first.endswith("line 1\n"):
+                line = proc.stdout.readline()
+                assert line, first
+                first += line
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+    finally:
+        go.touch()
+    assert proc.returncode == 130, (first, out, err)
+    assert err.strip() == "", err
 
 
 def test_bare_trialkit_prints_help(master: Master) -> None:
@@ -462,14 +500,7 @@ def test_ctrl_c_stops_tensorboard_without_an_error(master: Master, tmp_path: Pat
     pytest.importorskip("tensorboard")
     exp = master.create(_config("tb", {}), _model_dir(tmp_path))
     master.wait_state(exp, {"COMPLETED"})  # it has written TensorBoard files
-    proc = subprocess.Popen(
-        [*TRIALKIT, "tensorboard", str(exp)],
-        env=_env(master),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_ctrl_c_as_in_a_terminal,
-    )
+    proc = _start(master, "tensorboard", str(exp))
     try:
         assert proc.stdout is not None
         banner = proc.stdout.readline()  # printed once TensorBoard answers

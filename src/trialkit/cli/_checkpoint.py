@@ -42,20 +42,18 @@ def list_(experiment_ref: str, best: int | None, as_json: bool) -> None:
     if best is not None:
         _list_best(client, experiment_id, best, as_json)
         return
-    ckpts = [
-        dataclasses.asdict(c) for c in client.experiment_checkpoints(experiment_id).checkpoints
-    ]
+    ckpts = client.experiment_checkpoints(experiment_id).checkpoints
     if as_json:
         print_json(ckpts)
         return
     rows = [
         (
-            c["uuid"],
-            c["trial_id"],
-            c["steps_completed"],
-            c["state"],
-            len(c["resources"]),
-            fmt_time(c["reported_at"]),
+            c.uuid,
+            c.trial_id,
+            c.steps_completed,
+            c.state,
+            len(c.resources),
+            fmt_time(c.reported_at),
         )
         for c in ckpts
     ]
@@ -68,17 +66,15 @@ def list_(experiment_ref: str, best: int | None, as_json: bool) -> None:
 def describe(uuid: str, as_json: bool) -> None:
     """Show a checkpoint's metadata and files (UUID or a unique prefix of it)."""
     client = get_client()
-    c = dataclasses.asdict(client.get_checkpoint(resolve_checkpoint(client, uuid)))
+    c = client.get_checkpoint(resolve_checkpoint(client, uuid))
     if as_json:
         print_json(c)
         return
-    click.echo(
-        f"checkpoint {c['uuid']}: trial {c['trial_id']}, steps {c['steps_completed']}, {c['state']}"
-    )
-    click.echo(f"metadata: {c['metadata']}")
-    files = {p: n for p, n in c["resources"].items() if not p.endswith("/")}
+    click.echo(f"checkpoint {c.uuid}: trial {c.trial_id}, steps {c.steps_completed}, {c.state}")
+    click.echo(f"metadata: {c.metadata}")
+    files = {p: n for p, n in c.resources.items() if not p.endswith("/")}
     print_table("files", ["path", "bytes"], sorted(files.items()))
-    gone = _GONE.get(c["state"], "")
+    gone = _GONE.get(c.state, "")
     click.echo(f"{plural(len(files), 'file')}, {fmt_bytes(sum(files.values()))} in total{gone}")
 
 
@@ -150,7 +146,7 @@ def _list_best(client: Any, experiment_id: int, limit: int, as_json: bool) -> No
     """``checkpoint list --best N``: the best checkpoints by the searcher metric."""
     best = client.best_checkpoints(experiment_id, limit)
     if as_json:
-        print_json(dataclasses.asdict(best))
+        print_json(best)
         return
     if best.metric is None:
         raise CLIError(f"experiment {experiment_id} has no searcher.metric to rank checkpoints by")

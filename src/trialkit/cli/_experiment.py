@@ -4,7 +4,6 @@ logs, download-model-def, gc, delete, in Determined's CLI shapes."""
 from __future__ import annotations
 
 import base64
-import dataclasses
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..errors import APIError
+from ..rest import ExperimentDescription, ExperimentState, ExperimentSummary, TrialState
 from ._common import (
     CLIError,
     exit_with_error,
@@ -22,9 +22,14 @@ from ._common import (
     print_json,
     print_table,
 )
-from ._follow import color_option, follow_experiment, follow_logs, tail_option
+from ._follow import (
+    color_option,
+    ctrl_c_stops_following,
+    follow_experiment,
+    follow_logs,
+    tail_option,
+)
 from ._render import (
-    TERMINAL,
     best_line,
     ended_line,
     first_line,
@@ -38,6 +43,7 @@ from ._render import (
     terminal_text,
     trial_state,
     trial_states_cell,
+    values_of,
 )
 
 if TYPE_CHECKING:
@@ -159,23 +165,20 @@ def _follow_to_end(
 ) -> None:
     """Follow until the experiment ends (its events, or its first trial's logs as Determined's
     ``-f`` did); exit 1 unless it completed, 130 on Ctrl-C."""
-    try:
+    with ctrl_c_stops_following(
+        f"stopped following; experiment {experiment_id} keeps running"
+        f" ('trialkit experiment kill {experiment_id}' stops it)"
+    ):
         if first_trial_logs:
             desc = _follow_first_trial_logs(client, experiment_id)
         else:
             desc = follow_experiment(client, experiment_id)
-    except KeyboardInterrupt:
-        exit_with_error(
-            f"stopped following; experiment {experiment_id} keeps running"
-            f" ('trialkit experiment kill {experiment_id}' stops it)",
-            130,
-        )
     click.echo(ended_line(experiment_id, desc))
-    if desc["experiment"]["state"] != "COMPLETED":
+    if desc.experiment.state != ExperimentState.COMPLETED:
         sys.exit(1)
 
 
-def _follow_first_trial_logs(client: MasterClient, experiment_id: int) -> dict[str, Any]:
+def _follow_first_trial_logs(client: MasterClient, experiment_id: int) -> ExperimentSummary:
     """Print the first trial's logs until the experiment ends; return its last summary."""
 
     def first_trial() -> list[int]:
@@ -183,10 +186,10 @@ def _follow_first_trial_logs(client: MasterClient, experiment_id: int) -> dict[s
         return [min(ids)] if ids else []
 
     def finished() -> bool:
-        return client.experiment_summary(experiment_id).experiment.state in TERMINAL
+        return client.experiment_summary(experiment_id).experiment.state.ended
 
     follow_logs(client, first_trial, follow=True, prefix=False, finished=finished)
-    return dataclasses.asdict(client.experiment_summary(experiment_id, retry_for=30))
+    return client.experiment_summary(experiment_id, retry_for=30)
 
 
 @experiment.command("list")
@@ -194,24 +197,22 @@ def _follow_first_trial_logs(client: MasterClient, experiment_id: int) -> dict[s
 @json_option
 def list_(show_all: bool, as_json: bool) -> None:
     """List experiments."""
-    exps = [
-        dataclasses.asdict(e) for e in get_client().list_experiments(archived=show_all).experiments
-    ]
+    exps = get_client().list_experiments(archived=show_all).experiments
     if as_json:
         print_json(exps)
         return
     columns = ["id", "name", "state", "progress", "trials", "started", "ended"]
     rows: list[tuple[Any, ...]] = [
         (
-            e["id"],
-            e["name"],
-            e["state"],
+            e.id,
+            e.name,
+            e.state,
             progress_percent(e),
-            trial_states_cell(e["trial_states"]),
-            fmt_time(e["created_at"]),
-            fmt_time(e["ended_at"]),
+            trial_states_cell(e.trial_states),
+            fmt_time(e.created_at),
+            fmt_time(e.ended_at),
         )
-        + (("yes" if e["archived"] else "",) if show_all else ())
+        + (("yes" if e.archived else "",) if show_all else ())
         for e in exps
     ]
     print_table(None, [*columns, "archived"] if show_all else columns, rows)
@@ -223,23 +224,23 @@ def list_(show_all: bool, as_json: bool) -> None:
 def describe(experiment_ref: str, as_json: bool) -> None:
     """Show an experiment (id or name): state, search, best trial and the trial table."""
     client, experiment_id = experiment_client(experiment_ref)
-    desc = dataclasses.asdict(client.describe_experiment(experiment_id))
+    desc = client.describe_experiment(experiment_id)
     if as_json:
         print_json(desc)
         return
     show_experiment(desc)
 
 
-def show_experiment(desc: dict[str, Any]) -> None:
+def show_experiment(desc: ExperimentDescription) -> None:
     """The readable describe view: a header of a few lines, then one row per trial."""
-    e = desc["experiment"]
-    metric = (desc.get("searcher") or {}).get("metric")
+    e = desc.experiment
+    metric = desc.searcher.metric
     filled = int(progress_percent(e)[:-1]) * 30 // 100  # a full bar only once it ended
-    click.echo(f"experiment {e['id']} {e['name']!r}: {e['state']}")
-    if e.get("python"):
-        click.echo(f"python {e['python']}")
+    click.echo(f"experiment {e.id} {e.name!r}: {e.state}")
+    if e.python:
+        click.echo(f"python {e.python}")
     click.echo(searcher_line(desc))
-    storage = (e.get("config") or {}).get("checkpoint_storage") or {}
+    storage = (e.config or {}).get("checkpoint_storage") or {}
     if storage.get("filled_from_default"):
         place = storage.get("host_path") or storage.get("container_path") or storage.get("bucket")
         click.echo(
@@ -250,26 +251,26 @@ def show_experiment(desc: dict[str, Any]) -> None:
     best = best_line(desc)
     if best:
         click.echo(best)
-    if e.get("error"):
-        click.echo(f"error: {terminal_text(e['error'])}")
+    if e.error:
+        click.echo(f"error: {terminal_text(e.error)}")
     rows = [
         (
-            t["id"],
+            t.id,
             trial_state(t, restarts=True),
-            fmt_metrics(t["hparams"]),
-            fmt_metrics(pick_metrics((t.get("latest_validation") or {}).get("values"), metric)),
+            fmt_metrics(t.hparams),
+            fmt_metrics(pick_metrics(values_of(t.latest_validation), metric)),
         )
-        for t in desc["trials"]
+        for t in desc.trials
     ]
     print_table(None, ["trial", "state", "hparams", "validation"], rows)
-    for t in desc["trials"]:
-        if t["state"] == "ERROR" and t.get("error"):
-            click.echo(f"trial {t['id']} error: {first_line(t['error'])} {logs_hint(t['id'])}")
-    live = [c for c in desc["checkpoints"] if c["state"] not in ("DELETING", "DELETED")]
+    for t in desc.trials:
+        if t.state == TrialState.ERROR and t.error:
+            click.echo(f"trial {t.id} error: {first_line(t.error)} {logs_hint(t.id)}")
+    live = [c for c in desc.checkpoints if c.state not in ("DELETING", "DELETED")]
     if live:
         click.echo(
-            f"{plural(len(live), 'checkpoint')} (trialkit checkpoint list {e['id']});"
-            f" JSON: trialkit experiment describe {e['id']} --json"
+            f"{plural(len(live), 'checkpoint')} (trialkit checkpoint list {e.id});"
+            f" JSON: trialkit experiment describe {e.id} --json"
         )
 
 
@@ -309,13 +310,14 @@ def logs(experiment_ref: str, follow: bool, tail: int | None, color: bool) -> No
         return [t.id for t in client.list_trials(experiment_id).trials]
 
     def finished() -> bool:
-        return client.experiment_summary(experiment_id).experiment.state in TERMINAL
+        return client.experiment_summary(experiment_id).experiment.state.ended
 
     if not trials() and not follow:
         raise CLIError(f"experiment {experiment_id} has no trials yet")
-    follow_logs(
-        client, trials, follow=follow, prefix=True, finished=finished, tail=tail, color=color
-    )
+    with ctrl_c_stops_following():
+        follow_logs(
+            client, trials, follow=follow, prefix=True, finished=finished, tail=tail, color=color
+        )
 
 
 @experiment.command("preview")

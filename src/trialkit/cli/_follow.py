@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..rest import ExperimentSummary, MetricOut, TrialOut, TrialState
 from ._render import (
-    TERMINAL,
+    StepCheckpoint,
     checkpoint_changed,
     fmt_metrics,
     pick_metrics,
@@ -20,52 +22,69 @@ from ._render import (
     trial_events,
     trial_state,
     validation_changed,
+    values_of,
 )
 
 if TYPE_CHECKING:
     from ..client import MasterClient
 
 
-def _view(desc: dict[str, Any]) -> Any:
+#: The exit status of a command stopped by Ctrl-C (128 + SIGINT), as a shell reports it.
+INTERRUPTED = 130
+
+
+@contextlib.contextmanager
+def ctrl_c_stops_following(note: str | None = None) -> Iterator[None]:
+    """Ctrl-C inside: the way a user stops following, not an error. Exit 130 quietly (with
+    ``note`` on stderr: what goes on without us), never 'trialkit: error: aborted'."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if note:
+            click.echo(note, err=True)
+        sys.exit(INTERRUPTED)
+
+
+def _view(desc: ExperimentSummary) -> Any:
     from rich.console import Group
     from rich.progress_bar import ProgressBar
     from rich.table import Table
 
-    exp = desc["experiment"]
-    metric = (desc.get("searcher") or {}).get("metric")
+    exp = desc.experiment
+    metric = desc.searcher.metric
     header = Table.grid(padding=(0, 1))
     header.add_row(
-        f"experiment {exp['id']} {exp['name']!r}: {exp['state']}",
-        ProgressBar(total=1.0, completed=float(exp["progress"] or 0.0), width=30),
+        f"experiment {exp.id} {exp.name!r}: {exp.state}",
+        ProgressBar(total=1.0, completed=float(exp.progress or 0.0), width=30),
         search_line(desc),
     )
     table = Table(header_style="bold")
     for col in ("trial", "state", "progress", "hparams", "training", "validation", "restarts"):
         table.add_column(col, overflow="fold")
-    for t in desc["trials"]:
-        progress = t.get("progress") or (1.0 if t["state"] == "COMPLETED" else 0.0)
+    for t in desc.trials:
+        progress = t.progress or (1.0 if t.state == TrialState.COMPLETED else 0.0)
         table.add_row(
-            str(t["id"]),
+            str(t.id),
             trial_state(t),
             ProgressBar(total=1.0, completed=progress, width=20),
-            fmt_metrics(t["hparams"]),
-            fmt_metrics(pick_metrics((t.get("latest_training") or {}).get("values"), None)),
-            fmt_metrics(pick_metrics((t.get("latest_validation") or {}).get("values"), metric)),
-            str(t["restarts"]),
+            fmt_metrics(t.hparams),
+            fmt_metrics(pick_metrics(values_of(t.latest_training), None)),
+            fmt_metrics(pick_metrics(values_of(t.latest_validation), metric)),
+            str(t.restarts),
         )
     return Group(header, table)
 
 
-def _describe(client: MasterClient, experiment_id: int) -> dict[str, Any]:
+def _summary(client: MasterClient, experiment_id: int) -> ExperimentSummary:
     """The experiment's summary (describe without its checkpoint list), as the views read it."""
-    return dataclasses.asdict(client.experiment_summary(experiment_id, retry_for=30))
+    return client.experiment_summary(experiment_id, retry_for=30)
 
 
 def follow_experiment(
     client: MasterClient, experiment_id: int, interval: float = 0.5, live: bool | None = None
-) -> dict[str, Any]:
-    """Follow an experiment until it ends and return its last describe response: a live table
-    on a terminal, else one line per event (for CI logs and pipes)."""
+) -> ExperimentSummary:
+    """Follow an experiment until it ends and return its last summary: a live table on a
+    terminal, else one line per event (for CI logs and pipes)."""
     if live is None:
         live = sys.stdout.isatty()
     if not live:
@@ -74,11 +93,11 @@ def follow_experiment(
     from rich.live import Live
 
     console = Console()
-    desc = _describe(client, experiment_id)
+    desc = _summary(client, experiment_id)
     with Live(_view(desc), console=console, refresh_per_second=4, transient=False) as view:
-        while desc["experiment"]["state"] not in TERMINAL:
+        while not desc.experiment.state.ended:
             time.sleep(interval)
-            desc = _describe(client, experiment_id)
+            desc = _summary(client, experiment_id)
             view.update(_view(desc))
     click.echo("")
     click.echo(search_line(desc))
@@ -94,94 +113,95 @@ class _Told:
         self._validations: set[tuple[int, int, float]] = set()
         self._checkpoints: set[str] = set()
 
-    def new_validations(
-        self, before: dict[str, Any] | None, trial: dict[str, Any]
-    ) -> list[dict[str, Any]]:
+    def new_validations(self, before: TrialOut | None, trial: TrialOut) -> list[MetricOut]:
         if not validation_changed(before, trial):
             return []
-        reply = self._client.trial_metrics(trial["id"], group="validation", retry_for=30)
+        reply = self._client.trial_metrics(trial.id, group="validation", retry_for=30)
         new = []
         for m in sorted(reply.metrics, key=lambda m: m.reported_at):
             key = (m.run_id, m.steps_completed, m.reported_at)
             if key not in self._validations:
                 self._validations.add(key)
-                new.append(dataclasses.asdict(m))
+                new.append(m)
         return new
 
-    def new_checkpoints(
-        self, before: dict[str, Any] | None, trial: dict[str, Any]
-    ) -> list[dict[str, Any]]:
+    def new_checkpoints(self, before: TrialOut | None, trial: TrialOut) -> list[StepCheckpoint]:
         if not checkpoint_changed(before, trial):
             return []
         reply = self._client.experiment_checkpoints(self._experiment_id, retry_for=30)
-        mine = [c for c in reply.checkpoints if c.trial_id == trial["id"]]
-        new: list[dict[str, Any]] = []
+        mine = [c for c in reply.checkpoints if c.trial_id == trial.id]
+        new = []
         for c in sorted(mine, key=lambda c: c.reported_at):
             if c.uuid not in self._checkpoints:
                 self._checkpoints.add(c.uuid)
-                new.append({"uuid": c.uuid, "steps_completed": c.steps_completed, "values": None})
-        if new:  # the training metrics of each checkpoint's step share its line
-            trained = self._client.trial_metrics(trial["id"], group="training", retry_for=30)
-            at_step = {
-                m.steps_completed: m.values
-                for m in sorted(trained.metrics, key=lambda m: m.reported_at)
-            }
-            for ckpt in new:
-                ckpt["values"] = at_step.get(ckpt["steps_completed"])
-        return new
+                new.append(c)
+        if not new:
+            return []
+        # the training metrics of each checkpoint's step share its line
+        trained = self._client.trial_metrics(trial.id, group="training", retry_for=30)
+        at_step = {
+            m.steps_completed: m.values
+            for m in sorted(trained.metrics, key=lambda m: m.reported_at)
+        }
+        return [
+            StepCheckpoint(c.uuid, c.steps_completed, at_step.get(c.steps_completed)) for c in new
+        ]
 
 
-Events = tuple[list[dict[str, Any]], list[dict[str, Any]]]  # (validations, checkpoints)
+Events = tuple[list[MetricOut], list[StepCheckpoint]]  # (validations, checkpoints)
+
+
+def _steps(validations: list[MetricOut], checkpoints: list[StepCheckpoint]) -> list[int | None]:
+    return [v.steps_completed for v in validations] + [c.steps_completed for c in checkpoints]
 
 
 def _hold_last_step(
-    validations: list[dict[str, Any]], checkpoints: list[dict[str, Any]], waited: set[int]
+    validations: list[MetricOut], checkpoints: list[StepCheckpoint], waited: set[int | None]
 ) -> tuple[Events, Events]:
     """(told now, held one poll): the newest step's validation or checkpoint, when the other
     may still come (a trial validates then checkpoints, or the reverse), waits one poll so both
     share a line; every earlier step is told now, and nothing waits twice (``waited``: the steps
     of the events held at the last poll)."""
-    steps = [e["steps_completed"] for e in [*validations, *checkpoints]]
-    last = max(steps, default=None)
+    last = max((s for s in _steps(validations, checkpoints) if s is not None), default=None)
     if last is None or last in waited:
         return (validations, checkpoints), ([], [])
     at_last = [
-        any(e["steps_completed"] == last for e in group) for group in (validations, checkpoints)
+        any(e.steps_completed == last for e in group) for group in (validations, checkpoints)
     ]
     if all(at_last):  # both are there: nothing to wait for
         return (validations, checkpoints), ([], [])
     return (
-        ([v for v in validations if v["steps_completed"] < last],
-         [c for c in checkpoints if c["steps_completed"] < last]),
-        ([v for v in validations if v["steps_completed"] == last],
-         [c for c in checkpoints if c["steps_completed"] == last]),
+        ([v for v in validations if v.steps_completed != last],
+         [c for c in checkpoints if c.steps_completed != last]),
+        ([v for v in validations if v.steps_completed == last],
+         [c for c in checkpoints if c.steps_completed == last]),
     )  # fmt: skip
 
 
-def _follow_lines(client: MasterClient, experiment_id: int, interval: float) -> dict[str, Any]:
-    seen: dict[int, dict[str, Any]] = {}
+def _follow_lines(client: MasterClient, experiment_id: int, interval: float) -> ExperimentSummary:
+    seen: dict[int, TrialOut] = {}
     held: dict[int, Events] = {}  # per trial, the newest step's events waiting a poll
     told = _Told(client, experiment_id)
     while True:
-        desc = _describe(client, experiment_id)
-        metric = (desc.get("searcher") or {}).get("metric")
-        over = desc["experiment"]["state"] in TERMINAL
-        for t in desc["trials"]:
-            before = seen.get(t["id"])
-            if t["state"] == "ERROR" and not t.get("error") and not over:
+        desc = _summary(client, experiment_id)
+        metric = desc.searcher.metric
+        over = desc.experiment.state.ended
+        for t in desc.trials:
+            before = seen.get(t.id)
+            if t.state == TrialState.ERROR and not t.error and not over:
                 # the reason may be stored just after the state: say it failed once it is there
-                t = {**t, "state": (before or {}).get("state", "ACTIVE")}
-            old_vals, old_ckpts = held.pop(t["id"], ([], []))
+                t = dataclasses.replace(t, state=before.state if before else TrialState.ACTIVE)
+            old_vals, old_ckpts = held.pop(t.id, ([], []))
             validations = old_vals + told.new_validations(before, t)
             checkpoints = old_ckpts + told.new_checkpoints(before, t)
-            if not (over or t["state"] in TERMINAL):  # what waited a poll is told now
-                (validations, checkpoints), held[t["id"]] = _hold_last_step(
-                    validations, checkpoints, {e["steps_completed"] for e in old_vals + old_ckpts}
+            if not (over or t.state.ended):  # what waited a poll is told now
+                (validations, checkpoints), held[t.id] = _hold_last_step(
+                    validations, checkpoints, set(_steps(old_vals, old_ckpts))
                 )
             events = trial_events(before, t, metric, validations, checkpoints)
             for line in events:
                 click.echo(line)
-            seen[t["id"]] = t
+            seen[t.id] = t
         if over:
             click.echo(search_line(desc))
             return desc

@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Any
 
 import click
 
 from .._home import trialkit_home
+from ..rest import MasterInfo, PoolInfo
 from ._common import CLIError, exit_with_error, json_option, print_json
 from ._render import plural
 
@@ -22,16 +22,16 @@ def _duration(seconds: float) -> str:
     return f"{s // 60}m {s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
-def _status_lines(url: str, info: dict[str, Any]) -> list[str]:
-    trials = info.get("running_trials") or []
-    idle = float(info.get("idle_timeout_seconds") or 0)
+def _status_lines(url: str, info: MasterInfo) -> list[str]:
+    trials = info.running_trials
+    idle = info.idle_timeout_seconds
     return [
-        f"master running at {url} (pid {info.get('pid')})",
-        f"  version  {info.get('version')}",
-        f"  python   {info.get('python')}",
-        f"  home     {info.get('home')}",
-        f"  uptime   {_duration(float(info.get('uptime_seconds') or 0))}",
-        f"  slots    {info.get('slots')}" + (" (GPUs)" if info.get("gpus") else ""),
+        f"master running at {url} (pid {info.pid})",
+        f"  version  {info.version}",
+        f"  python   {info.python}",
+        f"  home     {info.home}",
+        f"  uptime   {_duration(info.uptime_seconds)}",
+        f"  slots    {info.slots}" + (" (GPUs)" if info.gpus else ""),
         f"  trials   {len(trials)} running"
         + (f" ({', '.join(map(str, trials))})" if trials else ""),
         f"  idle     stops after {_duration(idle)} idle"
@@ -39,23 +39,22 @@ def _status_lines(url: str, info: dict[str, Any]) -> list[str]:
         else "  idle     never stops by itself",
         *(
             f"  {'pools' if i == 0 else '':<8} {_pool_line(pool)}"
-            for i, pool in enumerate(info.get("pools") or [])
+            for i, pool in enumerate(info.pools)
         ),
     ]
 
 
-def _pool_line(pool: dict[str, Any]) -> str:
+def _pool_line(pool: PoolInfo) -> str:
     """``ray: Ray cluster at 127.0.0.2:6390, 3 nodes, 2 CPU slots`` (or the local pool's)."""
-    kind = str(pool.get("slot_type") or "cpu").upper()
-    slots = pool.get("slots")
-    size = plural(int(slots), f"{kind} slot") if slots is not None else f"{kind} slots unknown"
-    if pool.get("type") != "ray":
-        return f"{pool.get('name')}: {size} on this machine"
-    nodes = pool.get("nodes")
-    where = f"Ray cluster at {pool.get('address')}"
-    if nodes is None:
-        return f"{pool.get('name')}: {where}, not answering"
-    return f"{pool.get('name')}: {where}, {plural(int(nodes), 'node')}, {size}"
+    kind = (pool.slot_type or "cpu").upper()
+    slots = pool.slots
+    size = plural(slots, f"{kind} slot") if slots is not None else f"{kind} slots unknown"
+    if pool.type != "ray":
+        return f"{pool.name}: {size} on this machine"
+    where = f"Ray cluster at {pool.address}"
+    if pool.nodes is None:
+        return f"{pool.name}: {where}, not answering"
+    return f"{pool.name}: {where}, {plural(pool.nodes, 'node')}, {size}"
 
 
 @click.group("master")
@@ -208,11 +207,12 @@ def status(as_json: bool) -> None:
 
     home = trialkit_home()
     client = client_for(home)
-    info = dataclasses.asdict(client.master_info()) | {"url": client.url} if client else None
+    info = client.master_info() if client else None
     if as_json:
-        print_json({"running": info is not None, **(info or {"home": str(home)})})
+        fields = dataclasses.asdict(info) | {"url": client.url} if info and client else None
+        print_json({"running": info is not None, **(fields or {"home": str(home)})})
     elif info and client:
-        click.echo("\n".join(_status_lines(info["url"], info)))
+        click.echo("\n".join(_status_lines(client.url, info)))
         click.echo(f"  web UI   {client.ui_login_url()}  (one use, 2 minutes)")
     else:
         click.echo(f"no master running for {home}")

@@ -1,14 +1,26 @@
-"""Text for the CLI's views, as pure functions of the master's responses (no I/O, no rich)."""
+"""Text for the CLI's views, as pure functions of the master's typed responses (no I/O, no
+rich)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .._messages import summary_line
+from ..rest import (
+    ExperimentDescription,
+    ExperimentOut,
+    ExperimentState,
+    ExperimentSummary,
+    MetricOut,
+    TrialOut,
+    TrialState,
+)
 
-TERMINAL = frozenset({"COMPLETED", "CANCELED", "ERROR"})
+#: What the summary lines read: ``--follow``'s summary or ``describe``'s description.
+Summary = ExperimentSummary | ExperimentDescription
 
 # Columns whose values are identifiers to copy whole: never folded or cut.
 WHOLE_COLUMNS = frozenset({"uuid", "latest checkpoint", "checkpoint"})
@@ -63,6 +75,11 @@ def split_progress(values: dict[str, Any] | None) -> tuple[dict[str, Any], dict[
     return metrics, progress
 
 
+def values_of(report: MetricOut | None) -> dict[str, Any] | None:
+    """A report's values; None where there is no report (a trial that has not reported yet)."""
+    return report.values if report is not None else None
+
+
 def pick_metrics(values: dict[str, Any] | None, first: str | None) -> dict[str, Any]:
     """The metrics with the searcher metric first, without the batches/epochs/records counters."""
     metrics, _ = split_progress(values)
@@ -76,11 +93,11 @@ def plural(n: int, noun: str, nouns: str | None = None) -> str:
     return f"{n} {noun if n == 1 else nouns or noun + 's'}"
 
 
-def progress_percent(exp: dict[str, Any]) -> str:
+def progress_percent(exp: ExperimentOut) -> str:
     """``45%``: the search's progress; never 100% before the experiment ended (a trial that
     trained its full length may still validate, checkpoint and exit)."""
-    percent = float(exp.get("progress") or 0.0) * 100
-    if exp["state"] not in TERMINAL:
+    percent = float(exp.progress or 0.0) * 100
+    if not exp.state.ended:
         percent = min(percent, 99.0)
     return f"{percent:.0f}%"
 
@@ -89,46 +106,47 @@ RESTARTING = "restarting"
 """How the master's status for a trial in its restart back-off begins."""
 
 
-def _count_key(t: dict[str, Any]) -> str:
+def _count_key(t: TrialOut) -> str:
     """The trial-table state a trial is counted under in the summary."""
-    state = t["state"]
-    if state in _COUNT_KEYS:
-        return _COUNT_KEYS[state]
-    if not t.get("run_id"):
+    if t.state != TrialState.ACTIVE:
+        return _STATE_WORDS[t.state]
+    if not t.run_id:
         return "to start"
-    if t.get("pid") or t.get("slots"):  # Ray: no pid
+    if t.pid or t.slots:  # Ray: no pid
         return "running"
-    return RESTARTING if str(t.get("status") or "").startswith(RESTARTING) else "waiting"
+    return RESTARTING if (t.status or "").startswith(RESTARTING) else "waiting"
 
 
-_COUNT_KEYS = {
-    "COMPLETED": "completed",
-    "ERROR": "errored",
-    "CANCELED": "canceled",
-    "PAUSED": "paused",
+#: A trial state in the summaries' words, in the order ``experiment list`` counts them.
+_STATE_WORDS = {
+    TrialState.ACTIVE: "active",
+    TrialState.PAUSED: "paused",
+    TrialState.COMPLETED: "completed",
+    TrialState.ERROR: "errored",
+    TrialState.CANCELED: "canceled",
 }
 _COUNT_ORDER = ["running", RESTARTING, "waiting", "paused", "completed", "errored", "canceled"]
 
 
-def trial_counts(desc: dict[str, Any]) -> str:
+def trial_counts(desc: Summary) -> str:
     """``3 completed · 1 errored · 2 canceled (1 never started)``: every trial in the table
     counted once under its state, then the trials the search planned but did not create."""
-    exp, trials = desc["experiment"], desc["trials"]
+    exp, trials = desc.experiment, desc.trials
     counts: dict[str, int] = {}
     unstarted: dict[str, int] = {}
     for t in trials:
         key = _count_key(t)
         counts[key] = counts.get(key, 0) + 1
-        if not t.get("run_id") and key in ("canceled", "errored"):  # local runs have no run id
+        if not t.run_id and key in ("canceled", "errored"):  # local runs have no run id
             unstarted[key] = unstarted.get(key, 0) + 1
     parts = []
     for key in _COUNT_ORDER:
         if counts.get(key):
             never = f" ({unstarted[key]} never started)" if unstarted.get(key) else ""
             parts.append(f"{counts[key]} {key}{never}")
-    max_trials = 0 if exp.get("unmanaged") else (desc.get("searcher") or {}).get("max_trials")
+    max_trials = 0 if exp.unmanaged else desc.searcher.max_trials
     planned = max(int(max_trials or 0) - len(trials), 0)
-    if exp["state"] in TERMINAL:
+    if exp.state.ended:
         if counts.get("to start"):  # not ended with their experiment: none ever ran
             parts.append(f"{counts['to start']} never started")
         if planned:
@@ -140,47 +158,42 @@ def trial_counts(desc: dict[str, Any]) -> str:
 
 def trial_states_cell(states: dict[str, int]) -> str:
     """``3 completed, 1 running``: an experiment's trials by state, for ``experiment list``."""
-    words = {"ACTIVE": "active", "PAUSED": "paused", "COMPLETED": "completed"}
-    words.update(ERROR="errored", CANCELED="canceled")
-    shown = [f"{states[s]} {w}" for s, w in words.items() if states.get(s)]
-    shown += [f"{n} {s.lower()}" for s, n in states.items() if s not in words and n]
+    shown = [f"{states[s]} {w}" for s, w in _STATE_WORDS.items() if states.get(s)]
+    shown += [f"{n} {s.lower()}" for s, n in states.items() if s not in _STATE_WORDS and n]
     return ", ".join(shown) or "none"
 
 
-def best_line(desc: dict[str, Any]) -> str | None:
+def best_line(desc: Summary) -> str | None:
     """``best trial 3 loss=0.0123 (lr=0.01, ...), checkpoint UUID``, or None before any
     validation."""
-    best = desc.get("best_trial")
-    if not best:
+    best = desc.best_trial
+    if best is None:
         return None
-    line = f"best: trial {best['trial_id']} {best['metric']}={best['value']:.6g}"
-    if best.get("hparams"):
-        line += f" ({fmt_metrics(best['hparams'])})"
-    if best.get("checkpoint"):
-        line += f", checkpoint {best['checkpoint']}"
+    line = f"best: trial {best.trial_id} {best.metric}={best.value:.6g}"
+    if best.hparams:
+        line += f" ({fmt_metrics(best.hparams)})"
+    if best.checkpoint:
+        line += f", checkpoint {best.checkpoint}"
     return line
 
 
-def search_line(desc: dict[str, Any], with_best: bool = True) -> str:
+def search_line(desc: Summary, with_best: bool = True) -> str:
     """``random 45% · 2 running · 5 completed · best trial 3 loss=0.0123``."""
-    exp = desc["experiment"]
-    s = desc.get("searcher") or {}
-    parts = [f"{s.get('name') or 'search'} {progress_percent(exp)}"]
+    parts = [f"{desc.searcher.name or 'search'} {progress_percent(desc.experiment)}"]
     parts.append(trial_counts(desc))
-    best = desc.get("best_trial")
-    if best and with_best:
-        parts.append(f"best trial {best['trial_id']} {best['metric']}={best['value']:.6g}")
+    best = desc.best_trial
+    if best is not None and with_best:
+        parts.append(f"best trial {best.trial_id} {best.metric}={best.value:.6g}")
     return " · ".join(parts)
 
 
-def failure_reason(desc: dict[str, Any]) -> str | None:
+def failure_reason(desc: Summary) -> str | None:
     """Why an experiment failed: its own error, else the first errored trial's."""
-    exp = desc["experiment"]
-    if exp.get("error"):
-        return str(exp["error"])
-    for t in desc["trials"]:
-        if t["state"] == "ERROR" and t.get("error"):
-            return f"trial {t['id']} failed: {first_line(t['error'])}"
+    if desc.experiment.error:
+        return desc.experiment.error
+    for t in desc.trials:
+        if t.state == TrialState.ERROR and t.error:
+            return f"trial {t.id} failed: {first_line(t.error)}"
     return None
 
 
@@ -195,15 +208,15 @@ def logs_hint(trial_id: int) -> str:
     return f"(full output: trialkit t logs {trial_id})"
 
 
-def _first_errored(desc: dict[str, Any]) -> int | None:
-    return next((t["id"] for t in desc["trials"] if t["state"] == "ERROR"), None)
+def _first_errored(desc: Summary) -> int | None:
+    return next((t.id for t in desc.trials if t.state == TrialState.ERROR), None)
 
 
-def ended_line(experiment_id: int, desc: dict[str, Any]) -> str:
+def ended_line(experiment_id: int, desc: Summary) -> str:
     """``experiment 3 ended ERROR: trial 2 failed: ValueError: boom (full output: trialkit t
     logs 2)``."""
-    state = desc["experiment"]["state"]
-    reason = failure_reason(desc) if state != "COMPLETED" else None
+    state = desc.experiment.state
+    reason = failure_reason(desc) if state != ExperimentState.COMPLETED else None
     errored = _first_errored(desc) if reason else None
     hint = f" {logs_hint(errored)}" if errored is not None else ""
     return f"experiment {experiment_id} ended {state}" + (
@@ -211,91 +224,99 @@ def ended_line(experiment_id: int, desc: dict[str, Any]) -> str:
     )
 
 
-def trial_state(t: dict[str, Any], restarts: bool = False) -> str:
+def trial_state(t: TrialOut, restarts: bool = False) -> str:
     """A trial's state, with what it is doing while it runs (``ACTIVE (validating)``) and,
     with ``restarts``, how often it restarted."""
-    state = str(t["state"])
-    notes = [str(t["status"])] if state not in TERMINAL and t.get("status") else []
-    if restarts and t.get("restarts") and not str(t.get("status") or "").startswith(RESTARTING):
-        notes.append(plural(int(t["restarts"]), "restart"))
-    return f"{state} ({', '.join(notes)})" if notes else state
+    notes = [t.status] if not t.state.ended and t.status else []
+    if restarts and t.restarts and not (t.status or "").startswith(RESTARTING):
+        notes.append(plural(t.restarts, "restart"))
+    return f"{t.state} ({', '.join(notes)})" if notes else str(t.state)
 
 
-def searcher_line(desc: dict[str, Any]) -> str:
+def searcher_line(desc: Summary) -> str:
     """``searcher: random, metric validation_loss (smaller is better), at most 16 trials``."""
-    s = desc.get("searcher") or {}
-    text = f"searcher: {s.get('name') or '?'}"
-    if s.get("metric"):
-        better = "smaller" if s.get("smaller_is_better", True) else "larger"
-        text += f", metric {s['metric']} ({better} is better)"
-    if s.get("max_trials"):
-        n = int(s["max_trials"])
-        text += f", at most {plural(n, 'trial')}"
+    s = desc.searcher
+    text = f"searcher: {s.name or '?'}"
+    if s.metric:
+        better = "smaller" if s.smaller_is_better else "larger"
+        text += f", metric {s.metric} ({better} is better)"
+    if s.max_trials:
+        text += f", at most {plural(s.max_trials, 'trial')}"
     return text
 
 
-def _run_events(prev: dict[str, Any], now: dict[str, Any]) -> list[str]:
+def _run_events(prev: TrialOut | None, now: TrialOut) -> list[str]:
     """Runs that started, and runs that failed and will be restarted, in run order. Run N's
     failure is counted (``restarts`` = N) when it exits, before run N + 1 starts."""
-    started = range((prev.get("run_id") or 0) + 1, (now.get("run_id") or 0) + 1)
-    failed = range((prev.get("restarts") or 0) + 1, (now.get("restarts") or 0) + 1)
-    hparams = fmt_metrics(now["hparams"]) or "no hparams"
-    reason = first_line(now.get("error") or "") or "no reason recorded"
+    started = range((prev.run_id if prev else 0) + 1, now.run_id + 1)
+    failed = range((prev.restarts if prev else 0) + 1, now.restarts + 1)
+    hparams = fmt_metrics(now.hparams) or "no hparams"
+    reason = first_line(now.error or "") or "no reason recorded"
     lines = []
     for run in sorted(set(started) | set(failed)):
         if run in started:
             again = f" (restart {run - 1})" if run > 1 else ""
-            lines.append(f"trial {now['id']} started{again}: {hparams}")
+            lines.append(f"trial {now.id} started{again}: {hparams}")
         if run in failed:
-            lines.append(f"trial {now['id']} failed, restarting: {reason}")
+            lines.append(f"trial {now.id} failed, restarting: {reason}")
     return lines
 
 
-def validation_changed(before: dict[str, Any] | None, now: dict[str, Any]) -> bool:
+def validation_changed(before: TrialOut | None, now: TrialOut) -> bool:
     """Whether a trial reported a validation between two describe responses."""
-    val, old_val = now.get("latest_validation") or {}, (before or {}).get("latest_validation") or {}
-    return bool(val) and (val.get("steps_completed"), val.get("reported_at")) != (
-        old_val.get("steps_completed"),
-        old_val.get("reported_at"),
+    val, old = now.latest_validation, before.latest_validation if before else None
+    return val is not None and (
+        old is None
+        or (val.steps_completed, val.reported_at) != (old.steps_completed, old.reported_at)
     )
 
 
-def checkpoint_changed(before: dict[str, Any] | None, now: dict[str, Any]) -> bool:
+def checkpoint_changed(before: TrialOut | None, now: TrialOut) -> bool:
     """Whether a trial registered a checkpoint between two describe responses."""
-    ckpt = now.get("latest_checkpoint")
-    return bool(ckpt) and ckpt != (before or {}).get("latest_checkpoint")
+    ckpt = now.latest_checkpoint
+    return bool(ckpt) and ckpt != (before.latest_checkpoint if before else None)
+
+
+@dataclass(frozen=True)
+class StepCheckpoint:
+    """A checkpoint as following tells it: its UUID, its step (None: not known) and the
+    training metrics reported at that step (None: none known)."""
+
+    uuid: str
+    steps_completed: int | None
+    values: dict[str, Any] | None = None
 
 
 def trial_events(
-    before: dict[str, Any] | None,
-    now: dict[str, Any],
+    before: TrialOut | None,
+    now: TrialOut,
     metric: str | None,
-    validations: Sequence[dict[str, Any]] | None = None,
-    checkpoints: Sequence[dict[str, Any]] | None = None,
+    validations: Sequence[MetricOut] | None = None,
+    checkpoints: Sequence[StepCheckpoint] | None = None,
 ) -> list[str]:
     """One line per thing that happened to a trial between two describe responses.
-    ``validations`` / ``checkpoints`` (``uuid`` and ``steps_completed``): every one reported
-    since ``before``, oldest first, where the caller fetched them; else only the latest of each
-    is told. A step's validation and checkpoint share one line, and steps are told in order."""
-    tid, prev = now["id"], before or {}
+    ``validations`` / ``checkpoints``: every one reported since ``before``, oldest first, where
+    the caller fetched them; else only the latest of each is told. A step's validation and
+    checkpoint share one line, and steps are told in order."""
+    tid = now.id
     lines: list[str] = []
-    lines += _run_events(prev, now)
+    lines += _run_events(before, now)
     if validations is None:
-        validations = [now["latest_validation"]] if validation_changed(before, now) else []
+        latest = now.latest_validation
+        validations = [latest] if latest is not None and validation_changed(before, now) else []
     if checkpoints is None:
+        ckpt = now.latest_checkpoint
         checkpoints = (
-            [{"uuid": now["latest_checkpoint"], "steps_completed": None}]
-            if checkpoint_changed(before, now)
-            else []
+            [StepCheckpoint(ckpt, None)] if ckpt and checkpoint_changed(before, now) else []
         )
     lines += [f"trial {tid} {text}" for text in _step_events(validations, checkpoints, metric)]
-    if now["state"] in TERMINAL and now["state"] != prev.get("state"):
-        if now["state"] == "ERROR":
-            reason = first_line(now.get("error") or "") or "no reason recorded"
+    if now.state.ended and now.state != (before.state if before else None):
+        if now.state == TrialState.ERROR:
+            reason = first_line(now.error or "") or "no reason recorded"
             lines.append(f"trial {tid} failed: {reason} {logs_hint(tid)}")
-        elif now["state"] == "COMPLETED":
+        elif now.state == TrialState.COMPLETED:
             lines.append(f"trial {tid} completed")
-        elif now.get("run_id"):
+        elif now.run_id:
             lines.append(f"trial {tid} canceled")
     return lines
 
@@ -309,23 +330,23 @@ SHORT_UUID = 8
 
 
 def _step_events(
-    validations: Sequence[dict[str, Any]],
-    checkpoints: Sequence[dict[str, Any]],
+    validations: Sequence[MetricOut],
+    checkpoints: Sequence[StepCheckpoint],
     metric: str | None,
 ) -> list[str]:
     """Per step, in step order: its validation's metrics and its checkpoint's short UUID on one
     line (a validation and a checkpoint of the same step used to be two lines, out of order)."""
     by_step: dict[int | None, dict[str, list[str]]] = {}
     for val in validations:
-        shown = fmt_metrics(pick_metrics(val.get("values"), metric))
-        by_step.setdefault(val.get("steps_completed"), {"val": [], "ckpt": []})["val"].append(shown)
+        shown = fmt_metrics(pick_metrics(val.values, metric))
+        by_step.setdefault(val.steps_completed, {"val": [], "ckpt": []})["val"].append(shown)
     trained: dict[int | None, str] = {}  # a checkpoint's step's training metrics
     for ckpt in checkpoints:
-        step = ckpt.get("steps_completed")
-        short = str(ckpt["uuid"])[:SHORT_UUID]
+        step = ckpt.steps_completed
+        short = ckpt.uuid[:SHORT_UUID]
         by_step.setdefault(step, {"val": [], "ckpt": []})["ckpt"].append(short)
-        if ckpt.get("values"):
-            trained[step] = fmt_metrics(pick_metrics(ckpt["values"], None))
+        if ckpt.values:
+            trained[step] = fmt_metrics(pick_metrics(ckpt.values, None))
     lines = []
     for step in sorted(by_step, key=lambda s: float("inf") if s is None else s):
         vals, ckpts = by_step[step]["val"], by_step[step]["ckpt"]

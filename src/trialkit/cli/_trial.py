@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Sequence
 
 import click
 
+from ..rest import BatchMetricsOut, MetricOut
 from ._common import experiment_client, get_client, json_option, print_json, print_table
-from ._follow import color_option, follow_logs, tail_option
-from ._render import TERMINAL, fmt_metrics, split_progress, terminal_text, trial_state
+from ._follow import color_option, ctrl_c_stops_following, follow_logs, tail_option
+from ._render import fmt_metrics, split_progress, terminal_text, trial_state
 
 
 @click.group("trial")
@@ -23,18 +24,18 @@ def trial() -> None:
 def list_(experiment_ref: str, as_json: bool) -> None:
     """List an experiment's trials (experiment id or name)."""
     client, experiment_id = experiment_client(experiment_ref)
-    trials = [dataclasses.asdict(t) for t in client.list_trials(experiment_id).trials]
+    trials = client.list_trials(experiment_id).trials
     if as_json:
         print_json(trials)
         return
     rows = [
         (
-            t["id"],
+            t.id,
             trial_state(t),
-            t["restarts"],
-            fmt_metrics(t["hparams"]),
-            t["best_validation"],
-            t.get("latest_checkpoint") or "",
+            t.restarts,
+            fmt_metrics(t.hparams),
+            t.best_validation,
+            t.latest_checkpoint or "",
         )
         for t in trials
     ]
@@ -57,37 +58,36 @@ def list_(experiment_ref: str, as_json: bool) -> None:
 def describe(trial_id: int, with_metrics: bool, as_json: bool) -> None:
     """Show a trial with its validations and checkpoints."""
     client = get_client()
-    desc = dataclasses.asdict(client.describe_trial(trial_id))
-    if with_metrics:
-        desc["training_metrics"] = [
-            dataclasses.asdict(m) for m in client.trial_metrics(trial_id, group="training").metrics
-        ]
-        desc["batch_metrics"] = [
-            dataclasses.asdict(b) for b in client.trial_batch_metrics(trial_id).reports
-        ]
+    desc = client.describe_trial(trial_id)
+    training = client.trial_metrics(trial_id, group="training").metrics if with_metrics else []
+    batches = client.trial_batch_metrics(trial_id).reports if with_metrics else []
     if as_json:
-        print_json(desc)
+        out = dataclasses.asdict(desc)
+        if with_metrics:
+            out["training_metrics"] = [dataclasses.asdict(m) for m in training]
+            out["batch_metrics"] = [dataclasses.asdict(b) for b in batches]
+        print_json(out)
         return
-    t = desc["trial"]
+    t = desc.trial
     click.echo(
-        f"trial {t['id']} of experiment {t['experiment_id']}: {trial_state(t)},"
-        f" restarts {t['restarts']}, seed {t['seed']}"
+        f"trial {t.id} of experiment {t.experiment_id}: {trial_state(t)},"
+        f" restarts {t.restarts}, seed {t.seed}"
     )
-    if t["hparams"]:
-        click.echo(f"hparams: {fmt_metrics(t['hparams'])}")
-    if t.get("error"):
-        click.echo(f"error: {terminal_text(t['error'])}")
-    _show_reports("validations", desc["validation_metrics"])
-    crow = [(c["uuid"], c["steps_completed"], c["state"]) for c in desc["checkpoints"]]
+    if t.hparams:
+        click.echo(f"hparams: {fmt_metrics(t.hparams)}")
+    if t.error:
+        click.echo(f"error: {terminal_text(t.error)}")
+    _show_reports("validations", desc.validation_metrics)
+    crow = [(c.uuid, c.steps_completed, c.state) for c in desc.checkpoints]
     print_table("checkpoints", ["uuid", "steps", "state"], crow)
     if with_metrics:
-        _show_training(desc["training_metrics"], desc["batch_metrics"])
+        _show_training(training, batches)
 
 
-def _show_reports(title: str, reports: list[dict[str, Any]]) -> None:
+def _show_reports(title: str, reports: Sequence[MetricOut]) -> None:
     """One row per report: its metrics, then how far training got (batches, epochs, records)
     in a column of its own, since those counters are progress, not metrics."""
-    split = [(m["steps_completed"], *split_progress(m["values"])) for m in reports]
+    split = [(m.steps_completed, *split_progress(m.values)) for m in reports]
     if any(progress for _, _, progress in split):
         rows = [(s, fmt_metrics(m), fmt_metrics(p)) for s, m, p in split]
         print_table(title, ["steps", "metrics", "progress"], rows)
@@ -95,13 +95,13 @@ def _show_reports(title: str, reports: list[dict[str, Any]]) -> None:
         print_table(title, ["steps", "metrics"], [(s, fmt_metrics(m)) for s, m, _ in split])
 
 
-def _show_training(reports: list[dict[str, Any]], batches: list[dict[str, Any]]) -> None:
+def _show_training(reports: Sequence[MetricOut], batches: Sequence[BatchMetricsOut]) -> None:
     """The training reports, then one row per batch of those that carried batch metrics."""
     _show_reports("training", reports)
     brows = [
-        (b["steps_completed"], i, fmt_metrics(values))
+        (b.steps_completed, i, fmt_metrics(values))
         for b in batches
-        for i, values in enumerate(b["batch_metrics"])
+        for i, values in enumerate(b.batch_metrics)
     ]
     print_table("batch metrics", ["steps", "index", "metrics"], brows)
 
@@ -117,15 +117,16 @@ def logs(trial_id: int, follow: bool, tail: int | None, color: bool) -> None:
 
     def finished() -> bool:
         resp = client.trial_logs(trial_id, limit=0)
-        return resp.trial_state in TERMINAL and not resp.running
+        return resp.trial_state.ended and not resp.running
 
     client.describe_trial(trial_id)  # a clear error for a trial that does not exist
-    follow_logs(
-        client,
-        lambda: [trial_id],
-        follow=follow,
-        prefix=False,
-        finished=finished,
-        tail=tail,
-        color=color,
-    )
+    with ctrl_c_stops_following():
+        follow_logs(
+            client,
+            lambda: [trial_id],
+            follow=follow,
+            prefix=False,
+            finished=finished,
+            tail=tail,
+            color=color,
+        )

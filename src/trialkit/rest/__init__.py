@@ -54,6 +54,7 @@ from ._models import (
     TrialOut,
     UuidList,
 )
+from ._states import ExperimentState, TrialState
 
 __all__ = [
     "MAX_METRIC_NAME",
@@ -74,6 +75,7 @@ __all__ = [
     "ExperimentDescription",
     "ExperimentList",
     "ExperimentOut",
+    "ExperimentState",
     "ExperimentReply",
     "ExperimentSummary",
     "Health",
@@ -95,6 +97,7 @@ __all__ = [
     "TrialList",
     "TrialLogs",
     "TrialOut",
+    "TrialState",
     "UuidList",
     "ExperimentEvent",
     "ExperimentsEvent",

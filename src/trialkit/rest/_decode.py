@@ -1,10 +1,11 @@
 """Build the response dataclasses from decoded JSON, without pydantic (the client stays light):
-fields are read by their type hints; keys the model does not know are ignored, so an older
-client reads a newer master's answers."""
+fields are read by their type hints (a state string becomes its enum member); keys the model
+does not know are ignored, so an older client reads a newer master's answers."""
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import types
 import typing
@@ -51,6 +52,8 @@ def _value(tp: Any, data: Any, where: str) -> Any:
             elif required:
                 raise ResponseError(f"{where}.{name}: missing")
         return tp(**kwargs)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return _member(tp, data, where)
     origin = typing.get_origin(tp)
     if origin in (types.UnionType, typing.Union):
         if data is None:
@@ -67,3 +70,12 @@ def _value(tp: Any, data: Any, where: str) -> Any:
     if origin is dict and not isinstance(data, dict):
         raise ResponseError(f"{where}: expected an object, got {type(data).__name__}")
     return data
+
+
+def _member(tp: type[enum.Enum], data: Any, where: str) -> enum.Enum:
+    """``data`` as the member of ``tp`` whose value it is."""
+    try:
+        return tp(data)
+    except ValueError:
+        known = ", ".join(str(m.value) for m in tp)
+        raise ResponseError(f"{where}: {data!r} is not a {tp.__name__} ({known})") from None

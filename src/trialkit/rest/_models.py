@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._states import ExperimentState, TrialState
+
 
 @dataclass(frozen=True)
 class Health:
@@ -61,7 +63,7 @@ class ExperimentOut:
     description: str | None
     labels: list[str]
     config: dict[str, Any]
-    state: str
+    state: ExperimentState
     archived: bool
     unmanaged: bool
     progress: float
@@ -70,7 +72,8 @@ class ExperimentOut:
     ended_at: float | None
     #: The interpreter the trials run with (None: the master's, for older experiments).
     python: str | None
-    #: How many of its trials are in each state (``{"COMPLETED": 3, "ACTIVE": 1}``); filled in
+    #: How many of its trials are in each state (``{"COMPLETED": 3, "ACTIVE": 1}``, keyed by
+    #: ``TrialState`` values); filled in
     #: by the experiment list only.
     trial_states: dict[str, int] = field(default_factory=dict)
 
@@ -110,7 +113,7 @@ class TrialOut:
     request_id: str
     hparams: dict[str, Any]
     seed: int
-    state: str
+    state: TrialState
     restarts: int
     run_id: int
     op_length: int | None
@@ -243,7 +246,7 @@ class LogLineOut:
 @dataclass(frozen=True)
 class TrialLogs:
     logs: list[LogLineOut]
-    trial_state: str
+    trial_state: TrialState
     running: bool
     #: The page stopped short of the end of the log (its line or size limit): ask again after
     #: its last line.

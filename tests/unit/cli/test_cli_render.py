@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import re
 import uuid
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from trialkit.cli._common import print_table
 from trialkit.cli._render import (
+    StepCheckpoint,
     ended_line,
     fmt_metrics,
     plural,
@@ -18,6 +20,17 @@ from trialkit.cli._render import (
     trial_counts,
     trial_events,
     trial_state,
+)
+from trialkit.rest import (
+    BestTrial,
+    ExperimentDescription,
+    ExperimentOut,
+    ExperimentState,
+    MetricOut,
+    PoolInfo,
+    SearcherSummary,
+    TrialOut,
+    TrialState,
 )
 
 HPARAMS = {
@@ -30,28 +43,78 @@ HPARAMS = {
 }
 
 
-def _trial(tid: int, state: str, run_id: int = 1, **extra: Any) -> dict[str, Any]:
-    return {
+def _trial(tid: int, state: str, run_id: int = 1, **extra: Any) -> TrialOut:
+    fields: dict[str, Any] = {
         "id": tid,
-        "state": state,
-        "run_id": run_id,
-        "restarts": 0,
+        "experiment_id": 3,
+        "request_id": f"r{tid}",
         "hparams": dict(HPARAMS),
-        "pid": None,
+        "seed": tid,
+        "state": TrialState(state),
+        "restarts": 0,
+        "run_id": run_id,
+        "op_length": 1,
+        "op_complete": False,
+        "closed": False,
+        "stop_requested": False,
+        "acked_run_id": None,
+        "early_exit": None,
+        "progress": None,
         "status": None,
         "error": None,
-        **extra,
+        "pid": None,
+        "pid_started": None,
+        "log_offset": 0,
+        "slots": [],
+        "created_at": 1.0,
+        "ended_at": None,
+        "latest_training": None,
+        "latest_validation": None,
+        "best_validation": None,
+        "latest_checkpoint": None,
     }
+    return TrialOut(**(fields | extra))
 
 
-def _desc(state: str, trials: list[dict[str, Any]], max_trials: int = 4, **exp: Any) -> dict:
-    return {
-        "experiment": {"id": 3, "name": "mnist", "state": state, "progress": 0.5, **exp},
-        "trials": trials,
-        "searcher": {"name": "random", "metric": "loss", "max_trials": max_trials},
-        "best_trial": None,
-        "checkpoints": [],
+def _desc(
+    state: str, trials: list[TrialOut], max_trials: int = 4, **exp: Any
+) -> ExperimentDescription:
+    experiment: dict[str, Any] = {
+        "id": 3,
+        "name": "mnist",
+        "description": None,
+        "labels": [],
+        "config": {},
+        "state": ExperimentState(state),
+        "archived": False,
+        "unmanaged": False,
+        "progress": 0.5,
+        "error": None,
+        "created_at": 1.0,
+        "ended_at": None,
+        "python": None,
     }
+    searcher = SearcherSummary(
+        name="random",
+        metric="loss",
+        smaller_is_better=True,
+        generation="0.38",
+        max_trials=max_trials,
+        progress=0.5,
+        trials=len(trials),
+        trial_states={},
+    )
+    return ExperimentDescription(
+        experiment=ExperimentOut(**(experiment | exp)),
+        trials=trials,
+        checkpoints=[],
+        best_trial=None,
+        searcher=searcher,
+    )
+
+
+def _validation(steps: int, reported_at: float, values: dict[str, Any]) -> MetricOut:
+    return MetricOut(1, 1, "validation", steps, values, reported_at)
 
 
 def test_fmt_metrics_keeps_every_entry() -> None:
@@ -161,9 +224,9 @@ def _counted(summary: str) -> dict[str, int]:
     return {what: int(n) for n, what in parts}
 
 
-def _table_states(desc: dict[str, Any]) -> dict[str, int]:
+def _table_states(desc: ExperimentDescription) -> dict[str, int]:
     names = {"COMPLETED": "completed", "ERROR": "errored", "CANCELED": "canceled"}
-    states = [names.get(trial_state(t).split(" ")[0], "?") for t in desc["trials"]]
+    states = [names.get(trial_state(t).split(" ")[0], "?") for t in desc.trials]
     return {s: states.count(s) for s in set(states)}
 
 
@@ -209,7 +272,7 @@ def test_plurals() -> None:
 
     assert searcher_line(_desc("ACTIVE", [], max_trials=1)).endswith("at most 1 trial")
     assert plural(1, "checkpoint") == "1 checkpoint" and plural(2, "slot") == "2 slots"
-    pool = {"name": "default", "type": "local", "slots": 1, "slot_type": "cpu"}
+    pool = PoolInfo(name="default", type="local", slots=1, slot_type="cpu")
     assert _pool_line(pool) == "default: 1 CPU slot on this machine"
     assert deleted_summary(1, 1, 0) == "1 checkpoint deleted, 1 byte freed"
 
@@ -236,12 +299,12 @@ def test_ended_line_gives_the_reason() -> None:
 
 def test_events_one_line_each() -> None:
     started = _trial(1, "ACTIVE", pid=7)
-    validated = {
-        **started,
-        "latest_validation": {"steps_completed": 100, "reported_at": 1.0, "values": {"loss": 0.5}},
-        "latest_checkpoint": "abc",
-    }
-    failed = {**validated, "state": "ERROR", "error": "RuntimeError: nan loss"}
+    validated = replace(
+        started,
+        latest_validation=_validation(100, 1.0, {"loss": 0.5}),
+        latest_checkpoint="abc",
+    )
+    failed = replace(validated, state=TrialState.ERROR, error="RuntimeError: nan loss")
     assert trial_events(None, started, "loss")[0].startswith("trial 1 started: learning_rate=")
     assert trial_events(started, validated, "loss") == [
         "trial 1 validation at step 100: loss=0.5",
@@ -255,9 +318,9 @@ def test_events_one_line_each() -> None:
 
 def test_events_of_a_restart_name_the_failed_run_and_count_from_the_first() -> None:
     # The master counts the restart when run 1 exits, before run 2 starts (after a back-off).
-    run1 = {**_trial(1, "ACTIVE", pid=7), "run_id": 1, "restarts": 0}
-    run1_failed = {**run1, "restarts": 1, "pid": None, "error": "OSError: disk\nlast lines"}
-    run2 = {**run1_failed, "run_id": 2, "pid": 8}
+    run1 = replace(_trial(1, "ACTIVE", pid=7), run_id=1, restarts=0)
+    run1_failed = replace(run1, restarts=1, pid=None, error="OSError: disk\nlast lines")
+    run2 = replace(run1_failed, run_id=2, pid=8)
     first_seen = trial_events(None, run1_failed, None)
     assert first_seen[0].startswith("trial 1 started: ")
     assert first_seen[1] == "trial 1 failed, restarting: OSError: disk"
@@ -278,16 +341,18 @@ def test_best_trial_is_told_by_its_keys_not_by_dict_order() -> None:
     from trialkit.cli._render import best_line
 
     # ``hparams`` first and a metric named like a field: nothing is recovered by position.
-    best = {"hparams": {"lr": 0.1}, "value": 0.0123, "metric": "trial_id", "trial_id": 2}
+    best = BestTrial(hparams={"lr": 0.1}, value=0.0123, metric="trial_id", trial_id=2)
     trials = [_trial(2, "COMPLETED", latest_checkpoint="abc")]
-    desc = _desc("COMPLETED", trials, max_trials=1) | {"best_trial": best | {"checkpoint": "abc"}}
+    desc = replace(
+        _desc("COMPLETED", trials, max_trials=1), best_trial=replace(best, checkpoint="abc")
+    )
     assert search_line(desc).endswith("best trial 2 trial_id=0.0123")
     assert best_line(desc) == "best: trial 2 trial_id=0.0123 (lr=0.1), checkpoint abc"
 
 
 def test_a_trial_error_is_told_without_its_control_characters() -> None:
     started = _trial(2, "ACTIVE", pid=7)
-    failed = {**started, "state": "ERROR", "error": "\x1b[2J\x07boom\x18\nmore"}
+    failed = replace(started, state=TrialState.ERROR, error="\x1b[2J\x07boom\x18\nmore")
     assert trial_events(started, failed, None) == [
         "trial 2 failed: boom (full output: trialkit t logs 2)"
     ]
@@ -296,7 +361,7 @@ def test_a_trial_error_is_told_without_its_control_characters() -> None:
 def test_a_multi_line_error_is_told_with_its_cause() -> None:
     error = "ValueError: in user code:\n\n    File x.py, line 3\n    ValueError: Input 0 is bad\n"
     started = _trial(2, "ACTIVE", pid=7)
-    failed = {**started, "state": "ERROR", "error": error}
+    failed = replace(started, state=TrialState.ERROR, error=error)
     assert trial_events(started, failed, None) == [
         "trial 2 failed: ValueError: in user code: … ValueError: Input 0 is bad"
         " (full output: trialkit t logs 2)"
@@ -307,16 +372,16 @@ def test_following_groups_a_checkpoint_with_its_step_in_step_order() -> None:
     from trialkit.cli._follow import _hold_last_step
 
     started = _trial(1, "ACTIVE", pid=7)
-    val = {"steps_completed": 100, "reported_at": 2.0, "values": {"loss": 0.5}}
-    at_75 = {"uuid": "75757575-aaaa-bbbb-cccc-dddddddddddd", "steps_completed": 75}
-    at_100 = {"uuid": "10010010-aaaa-bbbb-cccc-dddddddddddd", "steps_completed": 100}
+    val = _validation(100, 2.0, {"loss": 0.5})
+    at_75 = StepCheckpoint("75757575-aaaa-bbbb-cccc-dddddddddddd", 75)
+    at_100 = StepCheckpoint("10010010-aaaa-bbbb-cccc-dddddddddddd", 100)
     # the step-75 checkpoint is told before the step-100 validation, which carries its own
     assert trial_events(started, started, "loss", [val], [at_75, at_100]) == [
         "trial 1 checkpoint 75757575 at step 75",
         "trial 1 validation at step 100: loss=0.5, checkpoint 10010010",
     ]
     # a checkpoint's line carries the training metrics reported at its step
-    trained_75 = {**at_75, "values": {"x": 7}}
+    trained_75 = replace(at_75, values={"x": 7})
     assert trial_events(started, started, "loss", [], [trained_75]) == [
         "trial 1 step 75: x=7, checkpoint 75757575"
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -10,10 +11,12 @@ import pytest
 from trialkit.rest import (
     BestTrial,
     ExperimentDescription,
+    ExperimentState,
     MetricsStored,
     ResponseError,
     SearcherOperation,
     TrialLogs,
+    TrialState,
     decode,
 )
 
@@ -40,6 +43,24 @@ def test_a_wrong_shape_names_the_field() -> None:
         decode(TrialLogs, {"logs": [3], "trial_state": "ACTIVE", "running": True})
     with pytest.raises(ResponseError, match=r"response\.experiment: missing"):
         decode(ExperimentDescription, {"trials": []})
+
+
+def test_states_are_the_contracts_enums_and_still_read_and_print_as_their_strings() -> None:
+    logs = decode(TrialLogs, {"logs": [], "trial_state": "COMPLETED", "running": False})
+    assert logs.trial_state is TrialState.COMPLETED and logs.trial_state.ended
+    assert logs.trial_state == "COMPLETED" and f"{logs.trial_state}|{logs.trial_state:>10}" == (
+        "COMPLETED| COMPLETED"
+    )
+    assert not TrialState.ACTIVE.ended and not ExperimentState.STOPPING_ERROR.ended
+    assert ExperimentState.CANCELED.ended
+    assert json.dumps({"state": TrialState.ERROR}, indent=2) == '{\n  "state": "ERROR"\n}'
+
+
+def test_an_unknown_state_names_the_field_and_the_known_states() -> None:
+    with pytest.raises(
+        ResponseError, match=r"response\.trial_state: 'RUNNING' is not a TrialState"
+    ):
+        decode(TrialLogs, {"logs": [], "trial_state": "RUNNING", "running": True})
 
 
 def test_the_client_side_imports_no_pydantic_fastapi_or_store() -> None:

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response
 from pydantic import TypeAdapter
 
-from ...rest import TrialLogs, routes
+from ...rest import TrialLogs, TrialState, routes
 from ._schemas import QueryCount, TrialId
 from ._services import AUTH, Svc
 from ._views import log_line_out
@@ -42,7 +42,7 @@ def trial_logs(
     full = len(logs) >= limit or sum(len(ln.line) for ln in logs) >= LOG_PAGE_CHARS
     reply = TrialLogs(
         logs=[log_line_out(ln) for ln in logs],
-        trial_state=trial.state.value,
+        trial_state=TrialState(trial.state.value),
         running=services.engine.has_process(trial_id),
         more=limit > 0 and full,
     )

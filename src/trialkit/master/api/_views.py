@@ -21,6 +21,7 @@ from ...rest import (
     ExperimentDescription,
     ExperimentOut,
     ExperimentRungs,
+    ExperimentState,
     ExperimentSummary,
     LogLineOut,
     MetricOut,
@@ -28,6 +29,7 @@ from ...rest import (
     RungTrial,
     SearcherSummary,
     TrialOut,
+    TrialState,
 )
 from ...searcher import BracketState, asha_rungs
 from ...store import (
@@ -102,7 +104,7 @@ def experiment_out(exp: Experiment, *, trial_states: dict[str, int] | None = Non
         description=exp.description,
         labels=exp.labels,
         config=exp.config,
-        state=exp.state.value,
+        state=ExperimentState(exp.state.value),
         archived=exp.archived,
         unmanaged=exp.unmanaged,
         progress=exp.progress,
@@ -168,7 +170,7 @@ def trial_out(view: TrialView) -> TrialOut:
         request_id=t.request_id,
         hparams=t.hparams,
         seed=t.seed,
-        state=t.state.value,
+        state=TrialState(t.state.value),
         restarts=t.restarts,
         run_id=t.run_id,
         op_length=facts.op_length,
