@@ -23,6 +23,7 @@ export function lineChart(el, { title, xLabel = "steps", yLabel = "" } = {}) {
       plot = null;
       labels = "";
       el.dataset.points = "0";
+      el.dataset.series = "0";
       el.replaceChildren(title ? h("div", { class: "u-title" }, title) : "", h("p", { class: "muted no-data" }, empty));
       return;
     }
@@ -32,6 +33,7 @@ export function lineChart(el, { title, xLabel = "steps", yLabel = "" } = {}) {
     const key = series.map((s) => s.label).join("\u0000");
     // How many points are drawn: what tests and the benchmark wait on.
     el.dataset.points = String(series.reduce((n, s) => n + s.steps.length, 0));
+    el.dataset.series = String(series.filter((s) => s.steps.length).length);
     if (plot && key === labels) { plot.setData(data); return; }
     plot?.destroy();
     labels = key;

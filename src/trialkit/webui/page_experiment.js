@@ -1,7 +1,9 @@
 // One experiment: actions, the searcher metric per trial, HP vs metric, rungs, trials, config.
 import { get, loadOnFirstEvent, post } from "./api.js";
 import { lineChart, scatterChart } from "./charts.js";
-import { dataTable, fmtNum, fmtProgress, h, isProgress, progressBar, stateBadge, tensorboardLinks } from "./util.js";
+import {
+  compareHash, dataTable, fmtNum, fmtProgress, h, isProgress, pickColumn, progressBar, stateBadge, tensorboardLinks,
+} from "./util.js";
 
 const TERMINAL = new Set(["COMPLETED", "CANCELED", "ERROR", "DELETED"]);
 
@@ -36,12 +38,15 @@ export async function experimentPage(main, id) {
   let metricName = "";
 
   const trialsTable = dataTable([], { onRow: (t) => { location.hash = `#/trials/${t.id}`; } });
+  const picked = new Set(); // trials ticked for the compare page
+  const compare = h("button", { id: "btn-compare-trials", disabled: true, title: "the trials ticked, in one chart",
+    onclick: () => { location.hash = compareHash({ trials: picked }); } }, "Compare");
   const chart = lineChart(chartEl, { title: "searcher metric per trial" });
 
   main.replaceChildren(header,
     h("div", { class: "grid" }, chartEl,
       h("div", { class: "card" }, h("div", { class: "toolbar" }, "hyperparameter ", hpSelect), scatterEl)),
-    h("h2", {}, "Trials"), h("div", { id: "trials" }, trialsTable.el),
+    h("h2", {}, "Trials ", compare), h("div", { id: "trials" }, trialsTable.el),
     h("h2", {}, "Rungs"), rungsEl,
     h("h2", {}, "Config"), configEl);
 
@@ -80,6 +85,7 @@ export async function experimentPage(main, id) {
       [t.latest_training, t.latest_validation].filter(Boolean).sort((a, b) => b.steps_completed - a.steps_completed)[0]?.values);
     const scalar = (v) => (v !== null && typeof v === "object" ? JSON.stringify(v) : v);
     const cols = [
+      pickColumn(picked, () => { compare.disabled = !picked.size; }),
       { key: "id", label: "Trial", value: (t) => t.id, num: true,
         render: (t) => h("a", { href: `#/trials/${t.id}` }, String(t.id)) },
       { key: "state", label: "State", value: (t) => t.state, render: (t) => stateBadge(t.state) },
