@@ -1,6 +1,7 @@
 """The web UI's analysis views in headless Chromium against a real master running real
 experiments: trials compared across experiments (one chart, a series per trial, their
-hyperparameters and final/best values side by side)."""
+hyperparameters and final/best values side by side); a search's parallel coordinates and
+hyperparameter importance (and the importance estimator's functions, run in the browser)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 from ..integration.conftest import write_script
-from ._browser import Browser, browser, login_url
+from ._browser import Browser, browser, open_ui
 from .conftest import Master
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
@@ -46,6 +47,13 @@ def _config(name: str, hparams: dict[str, Any], searcher: dict[str, Any]) -> dic
     }
 
 
+@pytest.fixture
+def model(tmp_path: Path) -> Path:
+    """The model directory of every experiment here: TRIAL as trial.py."""
+    write_script(tmp_path / "model", "trial.py", TRIAL)
+    return tmp_path / "model"
+
+
 def _run(master: Master, model: Path, config: dict[str, Any]) -> list[dict[str, Any]]:
     """Create the experiment, wait for it to complete; its trials (by id)."""
     exp = master.create(config, model)
@@ -72,9 +80,7 @@ def _column(page: Any, table: str, header: str) -> list[str]:
     )
 
 
-def test_compare_trials_across_experiments(master: Master, tmp_path: Path) -> None:
-    model = tmp_path / "model"
-    write_script(model, "trial.py", TRIAL)
+def test_compare_trials_across_experiments(master: Master, model: Path) -> None:
     grid = {"name": "grid"}
     a = _run(
         master,
@@ -91,9 +97,7 @@ def test_compare_trials_across_experiments(master: Master, tmp_path: Path) -> No
 
     with browser() as b:
         page = b.page
-        page.goto(login_url(master))
-        page.wait_for_function("document.body.dataset.ready === 'experiments'")
-        ui = page.url.split("#")[0]
+        ui = open_ui(b, master)
         # From the experiments list: tick both experiments, Compare.
         page.wait_for_selector("text=second")
         assert page.is_disabled("#btn-compare")
@@ -144,3 +148,80 @@ def test_compare_trials_across_experiments(master: Master, tmp_path: Path) -> No
         b.shot("compare-trials")
         assert page.evaluate("window.__xss") is None
         assert b.errors == []
+
+
+def test_search_analysis_parallel_coordinates_and_importance(master: Master, model: Path) -> None:
+    # A grid of 3 lr x 2 optimizers: the metric (lr / 4 at best) follows lr alone.
+    hparams = {
+        "lr": {"type": "double", "minval": 0.1, "maxval": 0.4, "count": 3},
+        "optimizer": {"type": "categorical", "vals": ["sgd", XSS]},
+    }
+    trials = _run(master, model, _config("grid", hparams, {"name": "grid"}))
+    assert len(trials) == 6
+    best = min(trials, key=lambda t: t["hparams"]["lr"])
+
+    with browser() as b:
+        page = b.page
+        open_ui(b, master, str(trials[0]["experiment_id"]))
+        page.wait_for_selector("#parcoords svg")
+        lines = page.eval_on_selector_all(
+            "#parcoords polyline",
+            "ls => ls.map(l => [l.querySelector('title').textContent, l.getAttribute('stroke'),"
+            " l.getAttribute('points').split(' ').length])",
+        )
+        assert len(lines) == len(trials)  # a polyline per trial
+        assert all(n == 3 for _, _, n in lines)  # through lr, optimizer and the metric
+        shade = dict((title.split(":")[0], stroke) for title, stroke, _ in lines)
+        assert shade[f"trial {best['id']}"] == "rgb(37,99,235)"  # the best trial: blue
+        labels = page.eval_on_selector_all(
+            "#parcoords .pc-label", "ts => ts.map(t => t.textContent)"
+        )
+        assert labels == ["lr", "optimizer", "val_loss"]
+        ticks = page.eval_on_selector_all("#parcoords .pc-tick", "ts => ts.map(t => t.textContent)")
+        assert XSS in ticks and "sgd" in ticks  # a categorical axis names its values, as text
+
+        rows = page.eval_on_selector_all(
+            "#hp-importance tr[data-hp]",
+            "rs => rs.map(r => [r.dataset.hp, Number(r.dataset.score)])",
+        )
+        assert [name for name, _ in rows] == ["lr", "optimizer"]
+        assert rows[0][1] == pytest.approx(1.0)  # lr orders the trials by metric exactly
+        assert rows[1][1] == pytest.approx(0.0)  # both optimizers have the same metrics
+        b.shot("search-analysis")
+        assert page.evaluate("window.__xss") is None
+        assert b.errors == []
+
+
+def test_importance_estimators_in_the_browser(master: Master) -> None:
+    """The estimator's functions on known inputs, in the page's own JavaScript."""
+    with browser() as b:
+        page = b.page
+        open_ui(b, master)
+        got = page.evaluate(
+            """async () => {
+              const a = await import("./analysis.js");
+              const rows = (xs, ys) => xs.map((x, i) => ({hparams: new Map([["x", x], ["c", 1]]), value: ys[i]}));
+              return {
+                ranks: a.ranks([10, 30, 20, 20]),
+                monotone: a.spearman([1, 2, 3, 4], [1, 8, 27, 64]),
+                reversed: a.spearman([1, 2, 3, 4], [9, 5, 2, 1]),
+                flat: a.spearman([1, 2, 3], [5, 5, 5]),
+                eta: a.etaSquared(["a", "a", "b", "b"], [1, 3, 5, 7]),
+                apart: a.etaSquared(["a", "a", "b", "b"], [1, 1, 5, 5]),
+                importance: a.hpImportance(rows([1, 2, 3, 4], [4, 3, 2, 1])),
+                categorical: a.hpImportance(rows(["u", "v", "u", "v"], [1, 2, 3, 4])),
+              };
+            }"""
+        )
+    assert got["ranks"] == [1, 4, 2.5, 2.5]  # ties share their average rank
+    assert got["monotone"] == pytest.approx(1.0)  # not linear, but monotone
+    assert got["reversed"] == pytest.approx(-1.0)
+    assert got["flat"] is None  # a metric that never changes explains nothing
+    assert got["eta"] == pytest.approx(16 / 20)  # between-group 2*(2^2)*2=16 of 20
+    assert got["apart"] == pytest.approx(1.0)
+    x, c = got["importance"]
+    assert (x["name"], x["score"], x["rho"]) == ("x", pytest.approx(1.0), pytest.approx(-1.0))
+    assert (c["name"], c["score"]) == ("c", None)  # a constant hyperparameter
+    x = got["categorical"][0]
+    assert x["name"] == "x" and x["method"].startswith("η²")
+    assert x["score"] == pytest.approx(0.2)  # ranks 1,3 vs 2,4: means 2 and 3 of 2.5; 1 of 5

@@ -75,3 +75,60 @@ export function scatterChart(el, { title, xLabel, yLabel }) {
     },
   };
 }
+
+const SVG = "http://www.w3.org/2000/svg";
+
+/** An SVG element (text children as text nodes: labels are never parsed as markup). */
+function svg(tag, attrs = {}, ...children) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) if (v !== undefined && v !== null) el.setAttribute(k, v);
+  for (const c of children.flat()) if (c !== null && c !== undefined) el.append(c instanceof Node ? c : String(c));
+  return el;
+}
+
+/** Blue (t = 0, best) to red (t = 1, worst), through grey. */
+export function rampColor(t) {
+  const [a, b] = t < 0.5 ? [[37, 99, 235], [156, 163, 175]] : [[156, 163, 175], [220, 38, 38]];
+  const u = t < 0.5 ? t * 2 : (t - 0.5) * 2;
+  return `rgb(${a.map((x, i) => Math.round(x + (b[i] - x) * u)).join(",")})`;
+}
+
+/** Where a value sits on an axis, 0 (bottom) to 1 (top): numbers linearly (or on a log scale
+ * when all are positive and span 100x or more), anything else as evenly spaced categories. */
+function axisScale(values) {
+  const present = values.filter((v) => v !== undefined);
+  if (present.length && present.every((v) => typeof v === "number")) {
+    const log = present.every((v) => v > 0) && Math.max(...present) >= 100 * Math.min(...present);
+    const f = log ? Math.log10 : (v) => v;
+    const lo = Math.min(...present.map(f)), hi = Math.max(...present.map(f));
+    const ticks = [...new Set([Math.min(...present), Math.max(...present)])];
+    return { at: (v) => (hi === lo ? 0.5 : (f(v) - lo) / (hi - lo)), ticks, log };
+  }
+  const cats = [...new Set(present.map((v) => JSON.stringify(v)))].sort();
+  const at = (v) => (cats.length < 2 ? 0.5 : cats.indexOf(JSON.stringify(v)) / (cats.length - 1));
+  return { at, ticks: cats.map((c) => JSON.parse(c)), log: false };
+}
+
+/**
+ * Parallel coordinates: an axis per entry of `axes` ({label, values: one per line}), a polyline
+ * per line through its values, coloured by `shade` (0 best .. 1 worst, one per line); `titles`
+ * name the lines on hover. A line without a value on an axis skips it.
+ */
+export function parallelCoordinates(el, { axes, shade, titles, fmt = String }) {
+  const w = Math.max(480, (el.clientWidth || 800) - 4), h = 320;
+  const top = 36, bottom = 24, left = 60, right = 60;
+  const x = (i) => left + (axes.length < 2 ? 0 : (i * (w - left - right)) / (axes.length - 1));
+  const scales = axes.map((a) => axisScale(a.values));
+  const y = (i, v) => top + (1 - scales[i].at(v)) * (h - top - bottom);
+  const lines = shade.map((s, n) => svg("polyline", {
+    class: "pc-line", fill: "none", stroke: rampColor(s), "stroke-width": 1.5, "stroke-opacity": 0.75,
+    points: axes.map((a, i) => (a.values[n] === undefined ? null : `${x(i)},${y(i, a.values[n])}`)).filter(Boolean).join(" "),
+  }, svg("title", {}, titles[n])));
+  const axisEls = axes.map((a, i) => svg("g", { class: "pc-axis" },
+    svg("line", { x1: x(i), x2: x(i), y1: top, y2: h - bottom, stroke: "#6b7380" }),
+    svg("text", { class: "pc-label", x: x(i), y: 14, "text-anchor": "middle", "font-weight": 600 }, a.label),
+    scales[i].log ? svg("text", { x: x(i), y: h - 6, "text-anchor": "middle", "font-size": 11 }, "log scale") : null,
+    scales[i].ticks.map((t) => svg("text", { class: "pc-tick", x: x(i) + 4, y: y(i, t) + 4, "font-size": 11 }, fmt(t)))));
+  el.replaceChildren(svg("svg", { width: w, height: h, class: "parcoords", role: "img" }, lines, axisEls));
+  el.dataset.lines = String(lines.length);
+}

@@ -1,8 +1,11 @@
-// One experiment: actions, the searcher metric per trial, HP vs metric, rungs, trials, config.
+// One experiment: actions, the searcher metric per trial, HP vs metric, trials, the search's
+// analysis (parallel coordinates, HP importance), rungs, config.
+import { hpImportance } from "./analysis.js";
 import { get, loadOnFirstEvent, post } from "./api.js";
-import { lineChart, scatterChart } from "./charts.js";
+import { lineChart, parallelCoordinates, rampColor, scatterChart } from "./charts.js";
 import {
-  compareHash, dataTable, fmtNum, fmtProgress, h, isProgress, pickColumn, progressBar, stateBadge, tensorboardLinks,
+  compareHash, dataTable, flatHparams, fmtHparam, fmtNum, fmtProgress, h, isProgress, pickColumn, progressBar,
+  stateBadge, tensorboardLinks,
 } from "./util.js";
 
 const TERMINAL = new Set(["COMPLETED", "CANCELED", "ERROR", "DELETED"]);
@@ -29,6 +32,9 @@ export async function experimentPage(main, id) {
   const hpSelect = h("select", { id: "hp-select" });
   const scatterEl = h("div", { id: "hp-chart" });
   const rungsEl = h("div", { id: "rungs" });
+  const parcoordsEl = h("div", { id: "parcoords" });
+  const parcoordsNote = h("p", { class: "muted" });
+  const importanceEl = h("div", { id: "hp-importance" });
   const configEl = h("pre", { id: "config" });
   let summary = null;
   let tensorboards = [];
@@ -47,6 +53,9 @@ export async function experimentPage(main, id) {
     h("div", { class: "grid" }, chartEl,
       h("div", { class: "card" }, h("div", { class: "toolbar" }, "hyperparameter ", hpSelect), scatterEl)),
     h("h2", {}, "Trials ", compare), h("div", { id: "trials" }, trialsTable.el),
+    h("h2", {}, "Search analysis"),
+    h("div", { class: "card" }, h("h3", {}, "hyperparameters → searcher metric"), parcoordsEl, parcoordsNote),
+    h("div", { class: "card" }, h("h3", {}, "hyperparameter importance"), importanceEl),
     h("h2", {}, "Rungs"), rungsEl,
     h("h2", {}, "Config"), configEl);
 
@@ -103,7 +112,55 @@ export async function experimentPage(main, id) {
       hpSelect.replaceChildren(...numeric.map((k) => h("option", { value: k }, k)));
     }
     renderScatter();
+    renderAnalysis();
     renderRungs();
+  }
+
+  // Parallel coordinates (a line per trial with a metric: its hyperparameters, then its best
+  // searcher metric, coloured best to worst) and each hyperparameter's importance.
+  function renderAnalysis() {
+    const metric = summary.searcher.metric ?? "metric";
+    const done = summary.trials.filter((t) => typeof t.best_validation === "number");
+    if (!done.length) {
+      parcoordsEl.replaceChildren(h("p", { class: "muted no-data" }, `no trial reported ${metric} yet`));
+      parcoordsNote.textContent = "";
+      parcoordsEl.dataset.lines = "0";
+    } else {
+      const hps = done.map((t) => new Map(flatHparams(t.hparams)));
+      const names = [...new Set(hps.flatMap((m) => [...m.keys()]))].sort();
+      const values = done.map((t) => t.best_validation);
+      const lo = Math.min(...values), hi = Math.max(...values);
+      const worse = (v) => (summary.searcher.smaller_is_better ? v - lo : hi - v);
+      parallelCoordinates(parcoordsEl, {
+        axes: [...names.map((n) => ({ label: n, values: hps.map((m) => m.get(n)) })), { label: metric, values }],
+        shade: values.map((v) => (hi === lo ? 0 : worse(v) / (hi - lo))),
+        titles: done.map((t) => `trial ${t.id}: ${metric} ${fmtNum(t.best_validation)}`),
+        fmt: fmtHparam,
+      });
+      parcoordsNote.replaceChildren(`${done.length} trials with a ${metric}; colour: best `,
+        h("b", { style: `color:${rampColor(0)}` }, "blue"), " to worst ", h("b", { style: `color:${rampColor(1)}` }, "red"),
+        " (hover a line for its trial)");
+    }
+    renderImportance(done, metric);
+  }
+
+  function renderImportance(done, metric) {
+    if (done.length < 3) {
+      importanceEl.replaceChildren(h("p", { class: "muted" }, `needs 3 trials with a ${metric} (${done.length} so far)`));
+      return;
+    }
+    const rows = hpImportance(done.map((t) => ({ hparams: new Map(flatHparams(t.hparams)), value: t.best_validation })));
+    const direction = (r) => (r.rho === null ? "" : r.rho > 0 ? `higher → larger ${metric}` : `higher → smaller ${metric}`);
+    importanceEl.replaceChildren(h("div", { class: "table-wrap" }, h("table", { class: "importance" },
+      h("tr", {}, ["hyperparameter", "importance", "", "estimator", "trend"].map((c) => h("th", {}, c))),
+      rows.map((r) => h("tr", { "data-hp": r.name, "data-score": r.score ?? "" },
+        h("td", {}, r.name),
+        h("td", {}, h("span", { class: "bar" }, h("span", { style: `width:${Math.round((r.score ?? 0) * 100)}%` }))),
+        h("td", { class: "num" }, r.score === null ? "constant" : r.score.toFixed(2)),
+        h("td", { class: "muted" }, r.method),
+        h("td", { class: "muted" }, direction(r)))))),
+    h("p", { class: "muted" }, `From the best ${metric} of ${done.length} trials: the share of the trials' order by `
+      + `${metric} that each hyperparameter explains (0 to 1; see the web UI docs). Not causal, and noisy with few trials.`));
   }
 
   function renderScatter() {
