@@ -1,7 +1,8 @@
 """The web UI's analysis views in headless Chromium against a real master running real
 experiments: trials compared across experiments (one chart, a series per trial, their
 hyperparameters and final/best values side by side); a search's parallel coordinates and
-hyperparameter importance (and the importance estimator's functions, run in the browser)."""
+hyperparameter importance (and the importance estimator's functions, run in the browser); a
+trial's profiler tab."""
 
 from __future__ import annotations
 
@@ -17,13 +18,18 @@ from .conftest import Master
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
 # Four reports of training "loss" and validation "val_loss" (lr / step: a trial's best is its
-# last, and trials rank as their lr), with the progress counters the harnesses add.
+# last, and trials rank as their lr), with the progress counters the harnesses add; with
+# PROFILE set, the Core API profiler's system samples first.
 TRIAL = """
+import os, time
 import trialkit as det
 from trialkit import core
 
 hp = det.get_cluster_info().trial.hparams
 with core.init() as ctx:
+    if os.environ.get("PROFILE"):  # a report of 2 samples every 0.2 s, for about 1.5 s
+        ctx.profiler.on(sampling_interval=0.1, samples_per_report=2)
+        time.sleep(1.5)
     for step in range(1, 5):
         ctx.train.report_training_metrics(
             steps_completed=step * 8, metrics={"loss": 2 * hp["lr"] / step, "batches": step * 8}
@@ -37,8 +43,11 @@ with core.init() as ctx:
 XSS = "<img src=x onerror=window.__xss=1>"
 
 
-def _config(name: str, hparams: dict[str, Any], searcher: dict[str, Any]) -> dict[str, Any]:
+def _config(
+    name: str, hparams: dict[str, Any], searcher: dict[str, Any], **more: Any
+) -> dict[str, Any]:
     return {
+        **more,
         "name": name,
         "entrypoint": "python3 trial.py",
         "hyperparameters": hparams,
@@ -225,3 +234,56 @@ def test_importance_estimators_in_the_browser(master: Master) -> None:
     x = got["categorical"][0]
     assert x["name"] == "x" and x["method"].startswith("η²")
     assert x["score"] == pytest.approx(0.2)  # ranks 1,3 vs 2,4: means 2 and 3 of 2.5; 1 of 5
+
+
+def test_profiler_tab_draws_the_system_samples(master: Master, model: Path) -> None:
+    env = {"environment_variables": ["PROFILE=1"]}
+    [profiled] = _run(
+        master, model, _config("profiled", {"lr": 0.1}, {"name": "single"}, environment=env)
+    )
+    [plain] = _run(master, model, _config("plain", {"lr": 0.1}, {"name": "single"}))
+    reports = {
+        group: master.client.request(
+            "GET", f"/api/v1/trials/{profiled['id']}/metrics?group={group}"
+        )["metrics"]
+        for group in ("cpu", "memory", "disk", "network")
+    }
+    assert all(len(r) >= 3 for r in reports.values()), {g: len(r) for g, r in reports.items()}
+
+    with browser() as b:
+        page = b.page
+        ui = open_ui(b, master)
+        _ready(b, f"{ui}#/trials/{profiled['id']}", "#training-chart .uplot")
+        assert page.is_hidden("#profiler")
+        page.click("#tab-profiler")
+        page.wait_for_selector("#profiler-network .uplot")
+        assert page.is_hidden("#overview")
+        charts = page.eval_on_selector_all(
+            "#profiler .profiler-chart",
+            "cs => cs.map(c => [c.dataset.group, Number(c.dataset.points), Number(c.dataset.series),"
+            " c.querySelector('.u-title').textContent])",
+        )
+        assert [c[0] for c in charts] == ["cpu", "memory", "disk", "network"]
+        lines = {
+            "cpu": 1,
+            "memory": 1,
+            "disk": 2,
+            "network": 2,
+        }  # read and write, sent and received
+        for group, points, series, title in charts:
+            assert series == lines[group], (group, series)
+            assert points == len(reports[group]) * lines[group], (group, points)
+            assert title  # what it draws, with its unit
+        assert "CPU utilisation (%)" in charts[0][3]
+        assert f"{len(reports['cpu'])} profiler reports" in page.inner_text("#profiler-note")
+        b.shot("trial-profiler")
+        # Back to the overview: the curves are still there.
+        page.click("#tab-overview")
+        assert page.is_visible("#training-chart .uplot") and page.is_hidden("#profiler")
+
+        _ready(b, f"{ui}#/trials/{plain['id']}", "#training-chart .uplot")
+        page.click("#tab-profiler")
+        empty = page.wait_for_selector("#profiler-empty")
+        assert "no profiler data" in empty.inner_text()
+        assert page.eval_on_selector_all("#profiler .profiler-chart", "cs => cs.length") == 0
+        assert b.errors == []

@@ -1,6 +1,8 @@
-// One trial: training and validation curves for any metric, checkpoints, logs, failure reason.
+// One trial: training and validation curves for any metric, checkpoints, logs, failure reason;
+// the profiler's system metrics in their own tab.
 import { get, loadOnFirstEvent } from "./api.js";
 import { lineChart } from "./charts.js";
+import { profilerView } from "./trial_profiler.js";
 import { fmtBytes, fmtNum, fmtProgress, h, hparamList, isProgress, stateBadge, tensorboardLinks } from "./util.js";
 
 const TERMINAL = new Set(["COMPLETED", "CANCELED", "ERROR", "DELETED"]);
@@ -21,12 +23,26 @@ export async function trialPage(main, id) {
   let lastLogId = 0;
   let desc = null;
 
-  main.replaceChildren(header,
+  const profiler = profilerView();
+  const overview = h("div", { id: "overview" },
     h("div", { class: "toolbar", id: "metric-toolbar" }, "metric ", metricSelect),
     h("div", { class: "grid" }, trainEl, valEl),
     h("h2", {}, "Checkpoints"), ckptEl,
     h("h2", {}, "Logs"), h("div", { class: "toolbar" }, logSearch, h("label", {}, follow, " follow")),
     logsEl);
+  const panes = { overview, profiler: profiler.el };
+  const tabs = Object.keys(panes).map((name) => h("button", {
+    class: "tab", id: `tab-${name}`, type: "button", onclick: () => showTab(name),
+  }, name === "overview" ? "Overview" : "Profiler"));
+  main.replaceChildren(header, h("div", { class: "tabs", role: "tablist" }, tabs), overview, profiler.el);
+
+  // One pane shown at a time; the profiler's charts are drawn when shown (they size to it).
+  function showTab(name) {
+    for (const [pane, el] of Object.entries(panes)) el.hidden = pane !== name;
+    for (const tab of tabs) tab.classList.toggle("active", tab.id === `tab-${name}`);
+    if (name === "profiler" && desc) profiler.update(metrics, TERMINAL.has(desc.trial.state));
+  }
+  showTab("overview");
 
   function renderHeader() {
     const t = desc.trial;
@@ -141,6 +157,7 @@ export async function trialPage(main, id) {
       desc.tensorboards = (await get(`/api/v1/experiments/${desc.trial.experiment_id}/tensorboards`)).tensorboards;
       renderHeader();
       renderCharts();
+      if (!profiler.el.hidden) profiler.update(metrics, TERMINAL.has(desc.trial.state));
       renderCheckpoints();
       await loadLogs();
     } finally { busy = false; }
