@@ -47,12 +47,12 @@ def _config(
     name: str, hparams: dict[str, Any], searcher: dict[str, Any], **more: Any
 ) -> dict[str, Any]:
     return {
-        **more,
         "name": name,
         "entrypoint": "python3 trial.py",
         "hyperparameters": hparams,
         "searcher": {"metric": "val_loss", "max_length": 32, **searcher},
         "max_restarts": 0,
+        **more,
     }
 
 
@@ -286,4 +286,81 @@ def test_profiler_tab_draws_the_system_samples(master: Master, model: Path) -> N
         empty = page.wait_for_selector("#profiler-empty")
         assert "no profiler data" in empty.inner_text()
         assert page.eval_on_selector_all("#profiler .profiler-chart", "cs => cs.length") == 0
+        assert b.errors == []
+
+
+# Two workers under trialkit's rank prefixer, logging in trialkit's format: rank 1 fails with a
+# traceback (lines without a level of their own).
+LAUNCH = """
+import subprocess, sys
+wrap = [sys.executable, "-m", "trialkit.launch.wrap_rank"]
+for rank in ("0", "1"):
+    subprocess.run([*wrap, rank, sys.executable, "worker.py", rank], check=True)
+print("launcher: both workers done", flush=True)
+"""
+WORKER = """
+import logging, sys
+import trialkit
+logging.basicConfig(level=logging.DEBUG, format=trialkit.LOG_FORMAT)
+log = logging.getLogger("worker")
+rank = sys.argv[1]
+log.debug("debug from rank %s", rank)
+log.info("info from rank %s", rank)
+log.warning("warning from rank %s", rank)
+if rank == "1":
+    try:
+        raise ValueError("bad batch")
+    except ValueError:
+        log.exception("error from rank 1")
+"""
+
+
+def _log_lines(page: Any) -> list[str]:
+    return [ln for ln in page.inner_text("#logs").splitlines() if ln]
+
+
+def test_trial_logs_filtered_by_level_and_rank(master: Master, model: Path) -> None:
+    write_script(model, "launch.py", LAUNCH)
+    write_script(model, "worker.py", WORKER)
+    config = _config("logs", {"lr": 0.1}, {"name": "single"}, entrypoint="python3 launch.py")
+    exp = master.create(config, model)
+    [trial] = master.wait_state(exp, {"COMPLETED", "ERROR"})["trials"]
+
+    with browser() as b:
+        page = b.page
+        ui = open_ui(b, master)
+        _ready(b, f"{ui}#/trials/{trial['id']}", "#log-rank:not([hidden])")
+        page.wait_for_function(
+            "document.querySelector('#logs').textContent.includes('both workers')"
+        )
+        everything = _log_lines(page)
+        assert any("debug from rank 0" in ln for ln in everything)
+        ranks = page.eval_on_selector_all("#log-rank option", "os => os.map(o => o.textContent)")
+        assert ranks == ["any rank", "no rank", "rank 0", "rank 1"]
+
+        page.select_option("#log-level", "WARNING")
+        shown = _log_lines(page)
+        assert sum("warning from rank" in ln for ln in shown) == 2
+        assert any("error from rank 1" in ln for ln in shown)
+        assert not any("info from" in ln or "debug from" in ln for ln in shown)
+        assert not any("both workers" in ln for ln in shown)  # no level of its own
+        assert any("ValueError: bad batch" in ln for ln in shown)  # the ERROR's traceback
+
+        page.select_option("#log-level", "ERROR")
+        page.select_option("#log-rank", "1")
+        shown = _log_lines(page)
+        assert shown[0].startswith("[rank=1] || ERROR: ") and "error from rank 1" in shown[0]
+        assert "Traceback (most recent call last):" in shown[1]
+        assert shown[-1] == "[rank=1] || ValueError: bad batch"
+        assert all(ln.startswith("[rank=1] || ") for ln in shown)
+
+        page.select_option("#log-level", "")
+        page.select_option("#log-rank", "0")
+        shown = _log_lines(page)
+        assert [ln.split("|| ", 1)[1].split(": ", 1)[0] for ln in shown] == [
+            "DEBUG",
+            "INFO",
+            "WARNING",
+        ]
+        b.shot("trial-logs-filtered")
         assert b.errors == []
