@@ -13,62 +13,10 @@ import pytest
 
 from ..integration.conftest import write_script
 from ._browser import Browser, browser, open_ui
+from ._experiments import XSS, config, run_experiment
 from .conftest import Master
 
 pytestmark = [pytest.mark.integration, pytest.mark.browser]
-
-# Four reports of training "loss" and validation "val_loss" (lr / step: a trial's best is its
-# last, and trials rank as their lr), with the progress counters the harnesses add; with
-# PROFILE set, the Core API profiler's system samples first.
-TRIAL = """
-import os, time
-import trialkit as det
-from trialkit import core
-
-hp = det.get_cluster_info().trial.hparams
-with core.init() as ctx:
-    if os.environ.get("PROFILE"):  # a report of 2 samples every 0.2 s, for about 1.5 s
-        ctx.profiler.on(sampling_interval=0.1, samples_per_report=2)
-        time.sleep(1.5)
-    for step in range(1, 5):
-        ctx.train.report_training_metrics(
-            steps_completed=step * 8, metrics={"loss": 2 * hp["lr"] / step, "batches": step * 8}
-        )
-        ctx.train.report_validation_metrics(
-            steps_completed=step * 8, metrics={"val_loss": hp["lr"] / step, "batches": step * 8}
-        )
-"""
-
-#: Markup in user-controlled strings: drawn as text, never run.
-XSS = "<img src=x onerror=window.__xss=1>"
-
-
-def _config(
-    name: str, hparams: dict[str, Any], searcher: dict[str, Any], **more: Any
-) -> dict[str, Any]:
-    return {
-        "name": name,
-        "entrypoint": "python3 trial.py",
-        "hyperparameters": hparams,
-        "searcher": {"metric": "val_loss", "max_length": 32, **searcher},
-        "max_restarts": 0,
-        **more,
-    }
-
-
-@pytest.fixture
-def model(tmp_path: Path) -> Path:
-    """The model directory of every experiment here: TRIAL as trial.py."""
-    write_script(tmp_path / "model", "trial.py", TRIAL)
-    return tmp_path / "model"
-
-
-def _run(master: Master, model: Path, config: dict[str, Any]) -> list[dict[str, Any]]:
-    """Create the experiment, wait for it to complete; its trials (by id)."""
-    exp = master.create(config, model)
-    described = master.wait_state(exp, {"COMPLETED", "ERROR"}, timeout=120)
-    assert described["experiment"]["state"] == "COMPLETED", described["experiment"]
-    return sorted(described["trials"], key=lambda t: t["id"])
 
 
 def _ready(b: Browser, url: str, selector: str) -> None:
@@ -91,15 +39,15 @@ def _column(page: Any, table: str, header: str) -> list[str]:
 
 def test_compare_trials_across_experiments(master: Master, model: Path) -> None:
     grid = {"name": "grid"}
-    a = _run(
+    a = run_experiment(
         master,
         model,
-        _config(f"first {XSS}", {"lr": {"type": "categorical", "vals": [0.1, 0.2]}}, grid),
+        config(f"first {XSS}", {"lr": {"type": "categorical", "vals": [0.1, 0.2]}}, grid),
     )
-    b_trials = _run(
+    b_trials = run_experiment(
         master,
         model,
-        _config("second", {"lr": 0.4, "note": {"type": "const", "val": XSS}}, {"name": "single"}),
+        config("second", {"lr": 0.4, "note": {"type": "const", "val": XSS}}, {"name": "single"}),
     )
     trials = a + b_trials
     exps = sorted({t["experiment_id"] for t in trials})
@@ -165,7 +113,7 @@ def test_search_analysis_parallel_coordinates_and_importance(master: Master, mod
         "lr": {"type": "double", "minval": 0.1, "maxval": 0.4, "count": 3},
         "optimizer": {"type": "categorical", "vals": ["sgd", XSS]},
     }
-    trials = _run(master, model, _config("grid", hparams, {"name": "grid"}))
+    trials = run_experiment(master, model, config("grid", hparams, {"name": "grid"}))
     assert len(trials) == 6
     best = min(trials, key=lambda t: t["hparams"]["lr"])
 
@@ -238,10 +186,10 @@ def test_importance_estimators_in_the_browser(master: Master) -> None:
 
 def test_profiler_tab_draws_the_system_samples(master: Master, model: Path) -> None:
     env = {"environment_variables": ["PROFILE=1"]}
-    [profiled] = _run(
-        master, model, _config("profiled", {"lr": 0.1}, {"name": "single"}, environment=env)
+    [profiled] = run_experiment(
+        master, model, config("profiled", {"lr": 0.1}, {"name": "single"}, environment=env)
     )
-    [plain] = _run(master, model, _config("plain", {"lr": 0.1}, {"name": "single"}))
+    [plain] = run_experiment(master, model, config("plain", {"lr": 0.1}, {"name": "single"}))
     reports = {
         group: master.client.request(
             "GET", f"/api/v1/trials/{profiled['id']}/metrics?group={group}"
@@ -322,8 +270,8 @@ def _log_lines(page: Any) -> list[str]:
 def test_trial_logs_filtered_by_level_and_rank(master: Master, model: Path) -> None:
     write_script(model, "launch.py", LAUNCH)
     write_script(model, "worker.py", WORKER)
-    config = _config("logs", {"lr": 0.1}, {"name": "single"}, entrypoint="python3 launch.py")
-    exp = master.create(config, model)
+    launched = config("logs", {"lr": 0.1}, {"name": "single"}, entrypoint="python3 launch.py")
+    exp = master.create(launched, model)
     [trial] = master.wait_state(exp, {"COMPLETED", "ERROR"})["trials"]
 
     with browser() as b:

@@ -1,8 +1,9 @@
-// One experiment: actions, the searcher metric per trial, HP vs metric, trials, the search's
+// One experiment: actions, description and labels, the searcher metric per trial, HP vs metric, trials, the search's
 // analysis (parallel coordinates, HP importance), rungs, config.
 import { hpImportance } from "./analysis.js";
 import { get, loadOnFirstEvent, post } from "./api.js";
 import { lineChart, parallelCoordinates, rampColor, scatterChart } from "./charts.js";
+import { metaEditor } from "./experiment_meta.js";
 import {
   compareHash, dataTable, flatHparams, fmtHparam, fmtNum, fmtProgress, h, isProgress, pickColumn, progressBar,
   stateBadge, tensorboardLinks,
@@ -28,6 +29,7 @@ export function actionButtons(exp, onDone) {
 
 export async function experimentPage(main, id) {
   const header = h("div");
+  const meta = metaEditor(id);
   const chartEl = h("div", { id: "metric-chart", class: "card" });
   const hpSelect = h("select", { id: "hp-select" });
   const scatterEl = h("div", { id: "hp-chart" });
@@ -49,7 +51,7 @@ export async function experimentPage(main, id) {
     onclick: () => { location.hash = compareHash({ trials: picked }); } }, "Compare");
   const chart = lineChart(chartEl, { title: "searcher metric per trial" });
 
-  main.replaceChildren(header,
+  main.replaceChildren(header, meta.el,
     h("div", { class: "grid" }, chartEl,
       h("div", { class: "card" }, h("div", { class: "toolbar" }, "hyperparameter ", hpSelect), scatterEl)),
     h("h2", {}, "Trials ", compare), h("div", { id: "trials" }, trialsTable.el),
@@ -241,6 +243,7 @@ export async function experimentPage(main, id) {
       tensorboards = tb.tensorboards;
       rungs = r;
       renderHeader();
+      meta.update(summary.experiment);
       renderChart();
       renderTrials();
       if (!configEl.textContent) configEl.textContent = JSON.stringify(summary.experiment.config, null, 2);

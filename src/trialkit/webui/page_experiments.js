@@ -14,6 +14,7 @@ export async function experimentsPage(main) {
       render: (e) => h("a", { href: `#/experiments/${e.id}` }, String(e.id)) },
     { key: "name", label: "Name", value: (e) => e.name,
       render: (e) => h("a", { href: `#/experiments/${e.id}` }, e.name) },
+    { key: "labels", label: "Labels", value: (e) => e.labels.join(", ") },
     { key: "state", label: "State", value: (e) => e.state, render: (e) => stateBadge(e.state) },
     { key: "progress", label: "Progress", value: (e) => e.progress, render: (e) => progressBar(e.progress) },
     { key: "best", label: "Best metric", value: (e) => e.best, num: true },
