@@ -131,7 +131,7 @@ def test_search_analysis_parallel_coordinates_and_importance(master: Master, mod
         shade = dict((title.split(":")[0], stroke) for title, stroke, _ in lines)
         assert shade[f"trial {best['id']}"] == "rgb(37,99,235)"  # the best trial: blue
         labels = page.eval_on_selector_all(
-            "#parcoords .pc-label", "ts => ts.map(t => t.textContent)"
+            "#parcoords .pc-label", "ts => ts.map(t => t.dataset.name)"
         )
         assert labels == ["lr", "optimizer", "val_loss"]
         ticks = page.eval_on_selector_all("#parcoords .pc-tick", "ts => ts.map(t => t.textContent)")

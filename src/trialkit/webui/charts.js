@@ -116,7 +116,11 @@ function axisScale(values) {
  */
 export function parallelCoordinates(el, { axes, shade, titles, fmt = String }) {
   const w = Math.max(480, (el.clientWidth || 800) - 4), h = 320;
-  const top = 36, bottom = 24, left = 60, right = 60;
+  const spacing = (w - 160) / Math.max(1, axes.length - 1);
+  // Labels wider than the space between axes alternate between two rows, and each is cut to
+  // its room once drawn (the full name on hover and in data-name).
+  const stagger = axes.some((a) => a.label.length * 8 > spacing);
+  const top = stagger ? 52 : 36, bottom = 24, left = 80, right = 80;
   const x = (i) => left + (axes.length < 2 ? 0 : (i * (w - left - right)) / (axes.length - 1));
   const scales = axes.map((a) => axisScale(a.values));
   const y = (i, v) => top + (1 - scales[i].at(v)) * (h - top - bottom);
@@ -126,9 +130,27 @@ export function parallelCoordinates(el, { axes, shade, titles, fmt = String }) {
   }, svg("title", {}, titles[n])));
   const axisEls = axes.map((a, i) => svg("g", { class: "pc-axis" },
     svg("line", { x1: x(i), x2: x(i), y1: top, y2: h - bottom, stroke: "#6b7380" }),
-    svg("text", { class: "pc-label", x: x(i), y: 14, "text-anchor": "middle", "font-weight": 600 }, a.label),
+    svg("text", { class: "pc-label", "data-name": a.label, x: x(i), y: stagger && i % 2 ? 34 : 14, "text-anchor": "middle", "font-weight": 600 },
+      a.label, svg("title", {}, a.label)),
     scales[i].log ? svg("text", { x: x(i), y: h - 6, "text-anchor": "middle", "font-size": 11 }, "log scale") : null,
     scales[i].ticks.map((t) => svg("text", { class: "pc-tick", x: x(i) + 4, y: y(i, t) + 4, "font-size": 11 }, fmt(t)))));
   el.replaceChildren(svg("svg", { width: w, height: h, class: "parcoords", role: "img" }, lines, axisEls));
   el.dataset.lines = String(lines.length);
+  const room = (i) => Math.min((stagger ? 2 : 1) * spacing, 2 * Math.min(x(i), w - x(i))) - 8;
+  el.querySelectorAll(".pc-label").forEach((label, i) => fitText(label, room(i)));
+}
+
+/** Shorten an SVG text (its first text node) until it is at most `width` px wide: "…" in the
+ * middle, since names sharing a prefix differ at their end. */
+function fitText(text, width) {
+  const node = text.firstChild;
+  const full = node.textContent;
+  const wide = text.getComputedTextLength();
+  if (wide <= width) return;
+  // From the length its average character width allows, down until it fits.
+  for (let n = Math.floor((full.length * width) / wide) + 1; n > 1; n--) {
+    const head = Math.ceil((n - 1) / 2);
+    node.textContent = `${full.slice(0, head)}…${full.slice(full.length - (n - 1 - head))}`;
+    if (text.getComputedTextLength() <= width) return;
+  }
 }

@@ -139,7 +139,7 @@ export async function experimentPage(main, id) {
         titles: done.map((t) => `trial ${t.id}: ${metric} ${fmtNum(t.best_validation)}`),
         fmt: fmtHparam,
       });
-      parcoordsNote.replaceChildren(`${done.length} trials with a ${metric}; colour: best `,
+      parcoordsNote.replaceChildren(`${done.length} trial${done.length === 1 ? "" : "s"} with a ${metric}; colour: best `,
         h("b", { style: `color:${rampColor(0)}` }, "blue"), " to worst ", h("b", { style: `color:${rampColor(1)}` }, "red"),
         " (hover a line for its trial)");
     }
