@@ -35,7 +35,9 @@ export async function comparePage(main, params) {
 
   let trials = []; // TrialOut of every trial compared, in the order asked
   const searchers = new Map(); // experiment id -> {name, metric, smaller_is_better, expName}
-  const metrics = new Map(); // `${trial}/${group}` -> [{steps_completed, values}]
+  // `${group}/${metric}` -> trial id -> {steps, values}: one request per experiment (the route
+  // the experiment chart uses, cached by the master), not one per trial.
+  const series = new Map();
   const shownIds = () => trials.map((t) => t.id);
 
   async function loadTrials() {
@@ -52,26 +54,37 @@ export async function comparePage(main, params) {
     trials = [...new Set(wanted)].map((t) => byId.get(t)).filter(Boolean);
   }
 
-  async function loadMetrics(group) {
-    const rows = await Promise.all(trials.map((t) => get(`/api/v1/trials/${t.id}/metrics?group=${group}`)));
-    trials.forEach((t, i) => metrics.set(`${t.id}/${group}`, rows[i].metrics));
+  async function loadSeries(group, name) {
+    const key = `${group}/${name}`;
+    if (!name || series.has(key)) return;
+    const exps = [...new Set(trials.map((t) => t.experiment_id))];
+    const q = `group=${group}&metric=${encodeURIComponent(name)}`;
+    const replies = await Promise.all(exps.map((e) => get(`/api/v1/experiments/${e}/metrics?${q}`)));
+    series.set(key, new Map(replies.flatMap((r) => r.series.map((s) => [s.trial_id, s]))));
   }
 
-  const rowsOf = (t, group) => metrics.get(`${t.id}/${group}`) ?? [];
+  // A trial's points of the metric (none where it reported no number).
+  function pointsOf(t, group, name) {
+    const s = series.get(`${group}/${name}`)?.get(t.id) ?? { steps: [], values: [] };
+    const keep = s.values.map((v) => typeof v === "number");
+    return { steps: s.steps.filter((_, i) => keep[i]), values: s.values.filter((_, i) => keep[i]) };
+  }
 
   // The metric a group opens on: the searcher's (or its training counterpart), else the first.
-  function defaultMetric(group, names) {
+  function defaultMetric(names) {
     const metric = searchers.get(trials[0]?.experiment_id)?.metric ?? "";
     return [metric, metric.replace(/^val_/, "")].find((n) => names.includes(n)) ?? names[0] ?? "";
   }
 
+  // The metrics to pick from: those of the trials' latest report of the group.
   function renderMetricSelect(group) {
-    const names = [...new Set(trials.flatMap((t) => rowsOf(t, group).flatMap((m) => Object.keys(m.values)
-      .filter((k) => typeof m.values[k] === "number" && !isProgress(k)))))].sort();
+    const latest = (t) => (group === "training" ? t.latest_training : t.latest_validation)?.values ?? {};
+    const names = [...new Set(trials.flatMap((t) => Object.entries(latest(t))
+      .filter(([k, v]) => typeof v === "number" && !isProgress(k)).map(([k]) => k)))].sort();
     if ([...metricSelect.options].map((o) => o.value).join() !== names.join()) {
       const keep = metricSelect.value;
       metricSelect.replaceChildren(...names.map((n) => h("option", { value: n }, n)));
-      metricSelect.value = names.includes(keep) ? keep : defaultMetric(group, names);
+      metricSelect.value = names.includes(keep) ? keep : defaultMetric(names);
     }
   }
 
@@ -79,8 +92,7 @@ export async function comparePage(main, params) {
 
   function renderChart(group, name) {
     chart.update(trials.map((t, i) => {
-      const rows = rowsOf(t, group).filter((m) => typeof m.values[name] === "number");
-      return { label: label(t), color: color(i), steps: rows.map((m) => m.steps_completed), values: rows.map((m) => m.values[name]) };
+      return { label: label(t), color: color(i), ...pointsOf(t, group, name) };
     }), { empty: name ? `no trial reported ${group} ${name}` : `none of these trials reported ${group} metrics yet` });
     chartEl.dataset.metric = name;
     chartEl.dataset.group = group;
@@ -88,7 +100,7 @@ export async function comparePage(main, params) {
 
   // A trial's final and best value of the metric; best as its experiment's searcher ranks them.
   function finalAndBest(t, group, name) {
-    const values = rowsOf(t, group).map((m) => m.values[name]).filter((v) => typeof v === "number");
+    const { values } = pointsOf(t, group, name);
     if (!values.length) return [null, null];
     const smaller = searchers.get(t.experiment_id)?.smaller_is_better ?? true;
     return [values[values.length - 1], smaller ? Math.min(...values) : Math.max(...values)];
@@ -121,24 +133,33 @@ export async function comparePage(main, params) {
 
   function render() {
     const group = groupSelect.value;
-    renderMetricSelect(group);
     renderChart(group, metricSelect.value);
     renderTable(group, metricSelect.value);
     chartEl.dataset.trials = String(trials.length);
   }
 
-  async function load() {
-    await loadTrials();
-    metrics.clear();
-    await loadMetrics(groupSelect.value);
+  // Pick the group's metric, load its points where not loaded yet, draw.
+  async function show() {
+    renderMetricSelect(groupSelect.value);
+    await loadSeries(groupSelect.value, metricSelect.value);
     render();
   }
-  const reload = serialized(load);
-  groupSelect.addEventListener("change", () => {
-    if (trials.some((t) => !metrics.has(`${t.id}/${groupSelect.value}`))) loadMetrics(groupSelect.value).then(render);
-    else render();
+
+  // One job at a time: after an event (stale), the trials and their points again; after a
+  // pick, only the points it needs.
+  let stale = true;
+  const update = serialized(async () => {
+    if (stale) {
+      stale = false;
+      await loadTrials();
+      series.clear();
+    }
+    await show();
   });
-  metricSelect.addEventListener("change", render);
+  const reload = () => { stale = true; return update(); };
+  for (const select of [groupSelect, metricSelect]) {
+    select.addEventListener("change", () => { update().catch((e) => console.warn(e.message)); });
+  }
   await reload();
   // Live: each experiment's event stream (its first event, sent on connect, is what was loaded).
   const stops = [...searchers.keys()].map((e) => {
