@@ -98,6 +98,10 @@ def test_compare_trials_across_experiments(master: Master, model: Path) -> None:
         page.check(f"#trials input.pick[data-id='{a[1]['id']}']")
         page.click("#btn-compare-trials")
         page.wait_for_function("document.querySelector('#compare-chart')?.dataset.series === '1'")
+        # From a trial's page: its link opens the compare page with it alone.
+        _ready(b, f"{ui}#/trials/{a[1]['id']}", "#compare-trial")
+        page.click("#compare-trial")
+        page.wait_for_function("document.querySelector('#compare-chart')?.dataset.series === '1'")
         page.fill("#compare-add", str(b_trials[0]["id"]))
         page.click("#compare-add-btn")
         page.wait_for_function("document.querySelector('#compare-chart')?.dataset.series === '2'")

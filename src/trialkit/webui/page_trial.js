@@ -4,7 +4,9 @@ import { get, loadOnFirstEvent } from "./api.js";
 import { lineChart } from "./charts.js";
 import { LEVELS, logLabeller, logLineShown } from "./trial_logs.js";
 import { profilerView } from "./trial_profiler.js";
-import { fmtBytes, fmtNum, fmtProgress, h, hparamList, isProgress, stateBadge, tensorboardLinks } from "./util.js";
+import {
+  compareHash, fmtBytes, fmtNum, fmtProgress, h, hparamList, isProgress, stateBadge, tensorboardLinks,
+} from "./util.js";
 
 const TERMINAL = new Set(["COMPLETED", "CANCELED", "ERROR", "DELETED"]);
 
@@ -57,7 +59,8 @@ export async function trialPage(main, id) {
     header.replaceChildren(h("div", {},
       h("h1", {}, `Trial ${t.id} `, stateBadge(t.state)),
       h("dl", { class: "kv" },
-        h("dt", {}, "experiment"), h("dd", {}, h("a", { href: `#/experiments/${t.experiment_id}` }, String(t.experiment_id))),
+        h("dt", {}, "experiment"), h("dd", {}, h("a", { href: `#/experiments/${t.experiment_id}` }, String(t.experiment_id)),
+          " · ", h("a", { href: compareHash({ trials: [t.id] }), id: "compare-trial" }, "compare with other trials")),
         h("dt", {}, "hyperparameters"), h("dd", {}, hparamList(t.hparams)),
         progress ? [h("dt", {}, "progress"), h("dd", { id: "trial-progress" }, progress)] : null,
         h("dt", {}, "restarts"), h("dd", {}, String(t.restarts)),
