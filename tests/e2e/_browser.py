@@ -79,3 +79,11 @@ def login_url(master: Any, experiment: str = "") -> str:
     found = re.search(r"http://\S+/ui/login\?code=\S+", out)
     assert found, out
     return found[0]
+
+
+def open_ui(b: Browser, master: Any, experiment: str = "") -> str:
+    """Log ``b`` in with a fresh link and wait for the first page; the UI's address (no hash)."""
+    b.page.goto(login_url(master, experiment))
+    if not experiment:
+        b.page.wait_for_function("document.body.dataset.ready === 'experiments'")
+    return str(b.page.url.split("#")[0])

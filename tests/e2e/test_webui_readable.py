@@ -69,6 +69,19 @@ def _no_sideways_scroll(b: Browser, name: str) -> None:
     assert bar >= width - 1, f"the top bar of {name} stops short at {width} px"
 
 
+def _axis_labels_apart(page: Any) -> None:
+    """The parallel-coordinates axes' labels (long hyperparameter names here) do not overlap."""
+    boxes = page.eval_on_selector_all(
+        "#parcoords .pc-label",
+        "ts => ts.map(t => { const r = t.getBBox(); return [r.x, r.y, r.x + r.width, r.y + r.height]; })",
+    )
+    assert len(boxes) == 6  # lr, the 4 long names, the metric
+    for i, a in enumerate(boxes):
+        for c in boxes[i + 1 :]:
+            apart = a[2] <= c[0] or c[2] <= a[0] or a[3] <= c[1] or c[3] <= a[1]
+            assert apart, f"axis labels overlap: {a} and {c}"
+
+
 def _points(page: Any, chart: str) -> int:
     return int(page.get_attribute(chart, "data-points") or 0)
 
@@ -105,6 +118,7 @@ def test_pages_are_readable_at_1024_and_1400_px(master: Master, tmp_path: Path) 
             for counter in ("batches", "epochs", "records"):
                 assert counter not in heads, heads  # progress, not a metric column
             _no_sideways_scroll(b, "experiment")
+            _axis_labels_apart(page)
 
             page.goto(f"{ui}#/trials/{trial[ok]['id']}")
             page.wait_for_selector("#validation-chart .uplot")

@@ -16,7 +16,12 @@ export async function api(path, options = {}) {
 
 export const get = (path) => api(path);
 // The header proves the request comes from these pages (the master refuses the cookie without it).
-export const post = (path) => api(path, { method: "POST", headers: { "X-Trialkit-UI": "1" } });
+const UI_HEADER = { "X-Trialkit-UI": "1" };
+export const post = (path) => api(path, { method: "POST", headers: UI_HEADER });
+/** Change some of a resource's fields (`body`, sent as JSON). */
+export const patch = (path, body) => api(path, {
+  method: "PATCH", headers: { ...UI_HEADER, "Content-Type": "application/json" }, body: JSON.stringify(body),
+});
 
 /** An EventSource on an experiment's events; `onEvent` gets each parsed event. */
 export function watchExperiment(id, onEvent, onClosed = () => {}) {

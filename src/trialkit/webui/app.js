@@ -1,5 +1,7 @@
-// The web UI: a hash router over three pages; JSON from the master's REST API.
+// The web UI: a hash router over four pages (experiments, an experiment, a trial, compare); JSON
+// from the master's REST API.
 import { LoggedOut, post } from "./api.js";
+import { comparePage } from "./page_compare.js";
 import { experimentPage } from "./page_experiment.js";
 import { experimentsPage } from "./page_experiments.js";
 import { trialPage } from "./page_trial.js";
@@ -12,10 +14,12 @@ async function route() {
   leave?.();
   leave = null;
   const hash = location.hash.replace(/^#\/?/, "");
-  const [kind, id] = hash.split("/");
+  const [path, query] = hash.split("?");
+  const [kind, id] = path.split("/");
   try {
     if (kind === "experiments" && id) leave = await experimentPage(main, Number(id));
     else if (kind === "trials" && id) leave = await trialPage(main, Number(id));
+    else if (kind === "compare") leave = await comparePage(main, new URLSearchParams(query));
     else leave = await experimentsPage(main);
     document.body.dataset.ready = hash || "experiments";
   } catch (e) {

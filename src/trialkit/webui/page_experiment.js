@@ -1,7 +1,13 @@
-// One experiment: actions, the searcher metric per trial, HP vs metric, rungs, trials, config.
+// One experiment: actions, description and labels, the searcher metric per trial, HP vs metric, trials, the search's
+// analysis (parallel coordinates, HP importance), rungs, config.
+import { hpImportance } from "./analysis.js";
 import { get, loadOnFirstEvent, post } from "./api.js";
-import { lineChart, scatterChart } from "./charts.js";
-import { dataTable, fmtNum, fmtProgress, h, isProgress, progressBar, stateBadge, tensorboardLinks } from "./util.js";
+import { lineChart, parallelCoordinates, rampColor, scatterChart } from "./charts.js";
+import { metaEditor } from "./experiment_meta.js";
+import {
+  compareHash, dataTable, flatHparams, fmtHparam, fmtNum, fmtProgress, h, isProgress, pickColumn, progressBar,
+  stateBadge, tensorboardLinks,
+} from "./util.js";
 
 const TERMINAL = new Set(["COMPLETED", "CANCELED", "ERROR", "DELETED"]);
 
@@ -23,10 +29,14 @@ export function actionButtons(exp, onDone) {
 
 export async function experimentPage(main, id) {
   const header = h("div");
+  const meta = metaEditor(id);
   const chartEl = h("div", { id: "metric-chart", class: "card" });
   const hpSelect = h("select", { id: "hp-select" });
   const scatterEl = h("div", { id: "hp-chart" });
   const rungsEl = h("div", { id: "rungs" });
+  const parcoordsEl = h("div", { id: "parcoords" });
+  const parcoordsNote = h("p", { class: "muted" });
+  const importanceEl = h("div", { id: "hp-importance" });
   const configEl = h("pre", { id: "config" });
   let summary = null;
   let tensorboards = [];
@@ -36,12 +46,18 @@ export async function experimentPage(main, id) {
   let metricName = "";
 
   const trialsTable = dataTable([], { onRow: (t) => { location.hash = `#/trials/${t.id}`; } });
+  const picked = new Set(); // trials ticked for the compare page
+  const compare = h("button", { id: "btn-compare-trials", disabled: true, title: "the trials ticked, in one chart",
+    onclick: () => { location.hash = compareHash({ trials: picked }); } }, "Compare");
   const chart = lineChart(chartEl, { title: "searcher metric per trial" });
 
-  main.replaceChildren(header,
+  main.replaceChildren(header, meta.el,
     h("div", { class: "grid" }, chartEl,
       h("div", { class: "card" }, h("div", { class: "toolbar" }, "hyperparameter ", hpSelect), scatterEl)),
-    h("h2", {}, "Trials"), h("div", { id: "trials" }, trialsTable.el),
+    h("h2", {}, "Trials ", compare), h("div", { id: "trials" }, trialsTable.el),
+    h("h2", {}, "Search analysis"),
+    h("div", { class: "card" }, h("h3", {}, "hyperparameters → searcher metric"), parcoordsEl, parcoordsNote),
+    h("div", { class: "card" }, h("h3", {}, "hyperparameter importance"), importanceEl),
     h("h2", {}, "Rungs"), rungsEl,
     h("h2", {}, "Config"), configEl);
 
@@ -80,6 +96,7 @@ export async function experimentPage(main, id) {
       [t.latest_training, t.latest_validation].filter(Boolean).sort((a, b) => b.steps_completed - a.steps_completed)[0]?.values);
     const scalar = (v) => (v !== null && typeof v === "object" ? JSON.stringify(v) : v);
     const cols = [
+      pickColumn(picked, () => { compare.disabled = !picked.size; }),
       { key: "id", label: "Trial", value: (t) => t.id, num: true,
         render: (t) => h("a", { href: `#/trials/${t.id}` }, String(t.id)) },
       { key: "state", label: "State", value: (t) => t.state, render: (t) => stateBadge(t.state) },
@@ -97,7 +114,55 @@ export async function experimentPage(main, id) {
       hpSelect.replaceChildren(...numeric.map((k) => h("option", { value: k }, k)));
     }
     renderScatter();
+    renderAnalysis();
     renderRungs();
+  }
+
+  // Parallel coordinates (a line per trial with a metric: its hyperparameters, then its best
+  // searcher metric, coloured best to worst) and each hyperparameter's importance.
+  function renderAnalysis() {
+    const metric = summary.searcher.metric ?? "metric";
+    const done = summary.trials.filter((t) => typeof t.best_validation === "number");
+    if (!done.length) {
+      parcoordsEl.replaceChildren(h("p", { class: "muted no-data" }, `no trial reported ${metric} yet`));
+      parcoordsNote.textContent = "";
+      parcoordsEl.dataset.lines = "0";
+    } else {
+      const hps = done.map((t) => new Map(flatHparams(t.hparams)));
+      const names = [...new Set(hps.flatMap((m) => [...m.keys()]))].sort();
+      const values = done.map((t) => t.best_validation);
+      const lo = Math.min(...values), hi = Math.max(...values);
+      const worse = (v) => (summary.searcher.smaller_is_better ? v - lo : hi - v);
+      parallelCoordinates(parcoordsEl, {
+        axes: [...names.map((n) => ({ label: n, values: hps.map((m) => m.get(n)) })), { label: metric, values }],
+        shade: values.map((v) => (hi === lo ? 0 : worse(v) / (hi - lo))),
+        titles: done.map((t) => `trial ${t.id}: ${metric} ${fmtNum(t.best_validation)}`),
+        fmt: fmtHparam,
+      });
+      parcoordsNote.replaceChildren(`${done.length} trial${done.length === 1 ? "" : "s"} with a ${metric}; colour: best `,
+        h("b", { style: `color:${rampColor(0)}` }, "blue"), " to worst ", h("b", { style: `color:${rampColor(1)}` }, "red"),
+        " (hover a line for its trial)");
+    }
+    renderImportance(done, metric);
+  }
+
+  function renderImportance(done, metric) {
+    if (done.length < 3) {
+      importanceEl.replaceChildren(h("p", { class: "muted" }, `needs 3 trials with a ${metric} (${done.length} so far)`));
+      return;
+    }
+    const rows = hpImportance(done.map((t) => ({ hparams: new Map(flatHparams(t.hparams)), value: t.best_validation })));
+    const direction = (r) => (r.rho === null ? "" : r.rho > 0 ? `higher → larger ${metric}` : `higher → smaller ${metric}`);
+    importanceEl.replaceChildren(h("div", { class: "table-wrap" }, h("table", { class: "importance" },
+      h("tr", {}, ["hyperparameter", "importance", "", "estimator", "trend"].map((c) => h("th", {}, c))),
+      rows.map((r) => h("tr", { "data-hp": r.name, "data-score": r.score ?? "" },
+        h("td", {}, r.name),
+        h("td", {}, h("span", { class: "bar" }, h("span", { style: `width:${Math.round((r.score ?? 0) * 100)}%` }))),
+        h("td", { class: "num" }, r.score === null ? "constant" : r.score.toFixed(2)),
+        h("td", { class: "muted" }, r.method),
+        h("td", { class: "muted" }, direction(r)))))),
+    h("p", { class: "muted" }, `From the best ${metric} of ${done.length} trials: the share of the trials' order by `
+      + `${metric} that each hyperparameter explains (0 to 1; see the web UI docs). Not causal, and noisy with few trials.`));
   }
 
   function renderScatter() {
@@ -178,6 +243,7 @@ export async function experimentPage(main, id) {
       tensorboards = tb.tensorboards;
       rungs = r;
       renderHeader();
+      meta.update(summary.experiment);
       renderChart();
       renderTrials();
       if (!configEl.textContent) configEl.textContent = JSON.stringify(summary.experiment.config, null, 2);

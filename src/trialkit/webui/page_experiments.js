@@ -1,14 +1,20 @@
-// The experiments list: state, progress, best metric, searcher, duration; archive filter.
+// The experiments list: state, progress, best metric, searcher, duration; archive filter; ticked
+// experiments' trials compared.
 import { get, watchEvents } from "./api.js";
-import { dataTable, fmtDuration, h, progressBar, stateBadge } from "./util.js";
+import { compareHash, dataTable, fmtDuration, h, pickColumn, progressBar, serialized, stateBadge } from "./util.js";
 
 export async function experimentsPage(main) {
   const showArchived = h("input", { type: "checkbox", id: "show-archived" });
+  const picked = new Set();
+  const compare = h("button", { id: "btn-compare", disabled: true, title: "every trial of the experiments ticked, in one chart",
+    onclick: () => { location.hash = compareHash({ experiments: picked }); } }, "Compare");
   const table = dataTable([
+    pickColumn(picked, () => { compare.disabled = !picked.size; }),
     { key: "id", label: "ID", value: (e) => e.id, num: true,
       render: (e) => h("a", { href: `#/experiments/${e.id}` }, String(e.id)) },
     { key: "name", label: "Name", value: (e) => e.name,
       render: (e) => h("a", { href: `#/experiments/${e.id}` }, e.name) },
+    { key: "labels", label: "Labels", value: (e) => e.labels.join(", ") },
     { key: "state", label: "State", value: (e) => e.state, render: (e) => stateBadge(e.state) },
     { key: "progress", label: "Progress", value: (e) => e.progress, render: (e) => progressBar(e.progress) },
     { key: "best", label: "Best metric", value: (e) => e.best, num: true },
@@ -19,7 +25,7 @@ export async function experimentsPage(main) {
   ], { onRow: (e) => { location.hash = `#/experiments/${e.id}`; } });
   main.replaceChildren(
     h("h1", {}, "Experiments"),
-    h("div", { class: "toolbar" }, h("label", {}, showArchived, " show archived")),
+    h("div", { class: "toolbar" }, h("label", {}, showArchived, " show archived"), compare),
     table.el,
   );
 
@@ -32,17 +38,7 @@ export async function experimentsPage(main) {
       ...e, best: bests[i], duration: (e.ended_at ?? now) - e.created_at,
     })));
   }
-  // Loads never overlap: an event during a load asks for one more afterwards.
-  let busy = null;
-  let again = false;
-  function reload() {
-    if (busy) { again = true; return busy; }
-    busy = load().finally(() => {
-      busy = null;
-      if (again) { again = false; reload().catch((e) => console.warn(e.message)); }
-    });
-    return busy;
-  }
+  const reload = serialized(load);
   showArchived.addEventListener("change", reload);
   await reload();
   // Live: the list's event stream says when an experiment is new, changed state or progress,

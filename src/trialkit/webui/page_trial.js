@@ -1,7 +1,12 @@
-// One trial: training and validation curves for any metric, checkpoints, logs, failure reason.
+// One trial: training and validation curves for any metric, checkpoints, logs, failure reason;
+// the profiler's system metrics in their own tab.
 import { get, loadOnFirstEvent } from "./api.js";
 import { lineChart } from "./charts.js";
-import { fmtBytes, fmtNum, fmtProgress, h, hparamList, isProgress, stateBadge, tensorboardLinks } from "./util.js";
+import { LEVELS, logLabeller, logLineShown } from "./trial_logs.js";
+import { profilerView } from "./trial_profiler.js";
+import {
+  compareHash, fmtBytes, fmtNum, fmtProgress, h, hparamList, isProgress, stateBadge, tensorboardLinks,
+} from "./util.js";
 
 const TERMINAL = new Set(["COMPLETED", "CANCELED", "ERROR", "DELETED"]);
 
@@ -13,6 +18,10 @@ export async function trialPage(main, id) {
   const ckptEl = h("div", { id: "checkpoints" });
   const logSearch = h("input", { type: "search", id: "log-search", placeholder: "search logs…" });
   const follow = h("input", { type: "checkbox", id: "log-follow", checked: true });
+  const logLevel = h("select", { id: "log-level", title: "lines of this level and above (a traceback has its message's level)" },
+    h("option", { value: "" }, "any level"), LEVELS.map((l) => h("option", { value: l }, `${l}+`)));
+  const logRank = h("select", { id: "log-rank", hidden: true }, h("option", { value: "" }, "any rank"));
+  const labelLog = logLabeller();
   const logsEl = h("pre", { id: "logs", class: "logs" });
   const training = lineChart(trainEl, { title: "training" });
   const validation = lineChart(valEl, { title: "validation" });
@@ -21,12 +30,26 @@ export async function trialPage(main, id) {
   let lastLogId = 0;
   let desc = null;
 
-  main.replaceChildren(header,
+  const profiler = profilerView();
+  const overview = h("div", { id: "overview" },
     h("div", { class: "toolbar", id: "metric-toolbar" }, "metric ", metricSelect),
     h("div", { class: "grid" }, trainEl, valEl),
     h("h2", {}, "Checkpoints"), ckptEl,
-    h("h2", {}, "Logs"), h("div", { class: "toolbar" }, logSearch, h("label", {}, follow, " follow")),
+    h("h2", {}, "Logs"), h("div", { class: "toolbar" }, logSearch, logLevel, logRank, h("label", {}, follow, " follow")),
     logsEl);
+  const panes = { overview, profiler: profiler.el };
+  const tabs = Object.keys(panes).map((name) => h("button", {
+    class: "tab", id: `tab-${name}`, type: "button", onclick: () => showTab(name),
+  }, name === "overview" ? "Overview" : "Profiler"));
+  main.replaceChildren(header, h("div", { class: "tabs", role: "tablist" }, tabs), overview, profiler.el);
+
+  // One pane shown at a time; the profiler's charts are drawn when shown (they size to it).
+  function showTab(name) {
+    for (const [pane, el] of Object.entries(panes)) el.hidden = pane !== name;
+    for (const tab of tabs) tab.classList.toggle("active", tab.id === `tab-${name}`);
+    if (name === "profiler" && desc) profiler.update(metrics, TERMINAL.has(desc.trial.state));
+  }
+  showTab("overview");
 
   function renderHeader() {
     const t = desc.trial;
@@ -36,7 +59,8 @@ export async function trialPage(main, id) {
     header.replaceChildren(h("div", {},
       h("h1", {}, `Trial ${t.id} `, stateBadge(t.state)),
       h("dl", { class: "kv" },
-        h("dt", {}, "experiment"), h("dd", {}, h("a", { href: `#/experiments/${t.experiment_id}` }, String(t.experiment_id))),
+        h("dt", {}, "experiment"), h("dd", {}, h("a", { href: `#/experiments/${t.experiment_id}` }, String(t.experiment_id)),
+          " · ", h("a", { href: compareHash({ trials: [t.id] }), id: "compare-trial" }, "compare with other trials")),
         h("dt", {}, "hyperparameters"), h("dd", {}, hparamList(t.hparams)),
         progress ? [h("dt", {}, "progress"), h("dd", { id: "trial-progress" }, progress)] : null,
         h("dt", {}, "restarts"), h("dd", {}, String(t.restarts)),
@@ -110,17 +134,33 @@ export async function trialPage(main, id) {
 
   function renderLogs() {
     const needle = logSearch.value.trim().toLowerCase();
-    const shown = needle ? logLines.filter((l) => l.line.toLowerCase().includes(needle)) : logLines;
+    const shown = logLines.filter((l) => logLineShown(l, logLevel.value, logRank.value)
+      && (!needle || l.line.toLowerCase().includes(needle)));
     logsEl.textContent = shown.map((l) => l.line).join("\n");
+    logsEl.dataset.lines = String(shown.length);
     if (follow.checked) logsEl.scrollTop = logsEl.scrollHeight;
   }
   logSearch.addEventListener("input", renderLogs);
+  logLevel.addEventListener("change", renderLogs);
+  logRank.addEventListener("change", renderLogs);
+
+  // The rank filter offers the ranks seen so far ("no rank": the launcher's own lines).
+  function renderRanks() {
+    const ranks = [...new Set(logLines.map((l) => l.rank))].sort((a, b) => (a ?? -1) - (b ?? -1));
+    if (logRank.options.length - 1 === ranks.length) return;
+    const keep = logRank.value;
+    logRank.replaceChildren(h("option", { value: "" }, "any rank"),
+      ...ranks.map((r) => h("option", { value: String(r) }, r === null ? "no rank" : `rank ${r}`)));
+    logRank.value = keep;
+    logRank.hidden = !ranks.some((r) => r !== null);
+  }
 
   async function loadLogs() {
     const r = await get(`/api/v1/trials/${id}/logs?after_id=${lastLogId}&limit=5000`);
     if (r.logs.length) {
-      logLines = logLines.concat(r.logs);
+      logLines = logLines.concat(r.logs.map((l) => ({ ...l, ...labelLog(l.line) })));
       lastLogId = r.logs[r.logs.length - 1].id;
+      renderRanks();
       renderLogs();
       if (r.more) return loadLogs();  // the page stopped at its line or size limit
     }
@@ -141,6 +181,7 @@ export async function trialPage(main, id) {
       desc.tensorboards = (await get(`/api/v1/experiments/${desc.trial.experiment_id}/tensorboards`)).tensorboards;
       renderHeader();
       renderCharts();
+      if (!profiler.el.hidden) profiler.update(metrics, TERMINAL.has(desc.trial.state));
       renderCheckpoints();
       await loadLogs();
     } finally { busy = false; }

@@ -33,19 +33,26 @@ export function fmtProgress(values) {
     .map((k) => `${fmtNum(values[k])} ${k}`).join(" · ");
 }
 
-/** Hyperparameters as a key/value list: nested ones as dotted keys, numbers to 4 significant
- * digits with the full value in a tooltip. */
-export function hparamList(hparams) {
-  const rows = [];
+/** Hyperparameters as [dotted key, value] pairs: a nested one ({optimizer: {lr}}) as "optimizer.lr". */
+export function flatHparams(hparams) {
+  const pairs = [];
   const walk = (prefix, v) => {
     if (v !== null && typeof v === "object" && !Array.isArray(v) && Object.keys(v).length) {
       for (const [k, x] of Object.entries(v)) walk(prefix ? `${prefix}.${k}` : k, x);
-    } else {
-      const full = typeof v === "object" ? JSON.stringify(v) : String(v);
-      rows.push([h("dt", {}, prefix), h("dd", { title: full }, typeof v === "number" ? fmtNum(v) : full)]);
-    }
+    } else pairs.push([prefix, v]);
   };
   walk("", hparams ?? {});
+  return pairs;
+}
+
+/** A hyperparameter's value as text: numbers to 4 significant digits, anything else as JSON. */
+export const fmtHparam = (v) => (typeof v === "number" ? fmtNum(v) : typeof v === "object" ? JSON.stringify(v) : String(v));
+
+/** Hyperparameters as a key/value list: nested ones as dotted keys, numbers to 4 significant
+ * digits with the full value in a tooltip. */
+export function hparamList(hparams) {
+  const rows = flatHparams(hparams).map(([k, v]) =>
+    [h("dt", {}, k), h("dd", { title: typeof v === "object" ? JSON.stringify(v) : String(v) }, fmtHparam(v))]);
   return rows.length ? h("dl", { class: "kv hparams", id: "hparams" }, rows.flat()) : h("span", { class: "muted" }, "none");
 }
 
@@ -72,7 +79,8 @@ export const progressBar = (p) =>
     h("span", { style: `width:${Math.round((p || 0) * 100)}%` }));
 
 /**
- * A sortable, filterable table. columns: [{key, label, value(row), render?(row), num?}].
+ * A sortable, filterable table. columns: [{key, label, value(row), render?(row), num?, search?}]
+ * (search: false leaves a column out of the filter).
  * Returns {el, update(rows)}: update keeps the sort and filter.
  */
 export function dataTable(initialColumns, { filterPlaceholder = "filter rows…", onRow } = {}) {
@@ -97,7 +105,7 @@ export function dataTable(initialColumns, { filterPlaceholder = "filter rows…"
     header();
     const needle = filter.value.trim().toLowerCase();
     let shown = needle
-      ? rows.filter((r) => columns.some((c) => String(c.value(r) ?? "").toLowerCase().includes(needle)))
+      ? rows.filter((r) => columns.some((c) => c.search !== false && String(c.value(r) ?? "").toLowerCase().includes(needle)))
       : rows.slice();
     if (sortKey) {
       const col = columns.find((c) => c.key === sortKey);
@@ -128,4 +136,45 @@ export function tensorboardLinks(tensorboards, command) {
   return tensorboards.map((tb, i) => [i ? ", " : "",
     h("a", { href: tb.url, target: "_blank", rel: "noopener", class: "tensorboard-link" },
       tb.trial_id === null ? `TensorBoard (experiments ${tb.experiment_ids.join(", ")})` : `TensorBoard (trial ${tb.trial_id})`)]);
+}
+
+/**
+ * `load` made safe to call on every event: loads never overlap, and a call during a load asks for
+ * one more afterwards. Returns the function to call (its promise settles with the current load).
+ */
+export function serialized(load) {
+  let busy = null;
+  let again = false;
+  function reload() {
+    if (busy) { again = true; return busy; }
+    busy = load().finally(() => {
+      busy = null;
+      if (again) { again = false; reload().catch((e) => console.warn(e.message)); }
+    });
+    return busy;
+  }
+  return reload;
+}
+
+/** A table column of checkboxes that picks rows (by `id`) into `picked`; `onChange` after each
+ * click. The click does not reach the row (which opens it). */
+export function pickColumn(picked, onChange) {
+  const box = (r) => h("input", {
+    type: "checkbox", class: "pick", "data-id": r.id, checked: picked.has(r.id),
+    onclick: (ev) => {
+      ev.stopPropagation();
+      if (ev.target.checked) picked.add(r.id); else picked.delete(r.id);
+      onChange();
+    },
+  });
+  return { key: "pick", label: "", value: (r) => (picked.has(r.id) ? 0 : 1), render: box, search: false };
+}
+
+/** The compare page's address for these trials and every trial of these experiments. */
+export function compareHash({ trials = [], experiments = [] }) {
+  const q = new URLSearchParams();
+  for (const [key, ids] of [["trials", [...trials]], ["experiments", [...experiments]]]) {
+    if (ids.length) q.set(key, ids.join(","));
+  }
+  return `#/compare?${q}`;
 }

@@ -18,6 +18,7 @@ from ..engine._engine import Engine
 from ..ingest._group_commit import MetricIngest
 from . import (
     _checkpoints,
+    _experiment_edit,
     _experiments,
     _gc,
     _logs,
@@ -39,6 +40,7 @@ from ._ui_session import UiSessions
 _ROUTERS = (
     _master.router,
     _experiments.router,
+    _experiment_edit.router,
     _searcher.router,
     _trials.router,
     _metrics.router,

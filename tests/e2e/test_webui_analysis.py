@@ -1,0 +1,318 @@
+"""The web UI's analysis views in headless Chromium against a real master running real
+experiments: trials compared across experiments (one chart, a series per trial, their
+hyperparameters and final/best values side by side); a search's parallel coordinates and
+hyperparameter importance (and the importance estimator's functions, run in the browser); a
+trial's profiler tab."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..integration.conftest import write_script
+from ._browser import Browser, browser, open_ui
+from ._experiments import XSS, config, run_experiment
+from .conftest import Master
+
+pytestmark = [pytest.mark.integration, pytest.mark.browser]
+
+
+def _ready(b: Browser, url: str, selector: str) -> None:
+    b.page.goto(url)
+    b.page.wait_for_selector(selector)
+
+
+def _column(page: Any, table: str, header: str) -> list[str]:
+    """The cells of a table's column by its header's text."""
+    return page.evaluate(
+        """([table, header]) => {
+          const heads = [...document.querySelectorAll(`${table} thead th`)].map(th => th.textContent);
+          const i = heads.indexOf(header);
+          if (i < 0) throw new Error(`no column ${header} in ${heads}`);
+          return [...document.querySelectorAll(`${table} tbody tr`)].map(tr => tr.children[i].textContent);
+        }""",
+        [table, header],
+    )
+
+
+def test_compare_trials_across_experiments(master: Master, model: Path) -> None:
+    grid = {"name": "grid"}
+    a = run_experiment(
+        master,
+        model,
+        config(f"first {XSS}", {"lr": {"type": "categorical", "vals": [0.1, 0.2]}}, grid),
+    )
+    b_trials = run_experiment(
+        master,
+        model,
+        config("second", {"lr": 0.4, "note": {"type": "const", "val": XSS}}, {"name": "single"}),
+    )
+    trials = a + b_trials
+    exps = sorted({t["experiment_id"] for t in trials})
+
+    with browser() as b:
+        page = b.page
+        ui = open_ui(b, master)
+        # From the experiments list: tick both experiments, Compare.
+        page.wait_for_selector("text=second")
+        assert page.is_disabled("#btn-compare")
+        for e in exps:
+            page.check(f"input.pick[data-id='{e}']")
+        assert "#/experiments/" not in page.url  # ticking does not open the experiment
+        page.click("#btn-compare")
+        page.wait_for_function(
+            f"Number(document.querySelector('#compare-chart')?.dataset.series) === {len(trials)}"
+        )
+        chart = page.eval_on_selector(
+            "#compare-chart", "e => ({...e.dataset, lines: e.querySelectorAll('.u-series').length})"
+        )
+        assert chart["metric"] == "val_loss" and chart["group"] == "validation", chart
+        assert chart["points"] == str(4 * len(trials))
+        assert chart["lines"] == len(trials) + 1  # uPlot's legend: the x series and one per trial
+        assert _column(page, "#compare-table", "Trial") == [str(t["id"]) for t in trials]
+        lrs = [float(v) for v in _column(page, "#compare-table", "lr")]
+        assert lrs == [t["hparams"]["lr"] for t in trials]
+        final = [float(v) for v in _column(page, "#compare-table", "final val_loss")]
+        assert final == pytest.approx([t["hparams"]["lr"] / 4 for t in trials], rel=1e-3)
+        best = [float(v) for v in _column(page, "#compare-table", "best val_loss")]
+        assert best == pytest.approx(final, rel=1e-3)  # smaller is better: the last report
+        assert _column(page, "#compare-table", "note") == ["—", "—", XSS]
+        assert XSS in page.inner_text("#compare-table")  # the experiment's name, as text
+        b.shot("compare-experiments")
+
+        # Training metrics: their own names in the list, never the progress counters.
+        page.select_option("#compare-group", "training")
+        page.wait_for_function(
+            "document.querySelector('#compare-chart').dataset.group === 'training'"
+        )
+        options = page.eval_on_selector_all("#compare-metric option", "os => os.map(o => o.value)")
+        assert options == ["loss"], options
+        assert page.get_attribute("#compare-chart", "data-series") == str(len(trials))
+        final = [float(v) for v in _column(page, "#compare-table", "final loss")]
+        assert final == pytest.approx([t["hparams"]["lr"] / 2 for t in trials], rel=1e-3)
+
+        # From an experiment's trial table: tick one trial, Compare, add another experiment's.
+        _ready(b, f"{ui}#/experiments/{a[0]['experiment_id']}", "#trials tbody tr")
+        page.check(f"#trials input.pick[data-id='{a[1]['id']}']")
+        page.click("#btn-compare-trials")
+        page.wait_for_function("document.querySelector('#compare-chart')?.dataset.series === '1'")
+        # From a trial's page: its link opens the compare page with it alone.
+        _ready(b, f"{ui}#/trials/{a[1]['id']}", "#compare-trial")
+        page.click("#compare-trial")
+        page.wait_for_function("document.querySelector('#compare-chart')?.dataset.series === '1'")
+        page.fill("#compare-add", str(b_trials[0]["id"]))
+        page.click("#compare-add-btn")
+        page.wait_for_function("document.querySelector('#compare-chart')?.dataset.series === '2'")
+        assert _column(page, "#compare-table", "Trial") == [str(a[1]["id"]), str(b_trials[0]["id"])]
+        b.shot("compare-trials")
+        assert page.evaluate("window.__xss") is None
+        assert b.errors == []
+
+
+def test_search_analysis_parallel_coordinates_and_importance(master: Master, model: Path) -> None:
+    # A grid of 3 lr x 2 optimizers: the metric (lr / 4 at best) follows lr alone.
+    hparams = {
+        "lr": {"type": "double", "minval": 0.1, "maxval": 0.4, "count": 3},
+        "optimizer": {"type": "categorical", "vals": ["sgd", XSS]},
+    }
+    trials = run_experiment(master, model, config("grid", hparams, {"name": "grid"}))
+    assert len(trials) == 6
+    best = min(trials, key=lambda t: t["hparams"]["lr"])
+
+    with browser() as b:
+        page = b.page
+        open_ui(b, master, str(trials[0]["experiment_id"]))
+        page.wait_for_selector("#parcoords svg")
+        lines = page.eval_on_selector_all(
+            "#parcoords polyline",
+            "ls => ls.map(l => [l.querySelector('title').textContent, l.getAttribute('stroke'),"
+            " l.getAttribute('points').split(' ').length])",
+        )
+        assert len(lines) == len(trials)  # a polyline per trial
+        assert all(n == 3 for _, _, n in lines)  # through lr, optimizer and the metric
+        shade = dict((title.split(":")[0], stroke) for title, stroke, _ in lines)
+        assert shade[f"trial {best['id']}"] == "rgb(37,99,235)"  # the best trial: blue
+        labels = page.eval_on_selector_all(
+            "#parcoords .pc-label", "ts => ts.map(t => t.dataset.name)"
+        )
+        assert labels == ["lr", "optimizer", "val_loss"]
+        ticks = page.eval_on_selector_all("#parcoords .pc-tick", "ts => ts.map(t => t.textContent)")
+        assert XSS in ticks and "sgd" in ticks  # a categorical axis names its values, as text
+
+        rows = page.eval_on_selector_all(
+            "#hp-importance tr[data-hp]",
+            "rs => rs.map(r => [r.dataset.hp, Number(r.dataset.score)])",
+        )
+        assert [name for name, _ in rows] == ["lr", "optimizer"]
+        assert rows[0][1] == pytest.approx(1.0)  # lr orders the trials by metric exactly
+        assert rows[1][1] == pytest.approx(0.0)  # both optimizers have the same metrics
+        b.shot("search-analysis")
+        assert page.evaluate("window.__xss") is None
+        assert b.errors == []
+
+
+def test_importance_estimators_in_the_browser(master: Master) -> None:
+    """The estimator's functions on known inputs, in the page's own JavaScript."""
+    with browser() as b:
+        page = b.page
+        open_ui(b, master)
+        got = page.evaluate(
+            """async () => {
+              const a = await import("./analysis.js");
+              const rows = (xs, ys) => xs.map((x, i) => ({hparams: new Map([["x", x], ["c", 1]]), value: ys[i]}));
+              return {
+                ranks: a.ranks([10, 30, 20, 20]),
+                monotone: a.spearman([1, 2, 3, 4], [1, 8, 27, 64]),
+                reversed: a.spearman([1, 2, 3, 4], [9, 5, 2, 1]),
+                flat: a.spearman([1, 2, 3], [5, 5, 5]),
+                eta: a.etaSquared(["a", "a", "b", "b"], [1, 3, 5, 7]),
+                apart: a.etaSquared(["a", "a", "b", "b"], [1, 1, 5, 5]),
+                importance: a.hpImportance(rows([1, 2, 3, 4], [4, 3, 2, 1])),
+                categorical: a.hpImportance(rows(["u", "v", "u", "v"], [1, 2, 3, 4])),
+              };
+            }"""
+        )
+    assert got["ranks"] == [1, 4, 2.5, 2.5]  # ties share their average rank
+    assert got["monotone"] == pytest.approx(1.0)  # not linear, but monotone
+    assert got["reversed"] == pytest.approx(-1.0)
+    assert got["flat"] is None  # a metric that never changes explains nothing
+    assert got["eta"] == pytest.approx(16 / 20)  # between-group 2*(2^2)*2=16 of 20
+    assert got["apart"] == pytest.approx(1.0)
+    x, c = got["importance"]
+    assert (x["name"], x["score"], x["rho"]) == ("x", pytest.approx(1.0), pytest.approx(-1.0))
+    assert (c["name"], c["score"]) == ("c", None)  # a constant hyperparameter
+    x = got["categorical"][0]
+    assert x["name"] == "x" and x["method"].startswith("η²")
+    assert x["score"] == pytest.approx(0.2)  # ranks 1,3 vs 2,4: means 2 and 3 of 2.5; 1 of 5
+
+
+def test_profiler_tab_draws_the_system_samples(master: Master, model: Path) -> None:
+    env = {"environment_variables": ["PROFILE=1"]}
+    [profiled] = run_experiment(
+        master, model, config("profiled", {"lr": 0.1}, {"name": "single"}, environment=env)
+    )
+    [plain] = run_experiment(master, model, config("plain", {"lr": 0.1}, {"name": "single"}))
+    reports = {
+        group: master.client.request(
+            "GET", f"/api/v1/trials/{profiled['id']}/metrics?group={group}"
+        )["metrics"]
+        for group in ("cpu", "memory", "disk", "network")
+    }
+    assert all(len(r) >= 3 for r in reports.values()), {g: len(r) for g, r in reports.items()}
+
+    with browser() as b:
+        page = b.page
+        ui = open_ui(b, master)
+        _ready(b, f"{ui}#/trials/{profiled['id']}", "#training-chart .uplot")
+        assert page.is_hidden("#profiler")
+        page.click("#tab-profiler")
+        page.wait_for_selector("#profiler-network .uplot")
+        assert page.is_hidden("#overview")
+        charts = page.eval_on_selector_all(
+            "#profiler .profiler-chart",
+            "cs => cs.map(c => [c.dataset.group, Number(c.dataset.points), Number(c.dataset.series),"
+            " c.querySelector('.u-title').textContent])",
+        )
+        assert [c[0] for c in charts] == ["cpu", "memory", "disk", "network"]
+        lines = {
+            "cpu": 1,
+            "memory": 1,
+            "disk": 2,
+            "network": 2,
+        }  # read and write, sent and received
+        for group, points, series, title in charts:
+            assert series == lines[group], (group, series)
+            assert points == len(reports[group]) * lines[group], (group, points)
+            assert title  # what it draws, with its unit
+        assert "CPU utilisation (%)" in charts[0][3]
+        assert f"{len(reports['cpu'])} profiler reports" in page.inner_text("#profiler-note")
+        b.shot("trial-profiler")
+        # Back to the overview: the curves are still there.
+        page.click("#tab-overview")
+        assert page.is_visible("#training-chart .uplot") and page.is_hidden("#profiler")
+
+        _ready(b, f"{ui}#/trials/{plain['id']}", "#training-chart .uplot")
+        page.click("#tab-profiler")
+        empty = page.wait_for_selector("#profiler-empty")
+        assert "no profiler data" in empty.inner_text()
+        assert page.eval_on_selector_all("#profiler .profiler-chart", "cs => cs.length") == 0
+        assert b.errors == []
+
+
+# Two workers under trialkit's rank prefixer, logging in trialkit's format: rank 1 fails with a
+# traceback (lines without a level of their own).
+LAUNCH = """
+import subprocess, sys
+wrap = [sys.executable, "-m", "trialkit.launch.wrap_rank"]
+for rank in ("0", "1"):
+    subprocess.run([*wrap, rank, sys.executable, "worker.py", rank], check=True)
+print("launcher: both workers done", flush=True)
+"""
+WORKER = """
+import logging, sys
+import trialkit
+logging.basicConfig(level=logging.DEBUG, format=trialkit.LOG_FORMAT)
+log = logging.getLogger("worker")
+rank = sys.argv[1]
+log.debug("debug from rank %s", rank)
+log.info("info from rank %s", rank)
+log.warning("warning from rank %s", rank)
+if rank == "1":
+    try:
+        raise ValueError("bad batch")
+    except ValueError:
+        log.exception("error from rank 1")
+"""
+
+
+def _log_lines(page: Any) -> list[str]:
+    return [ln for ln in page.inner_text("#logs").splitlines() if ln]
+
+
+def test_trial_logs_filtered_by_level_and_rank(master: Master, model: Path) -> None:
+    write_script(model, "launch.py", LAUNCH)
+    write_script(model, "worker.py", WORKER)
+    launched = config("logs", {"lr": 0.1}, {"name": "single"}, entrypoint="python3 launch.py")
+    exp = master.create(launched, model)
+    [trial] = master.wait_state(exp, {"COMPLETED", "ERROR"})["trials"]
+
+    with browser() as b:
+        page = b.page
+        ui = open_ui(b, master)
+        _ready(b, f"{ui}#/trials/{trial['id']}", "#log-rank:not([hidden])")
+        page.wait_for_function(
+            "document.querySelector('#logs').textContent.includes('both workers')"
+        )
+        everything = _log_lines(page)
+        assert any("debug from rank 0" in ln for ln in everything)
+        ranks = page.eval_on_selector_all("#log-rank option", "os => os.map(o => o.textContent)")
+        assert ranks == ["any rank", "no rank", "rank 0", "rank 1"]
+
+        page.select_option("#log-level", "WARNING")
+        shown = _log_lines(page)
+        assert sum("warning from rank" in ln for ln in shown) == 2
+        assert any("error from rank 1" in ln for ln in shown)
+        assert not any("info from" in ln or "debug from" in ln for ln in shown)
+        assert not any("both workers" in ln for ln in shown)  # no level of its own
+        assert any("ValueError: bad batch" in ln for ln in shown)  # the ERROR's traceback
+
+        page.select_option("#log-level", "ERROR")
+        page.select_option("#log-rank", "1")
+        shown = _log_lines(page)
+        assert shown[0].startswith("[rank=1] || ERROR: ") and "error from rank 1" in shown[0]
+        assert "Traceback (most recent call last):" in shown[1]
+        assert shown[-1] == "[rank=1] || ValueError: bad batch"
+        assert all(ln.startswith("[rank=1] || ") for ln in shown)
+
+        page.select_option("#log-level", "")
+        page.select_option("#log-rank", "0")
+        shown = _log_lines(page)
+        assert [ln.split("|| ", 1)[1].split(": ", 1)[0] for ln in shown] == [
+            "DEBUG",
+            "INFO",
+            "WARNING",
+        ]
+        b.shot("trial-logs-filtered")
+        assert b.errors == []
