@@ -169,7 +169,7 @@ def test_a_run_ending_while_the_server_stays_down_is_still_handled(
             _wait(lambda: not master.engine.has_process(trial.id), "the run to be reaped")
             time.sleep(0.5)  # ticks fail meanwhile
             postgres.start()
-            _wait(lambda: master.store.get_trial(trial.id).state.terminal, "the exit handled")
+            _wait(lambda: master.store.get_trial(trial.id).state.ended, "the exit handled")
             # Run 1's exit ended the trial: no second run was started for a trial taken to
             # have none.
             launches = [ln.line for ln in master.store.list_logs(trial.id) if " run " in ln.line]

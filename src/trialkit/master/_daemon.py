@@ -207,7 +207,7 @@ def serve(
         if engine.running_trial_ids():
             return True
         # Paused experiments do not keep a master busy; those with trials to run or stop do.
-        working = [s for s in ExperimentState if not s.terminal and s != ExperimentState.PAUSED]
+        working = [s for s in ExperimentState if not s.ended and s != ExperimentState.PAUSED]
         return any(not e.unmanaged for e in store.list_experiments(states=working))
 
     done = threading.Event()

@@ -7,42 +7,19 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
+# Checkpoints, metrics, log lines and per-batch metrics are stored and served in one shape, and
+# the states are the ones the API reports: the store returns the REST contract's types for them
+# (``trialkit.rest`` is a leaf package of plain dataclasses and enums).
+from .. import rest
+from ..rest import ExperimentState, TrialState
 
-class ExperimentState(str, enum.Enum):
-    ACTIVE = "ACTIVE"
-    PAUSED = "PAUSED"
-    STOPPING_CANCELED = "STOPPING_CANCELED"
-    STOPPING_ERROR = "STOPPING_ERROR"
-    COMPLETED = "COMPLETED"
-    CANCELED = "CANCELED"
-    ERROR = "ERROR"
+Checkpoint = rest.CheckpointOut
+Metric = rest.MetricOut
+LogLine = rest.LogLineOut
+BatchMetrics = rest.BatchMetricsOut
 
-    @property
-    def terminal(self) -> bool:
-        return self in TERMINAL_EXPERIMENT_STATES
-
-
-TERMINAL_EXPERIMENT_STATES = frozenset(
-    {ExperimentState.COMPLETED, ExperimentState.CANCELED, ExperimentState.ERROR}
-)
-
-
-class TrialState(str, enum.Enum):
-    """A trial's stored state. While ACTIVE the master knows finer phases (waiting, running,
-    being preempted or terminated): see ``trialkit.master.engine._lifecycle.TrialPhase``."""
-
-    ACTIVE = "ACTIVE"
-    PAUSED = "PAUSED"
-    COMPLETED = "COMPLETED"
-    CANCELED = "CANCELED"
-    ERROR = "ERROR"
-
-    @property
-    def terminal(self) -> bool:
-        return self in TERMINAL_TRIAL_STATES
-
-
-TERMINAL_TRIAL_STATES = frozenset({TrialState.COMPLETED, TrialState.CANCELED, TrialState.ERROR})
+TERMINAL_EXPERIMENT_STATES = frozenset(s for s in ExperimentState if s.ended)
+TERMINAL_TRIAL_STATES = frozenset(s for s in TrialState if s.ended)
 
 
 class _Record:
@@ -115,39 +92,6 @@ class Trial(_Record):
 
 
 @dataclass(frozen=True)
-class Metric(_Record):
-    trial_id: int
-    run_id: int
-    group: str
-    steps_completed: int
-    values: dict[str, Any]
-    reported_at: float
-
-
-@dataclass(frozen=True)
-class Checkpoint(_Record):
-    uuid: str
-    trial_id: int
-    experiment_id: int
-    run_id: int
-    steps_completed: int
-    metadata: dict[str, Any]
-    resources: dict[str, int]
-    storage: dict[str, Any]
-    state: str
-    reported_at: float
-
-
-@dataclass(frozen=True)
-class LogLine(_Record):
-    id: int
-    trial_id: int
-    run_id: int
-    line: str
-    ts: float
-
-
-@dataclass(frozen=True)
 class MetricBatch:
     """Which delivery a batch of metrics is: ``seq`` of the shipper ``sender`` in a trial's run."""
 
@@ -205,13 +149,3 @@ class TrialView:
     latest_validation: Metric | None
     best_validation: float | None
     latest_checkpoint: str | None
-
-
-@dataclass(frozen=True)
-class BatchMetrics:
-    """The per-batch metrics one training report carried."""
-
-    run_id: int
-    steps_completed: int
-    reported_at: float
-    batch_metrics: list[dict[str, Any]]

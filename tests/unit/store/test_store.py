@@ -132,7 +132,7 @@ def test_trials_listed_per_experiment_in_creation_order(store: Store) -> None:
     assert [t.id for t in store.list_trials()] == [t1.id, t2.id, t3.id]
     assert [t.id for t in store.list_trials(e2.id)] == [t2.id, t3.id]
     updated = store.update_trial(t2.id, state=TrialState.COMPLETED, restarts=2, slots=[0, 1])
-    assert updated.state is TrialState.COMPLETED and updated.state.terminal
+    assert updated.state is TrialState.COMPLETED and updated.state.ended
     assert store.get_trial(t2.id).slots == [0, 1]
     assert store.get_trial(t2.id).restarts == 2
 

@@ -9,7 +9,6 @@ from ...rest import CheckpointOut, UuidList, routes
 from ...store import NotFound, Store
 from ._schemas import CheckpointUuid
 from ._services import AUTH, Svc
-from ._views import checkpoint_out
 
 router = APIRouter(dependencies=AUTH)
 
@@ -27,7 +26,7 @@ def find_checkpoints(uuid_prefix: str, services: Svc) -> UuidList:
 
 @router.get(routes.CHECKPOINT)
 def get_checkpoint(uuid: CheckpointUuid, services: Svc) -> CheckpointOut:
-    return checkpoint_out(services.store.get_checkpoint(uuid))
+    return services.store.get_checkpoint(uuid)
 
 
 def checkpoint_trial(store: Store, uuid: str) -> int | None:

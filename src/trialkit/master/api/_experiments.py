@@ -29,7 +29,7 @@ from ..search._experiment_config import remember_config, searcher_config_of
 from ..search._warm_start import discard_warm_start_copy
 from ._schemas import CreateExperiment, ExperimentId
 from ._services import AUTH, Services, Svc
-from ._views import checkpoint_out, describe_experiment, experiment_out, experiment_summary
+from ._views import describe_experiment, experiment_out, experiment_summary
 
 router = APIRouter(dependencies=AUTH)
 
@@ -134,7 +134,7 @@ def _act(services: Services, experiment_id: int, action: str) -> ExperimentReply
     """Pause, activate, kill, archive or unarchive the experiment."""
     store, engine = services.store, services.engine
     exp = store.get_experiment(experiment_id)
-    if action in _RUN_ACTIONS and exp.state.terminal:
+    if action in _RUN_ACTIONS and exp.state.ended:
         # A 200 that changed nothing read as success to every client (the UI said nothing).
         raise HTTPException(
             409, f"experiment {exp.id} is already {exp.state.value}; nothing to {action}"
@@ -146,7 +146,7 @@ def _act(services: Services, experiment_id: int, action: str) -> ExperimentReply
     elif action == "kill":
         exp = engine.kill(exp)
     elif action in ("archive", "unarchive"):
-        if action == "archive" and not exp.state.terminal:
+        if action == "archive" and not exp.state.ended:
             raise HTTPException(
                 400,
                 f"experiment {exp.id} is {exp.state.value}; only finished experiments can be archived",
@@ -180,7 +180,7 @@ def experiment_checkpoints(experiment_id: ExperimentId, services: Svc) -> Checkp
     store.get_experiment(experiment_id)
     return CheckpointList(
         checkpoints=[
-            checkpoint_out(c)
+            c
             for c in store.list_checkpoints(experiment_id=experiment_id)
             if c.state not in GONE_STATES
         ]

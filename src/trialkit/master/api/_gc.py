@@ -29,7 +29,6 @@ from ..housekeeping._gc import (
 from ..search._experiment_config import searcher_config_of
 from ._schemas import CheckpointId, CheckpointUuid, ExperimentId
 from ._services import AUTH, Svc
-from ._views import checkpoint_out
 
 
 class DeleteCheckpoints(BaseModel):
@@ -55,7 +54,7 @@ def experiment_gc(experiment_id: ExperimentId, services: Svc) -> CheckpointsDele
     """Apply the experiment's checkpoint GC policy now (a finished experiment only)."""
     store = services.store
     exp = store.get_experiment(experiment_id)
-    if not exp.state.terminal:
+    if not exp.state.ended:
         raise HTTPException(
             409,
             f"experiment {exp.id} is {exp.state.value}; checkpoint GC runs on a finished "
@@ -122,7 +121,7 @@ def experiment_best_checkpoints(
         metric=searcher.metric,
         smaller_is_better=searcher.smaller_is_better,
         checkpoints=[
-            RankedCheckpoint(checkpoint=checkpoint_out(c), searcher_metric=value)
+            RankedCheckpoint(checkpoint=c, searcher_metric=value)
             for c, value in best_checkpoints(store, exp, limit)
         ],
     )

@@ -9,10 +9,9 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response
 from pydantic import TypeAdapter
 
-from ...rest import TrialLogs, TrialState, routes
+from ...rest import TrialLogs, routes
 from ._schemas import QueryCount, TrialId
 from ._services import AUTH, Svc
-from ._views import log_line_out
 
 #: Characters of log text in one page: the CLI prints a long log page by page as it arrives,
 #: the first within a fraction of a second.
@@ -41,8 +40,8 @@ def trial_logs(
     logs = store.list_logs(trial_id, after_id=after_id, limit=limit, max_chars=LOG_PAGE_CHARS)
     full = len(logs) >= limit or sum(len(ln.line) for ln in logs) >= LOG_PAGE_CHARS
     reply = TrialLogs(
-        logs=[log_line_out(ln) for ln in logs],
-        trial_state=TrialState(trial.state.value),
+        logs=logs,
+        trial_state=trial.state,
         running=services.engine.has_process(trial_id),
         more=limit > 0 and full,
     )

@@ -35,7 +35,7 @@ from ._schemas import (
     TrialId,
 )
 from ._services import AUTH, Services, Svc
-from ._views import batch_metrics_out, checkpoint_out, metrics_out, trial_outs
+from ._views import trial_outs
 
 router = APIRouter(dependencies=AUTH)
 
@@ -67,8 +67,8 @@ def describe_trial(trial_id: TrialId, services: Svc) -> TrialDescription:
     _, [trial] = trial_outs(store, store.get_experiment(t.experiment_id), trial_id=t.id)
     return TrialDescription(
         trial=trial,
-        checkpoints=[checkpoint_out(c) for c in store.list_checkpoints(trial_id=trial_id)],
-        validation_metrics=metrics_out(store.list_metrics(trial_id, "validation")),
+        checkpoints=store.list_checkpoints(trial_id=trial_id),
+        validation_metrics=store.list_metrics(trial_id, "validation"),
     )
 
 
@@ -83,16 +83,14 @@ def trial_metrics(
     trial_id: TrialId, services: Svc, group: Annotated[str | None, Query(max_length=64)] = None
 ) -> MetricList:
     services.trial(trial_id)
-    return MetricList(metrics=metrics_out(services.store.list_metrics(trial_id, group)))
+    return MetricList(metrics=services.store.list_metrics(trial_id, group))
 
 
 @router.get(routes.TRIAL_BATCH_METRICS)
 def trial_batch_metrics(trial_id: TrialId, services: Svc) -> BatchMetricsList:
     """The per-batch metrics of the trial's training reports that carried them."""
     services.trial(trial_id)
-    return BatchMetricsList(
-        reports=[batch_metrics_out(b) for b in services.store.list_batch_metrics(trial_id)]
-    )
+    return BatchMetricsList(reports=services.store.list_batch_metrics(trial_id))
 
 
 # What a trial reports ------------------------------------------------------------------------
@@ -117,7 +115,7 @@ def report_checkpoint(trial_id: TrialId, body: CheckpointBody, services: Svc) ->
         resources=body.resources,
         storage=body.storage,
     )
-    return CheckpointReply(checkpoint=checkpoint_out(ckpt))
+    return CheckpointReply(checkpoint=ckpt)
 
 
 @router.get(routes.PREEMPTION)

@@ -14,30 +14,20 @@ from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
 from ...rest import (
-    BatchMetricsOut,
     BestTrial,
     BracketOut,
-    CheckpointOut,
     ExperimentDescription,
     ExperimentOut,
     ExperimentRungs,
-    ExperimentState,
     ExperimentSummary,
-    LogLineOut,
-    MetricOut,
     RungOut,
     RungTrial,
     SearcherSummary,
     TrialOut,
-    TrialState,
 )
 from ...searcher import BracketState, asha_rungs
 from ...store import (
-    BatchMetrics,
-    Checkpoint,
     Experiment,
-    LogLine,
-    Metric,
     Store,
     Trial,
     TrialView,
@@ -104,7 +94,7 @@ def experiment_out(exp: Experiment, *, trial_states: dict[str, int] | None = Non
         description=exp.description,
         labels=exp.labels,
         config=exp.config,
-        state=ExperimentState(exp.state.value),
+        state=exp.state,
         archived=exp.archived,
         unmanaged=exp.unmanaged,
         progress=exp.progress,
@@ -117,49 +107,6 @@ def experiment_out(exp: Experiment, *, trial_states: dict[str, int] | None = Non
     )
 
 
-def checkpoint_out(ckpt: Checkpoint) -> CheckpointOut:
-    return CheckpointOut(
-        uuid=ckpt.uuid,
-        trial_id=ckpt.trial_id,
-        experiment_id=ckpt.experiment_id,
-        run_id=ckpt.run_id,
-        steps_completed=ckpt.steps_completed,
-        metadata=ckpt.metadata,
-        resources=ckpt.resources,
-        storage=ckpt.storage,
-        state=ckpt.state,
-        reported_at=ckpt.reported_at,
-    )
-
-
-def metric_out(metric: Metric) -> MetricOut:
-    return MetricOut(
-        trial_id=metric.trial_id,
-        run_id=metric.run_id,
-        group=metric.group,
-        steps_completed=metric.steps_completed,
-        values=metric.values,
-        reported_at=metric.reported_at,
-    )
-
-
-def metrics_out(metrics: list[Metric]) -> list[MetricOut]:
-    return [metric_out(m) for m in metrics]
-
-
-def batch_metrics_out(batch: BatchMetrics) -> BatchMetricsOut:
-    return BatchMetricsOut(
-        run_id=batch.run_id,
-        steps_completed=batch.steps_completed,
-        reported_at=batch.reported_at,
-        batch_metrics=batch.batch_metrics,
-    )
-
-
-def log_line_out(line: LogLine) -> LogLineOut:
-    return LogLineOut(line.id, line.trial_id, line.run_id, line.line, line.ts)
-
-
 def trial_out(view: TrialView) -> TrialOut:
     """A trial with its latest metrics, best searcher-metric value and latest checkpoint (the
     searcher's facts beside its state, flat, as the rows have them)."""
@@ -170,7 +117,7 @@ def trial_out(view: TrialView) -> TrialOut:
         request_id=t.request_id,
         hparams=t.hparams,
         seed=t.seed,
-        state=TrialState(t.state.value),
+        state=t.state,
         restarts=t.restarts,
         run_id=t.run_id,
         op_length=facts.op_length,
@@ -188,10 +135,8 @@ def trial_out(view: TrialView) -> TrialOut:
         slots=t.slots,
         created_at=t.created_at,
         ended_at=t.ended_at,
-        latest_training=None if view.latest_training is None else metric_out(view.latest_training),
-        latest_validation=(
-            None if view.latest_validation is None else metric_out(view.latest_validation)
-        ),
+        latest_training=view.latest_training,
+        latest_validation=view.latest_validation,
         best_validation=view.best_validation,
         latest_checkpoint=view.latest_checkpoint,
     )
@@ -276,9 +221,7 @@ def describe_experiment(store: Store, experiment_id: int) -> ExperimentDescripti
     return ExperimentDescription(
         experiment=summary.experiment,
         trials=summary.trials,
-        checkpoints=[
-            checkpoint_out(c) for c in store.list_checkpoints(experiment_id=experiment_id)
-        ],
+        checkpoints=store.list_checkpoints(experiment_id=experiment_id),
         best_trial=summary.best_trial,
         searcher=summary.searcher,
     )

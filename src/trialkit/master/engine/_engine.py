@@ -159,7 +159,7 @@ class Engine:
             for trial in self.store.list_trials(exp.id):
                 self._runs.register_journal(trial)
                 # A run in flight holds slots; a Ray run has no local pid.
-                if (trial.pid is None and not trial.slots) or trial.state.terminal:
+                if (trial.pid is None and not trial.slots) or trial.state.ended:
                     continue
                 pool = self.settings.master_config.resolve(config_of(exp).resources.resource_pool)
                 self._procs.adopt(trial, pool)

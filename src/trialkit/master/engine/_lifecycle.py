@@ -56,8 +56,8 @@ class TrialPhase(str, enum.Enum):
         return self in _WITH_PROCESS
 
     @property
-    def terminal(self) -> bool:
-        return self.stored.terminal
+    def ended(self) -> bool:
+        return self.stored.ended
 
     @property
     def stored(self) -> TrialState:
@@ -134,7 +134,7 @@ def trial_transition(phase: TrialPhase, event: TrialEvent) -> TrialStep:
     """The phase after ``event`` and what to do about it."""
     if event in _EXITS:
         return _exited(phase, event)
-    if phase.terminal:
+    if phase.ended:
         if event in (TrialEvent.LAUNCHED, TrialEvent.LAUNCH_FAILED):
             raise InvalidTransition(f"a {phase.value} trial is never launched")
         return phase, ()  # an ended trial ignores the rest (e.g. a late kill)
@@ -153,7 +153,7 @@ def _exited(phase: TrialPhase, event: TrialEvent) -> TrialStep:
     if not phase.has_process:
         raise InvalidTransition(f"a {phase.value} trial has no process that could exit")
     new = _EXITS[event]
-    actions = (A.RELEASE_RUN, A.RECORD_END, A.TELL_SEARCHER) if new.terminal else (A.RELEASE_RUN,)
+    actions = (A.RELEASE_RUN, A.RECORD_END, A.TELL_SEARCHER) if new.ended else (A.RELEASE_RUN,)
     return new, actions
 
 
@@ -241,7 +241,7 @@ def experiment_transition(state: ExperimentState, event: ExperimentEvent) -> Exp
     """The experiment state after ``event`` and what to do about it. Events that change nothing
     in a state are no-ops: pausing a paused experiment, a searcher error once the experiment is
     already stopping (the first reason, or the user's kill, stands), anything once it ended."""
-    if state.terminal:
+    if state.ended:
         return state, ()
     if event is ExperimentEvent.KILL:
         # also over STOPPING_ERROR: the user's kill ends it CANCELED, as Determined does

@@ -180,7 +180,7 @@ def trial_state_for(outcome: Outcome) -> TrialState:
 
 def experiment_done(searcher_shutdown: bool, trial_states: list[TrialState]) -> bool:
     """An experiment ends once the searcher shut down and every trial is terminal."""
-    return searcher_shutdown and all(s.terminal for s in trial_states)
+    return searcher_shutdown and all(s.ended for s in trial_states)
 
 
 def final_experiment_state(
@@ -247,7 +247,7 @@ def escalation(
 def finished_idle(trial: Trial, generation: str, has_process: bool) -> bool:
     """A trial the searcher closed that has no process and nothing left to train: complete now
     (stopped by the searcher, or 0.37 with its last operation done)."""
-    if trial.state.terminal or has_process or not trial.searcher.closed:
+    if trial.state.ended or has_process or not trial.searcher.closed:
         return False
     return trial.searcher.stop_requested or (
         generation == Generation.OPS and trial.searcher.op_complete

@@ -108,7 +108,7 @@ class Transitions:
         self.clocks[trial.id] = RunClock(phase)
 
     def live_trials(self, experiment_id: int) -> list[Trial]:
-        return [t for t in self.store.list_trials(experiment_id) if not t.state.terminal]
+        return [t for t in self.store.list_trials(experiment_id) if not t.state.ended]
 
     def settle(self, exp: Experiment, trials: list[Trial] | None = None) -> bool:
         """Act on the searcher's Close/Stop flags: preempt a stopped trial's process; complete a
@@ -122,7 +122,7 @@ class Transitions:
             generation = self.searchers.generation(exp)
             moved = False
             for t in trials if trials is not None else self.store.list_trials(exp.id):
-                if t.state.terminal:
+                if t.state.ended:
                     continue
                 phase = self.phase(t)
                 if t.searcher.stop_requested and phase is TrialPhase.RUNNING:

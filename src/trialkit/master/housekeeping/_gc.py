@@ -419,7 +419,7 @@ def check_not_a_warm_start_source(store: Store, uuid: str) -> None:
 def check_checkpoint_deletable(store: Store, checkpoint: Checkpoint) -> None:
     """DeleteRefused when the checkpoint's trial is still running or a warm start uses it."""
     trial = store.get_trial(checkpoint.trial_id)
-    if not trial.state.terminal:
+    if not trial.state.ended:
         raise DeleteRefused(
             f"checkpoint {checkpoint.uuid} belongs to trial {trial.id}, which is "
             f"{trial.state.value}; it may resume from it, so delete it after the trial ends"
@@ -449,7 +449,7 @@ def delete_checkpoints_by_uuid(store: Store, uuids: Sequence[str]) -> GCResult:
 def check_experiment_deletable(store: Store, experiment: Experiment) -> None:
     """DeleteRefused unless the experiment has ended and no other experiment warm-starts
     from one of its checkpoints."""
-    if not experiment.state.terminal:
+    if not experiment.state.ended:
         raise DeleteRefused(
             f"experiment {experiment.id} is {experiment.state.value}; only a finished "
             f"experiment can be deleted ('trialkit experiment kill {experiment.id}' ends it)"

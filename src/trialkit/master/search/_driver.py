@@ -119,7 +119,7 @@ class SearcherDriver:
         for t in self.store.list_trials(self.experiment_id):
             if not method.knows(t.request_id):
                 continue
-            if t.state.terminal and not method.is_closed(t.request_id):
+            if t.state.ended and not method.is_closed(t.request_id):
                 logger.info("trial %d: telling the searcher about its exit (%s)", t.id, t.state)
                 reason = _EXIT_REASONS.get(t.state)
                 if t.searcher.early_exit == "INVALID_HP":
@@ -128,7 +128,7 @@ class SearcherDriver:
                     self.exited_early(t, reason)
                 self._run(functools.partial(self.method.on_trial_closed, t.request_id))
             elif (
-                not t.state.terminal
+                not t.state.ended
                 and t.searcher.op_complete
                 and t.searcher.op_length is not None
                 and method.outstanding(t.request_id) == t.searcher.op_length

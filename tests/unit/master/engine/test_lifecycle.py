@@ -37,7 +37,7 @@ def _row(default: object, **by_phase: object) -> dict[TrialPhase, object]:
 
 
 def _exit_row(to: TrialPhase) -> dict[TrialPhase, object]:
-    result = (to, ENDED if to.terminal else (A.RELEASE_RUN,))
+    result = (to, ENDED if to.ended else (A.RELEASE_RUN,))
     return _row(INVALID, **{p.name: result for p in RUNNING_PHASES})
 
 
@@ -109,7 +109,7 @@ def test_stored_state_and_process(phase: TrialPhase) -> None:
         assert stored.value == phase.value and phase_without_process(stored) is phase
     assert phase.has_process == (phase in RUNNING_PHASES)
     assert phase.preempt_requested == (phase in (P.PREEMPTING, P.TERMINATING, P.KILLING))
-    assert phase.terminal == (phase in TERMINAL)
+    assert phase.ended == (phase in TERMINAL)
 
 
 def test_every_stored_trial_state_has_a_phase() -> None:
@@ -185,12 +185,12 @@ def test_every_experiment_ends_and_an_ended_one_stays_ended() -> None:
             s = frontier.pop()
             for event in ExperimentEvent:
                 nxt, _ = experiment_transition(s, event)
-                if s.terminal:
+                if s.ended:
                     assert nxt is s
                 if nxt not in reachable:
                     reachable.add(nxt)
                     frontier.append(nxt)
-        assert any(s.terminal for s in reachable), state
+        assert any(s.ended for s in reachable), state
 
 
 @pytest.mark.parametrize(
