@@ -151,19 +151,25 @@ class Engine:
         self._supervision.schedule()
 
     def _recover(self) -> None:
-        """Adopt trial processes a previous master left running; reload searchers."""
+        """Adopt trial processes a previous master left running, stop the runs it started but
+        never recorded; reload searchers."""
         for exp in self.store.list_experiments(states=_LIVE_EXPERIMENT_STATES):
             if exp.unmanaged:
                 continue
             self._runs.remove_stale_partials(exp)
+            unrecorded = []
             for trial in self.store.list_trials(exp.id):
                 self._runs.register_journal(trial)
+                if trial.state.ended:
+                    continue
                 # A run in flight holds slots; a Ray run has no local pid.
-                if (trial.pid is None and not trial.slots) or trial.state.ended:
+                if trial.pid is None and not trial.slots:
+                    unrecorded.append(trial)
                     continue
                 pool = self.settings.master_config.resolve(config_of(exp).resources.resource_pool)
                 self._procs.adopt(trial, pool)
                 self._states.adopted(trial, adopted_phase(exp.state, trial.searcher.stop_requested))
+            self._procs.stop_unrecorded_runs(unrecorded)
             # after adopting: a searcher that fails to load stops the adopted processes too
             self._states.searcher_said(exp, self._searchers.load(exp))
 

@@ -5,9 +5,14 @@ exit means for the trial is the engine's (``_lifecycle``) concern, not this modu
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
+import time
+from collections.abc import Iterable
 from pathlib import Path
+
+import psutil
 
 from ...config import LOCAL_POOL
 from ...store import Store, Trial
@@ -84,6 +89,39 @@ class Supervisor:
         self._add(proc, list(trial.slots), pool if pool in self.pools else LOCAL_POOL)
         logger.info("trial %d: adopted run %d (pid %s)", trial.id, trial.run_id, trial.pid)
         return proc
+
+    def stop_unrecorded_runs(self, trials: Iterable[Trial], timeout: float = 10.0) -> list[int]:
+        """Kill the runs a previous master spawned but died before recording (the store has no
+        process for the trial; the run's processes carry the next run's tag), and wait until
+        they are gone, so that the run started next is the trial's only one: left running, they
+        would report as that run too (two processes, every metric twice). The ids of the trials
+        that had one."""
+        wanted = {run_tag(self.home, t.id, t.run_id + 1): t.id for t in trials}
+        found: set[int] = set()
+        deadline = time.monotonic() + timeout
+        while wanted:
+            left = [
+                (wanted[e.tag], e.process)
+                for e in PROCESSES.scan()
+                if e.tag is not None and e.tag in wanted and not e.zombie
+            ]
+            if not left:
+                break
+            for trial_id, process in left:
+                if trial_id not in found:
+                    found.add(trial_id)
+                    logger.warning(
+                        "trial %d: stopping a run the previous master started but never "
+                        "recorded (it stopped in between); the trial starts it again",
+                        trial_id,
+                    )
+                with contextlib.suppress(psutil.Error):
+                    process.kill()
+            if time.monotonic() > deadline:
+                logger.error("unrecorded runs still running after %g s: %s", timeout, left)
+                break
+            time.sleep(0.05)
+        return sorted(found)
 
     def take_slots(self, slots: list[int], pool: str = LOCAL_POOL) -> None:
         """Reserve slots for a run about to start (``release_slots`` if it does not)."""
