@@ -257,6 +257,12 @@ def test_progress_is_not_100_percent_while_a_trial_runs() -> None:
     assert search_line(desc) == "random 100% · 1 completed"
 
 
+def test_a_trial_whose_ray_run_holds_slots_counts_as_running() -> None:
+    """A run on a Ray node has no local pid: its slots say it runs."""
+    t = _trial(1, "ACTIVE", run_id=1, pid=None, slots=[0])
+    assert trial_counts(_desc("ACTIVE", [t], max_trials=1)) == "1 running"
+
+
 def test_restart_back_off_says_what_it_waits_for() -> None:
     status = "restarting at 23:15:04, restart 2 of 5"
     t = _trial(1, "ACTIVE", run_id=2, restarts=2, status=status)

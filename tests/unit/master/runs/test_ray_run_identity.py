@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from trialkit.cli._render import trial_counts
 from trialkit.config import MasterConfig, Resources, load_config
 from trialkit.master.runs._pools import capacity_errors
 from trialkit.master.runs._process_table import Supervisor
@@ -56,15 +55,6 @@ def test_an_adopted_ray_run_reads_as_lost_and_signals_nothing_here(tmp_path: Pat
     finally:
         bystander.kill()
         bystander.wait(timeout=30)
-
-
-def test_a_trial_whose_ray_run_holds_slots_counts_as_running() -> None:
-    desc = {
-        "experiment": {"state": "ACTIVE"},
-        "searcher": {"max_trials": 1},
-        "trials": [{"id": 1, "state": "ACTIVE", "run_id": 1, "pid": None, "slots": [0]}],
-    }
-    assert trial_counts(desc) == "1 running"
 
 
 def _master(slot_type: str = "cpu") -> MasterConfig:
