@@ -8,6 +8,7 @@ from ._local_context import local_context_args
 from ._loop import LoopSettings, Strategy, Target, TrainLoop
 from ._progress import TRIAL_STATE, Progress
 from ._report import average_batches, format_metrics, report_period, scalar
+from ._runtime import TrialRuntime
 from ._targets import SearcherUnits, searcher_targets
 from ._units import EVERY_BATCH, NEVER, Batch, Epoch, TrainUnit, in_batches
 
@@ -28,6 +29,7 @@ __all__ = [
     "Target",
     "TrainLoop",
     "TrainUnit",
+    "TrialRuntime",
     "average_batches",
     "format_metrics",
     "in_batches",
