@@ -1,6 +1,7 @@
 """The training loop every Trial harness shares (PyTorchTrial, TFKerasTrial, DeepSpeedTrial):
 when to validate, checkpoint, report and stop, in batches, records or epochs. Framework-free;
-each harness supplies a ``Strategy`` for how to step, validate, save and load."""
+each harness supplies a ``Strategy`` for how to step, validate, save and load, and its Trial
+context a ``TrialRuntime``: all of the context's state a strategy reads."""
 
 from ._boundaries import NOTHING, Boundaries, Due, report_unit
 from ._hooks import Hooks
