@@ -166,7 +166,9 @@ def test_use_amp_with_aggregation_and_clipping(device: str) -> None:
     trial, trainer = _fit(AutoAmpClipTrial, agg=2)
     ctx = trial.context
     if device == "cuda":
-        assert isinstance(ctx._scaler, torch.amp.GradScaler) and ctx._amp_dtype == torch.float16
+        assert (
+            isinstance(ctx.runtime.scaler, torch.amp.GradScaler) and ctx._amp_dtype == torch.float16
+        )
     assert trainer.loop is not None and trainer.loop.progress.batches_trained == 12
     # Clipping runs once per aggregation window, on unscaled gradients: a norm still multiplied
     # by the scale (65536 at the start) would be thousands, not a regression's few units.

@@ -64,8 +64,8 @@ def _train(
             trial_id=5,
         )
         loop = TrainLoop(core_context, strategy, settings)
-        strategy.hooks.batches_trained = lambda: loop.progress.batches_trained
-        strategy.hooks.scheduling_unit = 2
+        strategy.keras_callback.batches_trained = lambda: loop.progress.batches_trained
+        strategy.keras_callback.scheduling_unit = 2
         loop.run([Target(Batch(batches))], checkpoint)
         tb = core_context.train.get_tensorboard_path()
     return trial, loop, tb

@@ -38,7 +38,7 @@ def test_aggregation_equals_one_large_batch_step() -> None:
             opt_big.step()
             opt_big.zero_grad()
             for i in range(4):
-                ctx._current_batch_idx = step * 4 + i
+                ctx.runtime.current_batch_idx = step * 4 + i
                 sl = slice(lo + 8 * i, lo + 8 * i + 8)
                 ctx.backward(nn.functional.mse_loss(model(x[sl]), y[sl]))
                 ctx.step_optimizer(opt)
@@ -56,7 +56,7 @@ def test_aggregation_without_averaging_sums_gradients() -> None:
             torch.optim.SGD(model.parameters(), lr=1.0), average_aggregated_gradients=False
         )
         for i in range(2):
-            ctx._current_batch_idx = i
+            ctx.runtime.current_batch_idx = i
             ctx.backward(model(torch.ones(1, 1)).sum() * -1)
             ctx.step_optimizer(opt)
         assert model.weight.item() == pytest.approx(2.0)  # two summed grads of -1
@@ -66,13 +66,13 @@ def test_step_optimizer_zeroes_grads_and_frees_them_at_the_next_backward() -> No
     with _ctx() as ctx:
         model = ctx.wrap_model(nn.Linear(2, 1))
         opt = ctx.wrap_optimizer(torch.optim.SGD(model.parameters(), lr=0.1))
-        ctx._current_batch_idx = 0
+        ctx.runtime.current_batch_idx = 0
         ctx.backward(model(torch.ones(4, 2)).sum())
         old = weakref.ref(model.weight.grad)
         ctx.step_optimizer(opt)
         assert all(p.grad is None for p in model.parameters())  # zeroed, as Determined does
         assert old() is not None  # on CPU the tensor lives on until the next backward...
-        ctx._current_batch_idx = 1
+        ctx.runtime.current_batch_idx = 1
         ctx.backward(model(torch.ones(4, 2)).sum())
         assert old() is None  # ...which frees it before allocating the new gradients
         torch.testing.assert_close(model.weight.grad, torch.full((1, 2), 4.0))
@@ -90,7 +90,7 @@ def test_clip_grads_sees_the_flat_parameter_list() -> None:
     with _ctx() as ctx:
         model = ctx.wrap_model(nn.Linear(3, 1))
         opt = ctx.wrap_optimizer(torch.optim.SGD(model.parameters(), lr=0.0))
-        ctx._current_batch_idx = 0
+        ctx.runtime.current_batch_idx = 0
         ctx.backward(model(torch.full((1, 3), 100.0)).sum())
         seen: list[Any] = []
 
@@ -165,7 +165,7 @@ def test_use_amp_on_cpu_autocasts_to_bfloat16_and_returns_fp32() -> None:
         ctx.experimental.use_amp()
         model = ctx.wrap_model(Probe())
         opt = ctx.wrap_optimizer(torch.optim.SGD(model.parameters(), lr=0.1))
-        ctx._current_batch_idx = 0
+        ctx.runtime.current_batch_idx = 0
         out = model(torch.randn(2, 4))
         assert seen == [torch.bfloat16] and out.dtype == torch.float32
         before = model.lin.weight.detach().clone()
@@ -182,7 +182,7 @@ def test_wrap_scaler_is_checkpointed_and_used_by_step_optimizer() -> None:
         scaler = ctx.wrap_scaler(torch.amp.GradScaler("cpu", init_scale=4.0))
         model = ctx.wrap_model(nn.Linear(2, 1))
         opt = ctx.wrap_optimizer(torch.optim.SGD(model.parameters(), lr=0.1))
-        ctx._current_batch_idx = 0
+        ctx.runtime.current_batch_idx = 0
         ctx.backward(scaler.scale(model(torch.ones(1, 2)).sum()))
         ctx.step_optimizer(opt, scaler=scaler)
         scaler.update()
@@ -227,9 +227,9 @@ def test_hparams_batch_sizes_and_config_errors() -> None:
 def test_epoch_helpers_and_device() -> None:
     with _ctx() as ctx:
         assert ctx.device == torch.device("cpu")
-        ctx._epoch_len, ctx._current_batch_idx = 4, 7
+        ctx.runtime.epoch_len, ctx.runtime.current_batch_idx = 4, 7
         assert ctx.current_train_epoch() == 1 and ctx.is_epoch_end() and not ctx.is_epoch_start()
-        ctx._current_batch_idx = 8
+        ctx.runtime.current_batch_idx = 8
         assert ctx.is_epoch_start() and ctx.current_train_batch() == 8
         moved = ctx.to_device({"a": [torch.ones(1)], "b": __import__("numpy").zeros(2)})
         assert isinstance(moved["b"], torch.Tensor)

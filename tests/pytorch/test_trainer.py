@@ -381,12 +381,22 @@ def test_legacy_zero_argument_epoch_hooks_still_run_with_a_warning() -> None:
     assert hits == ["start", "start", "ckpt_end"]
 
 
+def test_the_loop_and_its_strategy_fire_hooks_through_one_dispatcher() -> None:
+    """The loop owns the trial's one ``Hooks``; the strategy's validation and checkpoint hooks
+    go through it too (two dispatchers before)."""
+    _, trainer = _fit(RegressionTrial, validation_period=pytorch.Batch(3))
+    loop = trainer.loop
+    assert loop is not None and loop.strategy.hooks is loop.hooks  # type: ignore[attr-defined]
+
+
 def test_checkpoint_state_mismatches_are_errors_and_legacy_keys_load(tmp_path: Path) -> None:
+    from trialkit.harness import Hooks
     from trialkit.pytorch._strategy import TorchStrategy
 
     with pytorch.init(hparams=dict(HP), seed=0) as ctx:
         trial = RegressionTrial(ctx)
         strategy = TorchStrategy(trial, ctx)
+        strategy.use_hooks(Hooks(strategy.callbacks))
         good = {
             "model_state_dict": {"module." + k: v for k, v in trial.model.state_dict().items()},
             "optimizer_state_dict": trial.opt.state_dict(),

@@ -420,6 +420,78 @@ def test_no_private_import_across_packages() -> None:
     assert not offenders, "private imports across packages:\n    " + "\n    ".join(offenders)
 
 
+# -- what a strategy sees of its trial context ----------------------------------------------------
+
+#: The loop strategies of the Trial harnesses: they reach their trial context through its public
+#: names and its ``runtime`` (harness.TrialRuntime and its framework subclasses) only.
+STRATEGY_MODULES = tuple(m for m in MODULES if m.rsplit(".", 1)[-1].startswith("_strategy"))
+_CONTEXT_NAMES = frozenset({"context", "ctx", "_context"})
+
+
+def _is_context(node: ast.expr, aliases: set[str]) -> bool:
+    """``context``/``ctx`` (or a name bound to one) or ``self.context``."""
+    if isinstance(node, ast.Name):
+        return node.id in aliases
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr in _CONTEXT_NAMES
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
+
+
+def _context_aliases(tree: ast.AST) -> set[str]:
+    """The names a module binds to the trial context (``ctx, trial = self.context, self.trial``)."""
+    aliases = set(_CONTEXT_NAMES)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:
+            pairs = (
+                zip(target.elts, node.value.elts, strict=False)
+                if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple)
+                else [(target, node.value)]
+            )
+            for name, value in pairs:
+                if isinstance(name, ast.Name) and _is_context(value, aliases):
+                    aliases.add(name.id)
+    return aliases
+
+
+def private_context_reads(tree: ast.AST) -> list[tuple[int, str]]:
+    """``(line, attribute)`` for each private attribute of the trial context the code touches."""
+    aliases = _context_aliases(tree)
+    return sorted(
+        (node.lineno, node.attr)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and not (node.attr.startswith("__") and node.attr.endswith("__"))
+        and _is_context(node.value, aliases)
+    )
+
+
+def test_the_context_check_sees_reads_through_aliases() -> None:
+    code = (
+        "def f(self):\n    ctx, t = self.context, self.trial\n    c = ctx\n    return c._x, t._y\n"
+    )
+    assert private_context_reads(ast.parse(code)) == [(4, "_x")]
+    assert {"trialkit.pytorch._strategy", "trialkit.keras._strategy"} <= set(STRATEGY_MODULES)
+
+
+def test_strategies_read_no_private_attribute_of_the_trial_context() -> None:
+    """Design "harness": a strategy sees its context's public names and ``context.runtime``, so
+    the context may change its private state freely."""
+    offenders = [
+        f"{module} (line {line}): context.{attr}"
+        for module in STRATEGY_MODULES
+        for line, attr in private_context_reads(ast.parse(MODULES[module].read_text()))
+    ]
+    assert not offenders, "strategies reading the trial context's privates:\n    " + (
+        "\n    ".join(offenders)
+    )
+
+
 # -- what really loads ------------------------------------------------------------------------------
 
 

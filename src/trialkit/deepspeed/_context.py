@@ -9,6 +9,7 @@ from typing import Any
 
 from ..pytorch.shared import TorchContextBase
 from ._mpu import ModelParallelUnit, make_data_parallel_mpu, make_deepspeed_mpu
+from ._runtime import DeepSpeedRuntime
 
 logger = logging.getLogger("trialkit.deepspeed")
 
@@ -20,6 +21,7 @@ class DeepSpeedTrialContext(TorchContextBase):
     visible, else the CPU (DeepSpeed's CPU accelerator)."""
 
     _init_call = "trialkit.deepspeed.init()"
+    runtime: DeepSpeedRuntime
 
     def __init__(self, core_context: Any, **kwargs: Any) -> None:
         super().__init__(core_context, **kwargs)
@@ -27,9 +29,11 @@ class DeepSpeedTrialContext(TorchContextBase):
         self._mpu: ModelParallelUnit = make_data_parallel_mpu(self.distributed)
         self._mpu_set = False
         self._use_pipeline = False
-        self._auto_grad_accumulation = True
         self._micro_batch_size: int | None = None
         self._micro_batches: int | None = None
+
+    def _new_runtime(self, **fields: Any) -> DeepSpeedRuntime:
+        return DeepSpeedRuntime(**fields)
 
     # Engines ------------------------------------------------------------------------------------
 
@@ -88,12 +92,12 @@ class DeepSpeedTrialContext(TorchContextBase):
 
     def disable_auto_grad_accumulation(self) -> None:
         """Call train_batch once per optimizer step (it pulls every micro batch itself)."""
-        self._auto_grad_accumulation = False
+        self.runtime.auto_grad_accumulation = False
 
     def disable_dataset_reproducibility_checks(self) -> None:
         """Allow build_*_data_loader to return any iterable, e.g. a torch DataLoader (no exact
         resume: the harness cannot skip to the data position)."""
-        self._allow_torch_loader = True
+        self.runtime.allow_torch_loader = True
 
     @property
     def use_pipeline_parallel(self) -> bool:
@@ -127,10 +131,4 @@ class DeepSpeedTrialContext(TorchContextBase):
             FutureWarning,
             stacklevel=2,
         )
-        return self.get_num_micro_batches_per_slot()
-
-    def _micro_batches_per_call(self) -> int:
-        """How many times the harness calls train_batch per step."""
-        if self._use_pipeline or not self._auto_grad_accumulation:
-            return 1
         return self.get_num_micro_batches_per_slot()

@@ -23,6 +23,7 @@ from ..pytorch.shared import (
     reduce_workers,
 )
 from ._context import DeepSpeedTrialContext
+from ._runtime import DeepSpeedRuntime
 from ._trial import DeepSpeedTrial, check_trial
 
 logger = logging.getLogger("trialkit.deepspeed")
@@ -50,6 +51,7 @@ class DeepSpeedStrategy(TorchStrategyBase):
 
     trial: DeepSpeedTrial
     context: DeepSpeedTrialContext
+    runtime: DeepSpeedRuntime
 
     def __init__(self, trial: DeepSpeedTrial, context: DeepSpeedTrialContext) -> None:
         check_trial(trial, context)
@@ -57,7 +59,7 @@ class DeepSpeedStrategy(TorchStrategyBase):
         self.mpu = context.mpu
         self._full_dataset = _overrides_full(trial)
         self._eval_with_index = not self._full_dataset and evaluate_batch_takes_index(trial)
-        self._calls_per_step = context._micro_batches_per_call()
+        self._calls_per_step = _calls_per_step(context)
         self._micro_batches = context.get_num_micro_batches_per_slot()
         records = context.get_train_micro_batch_size_per_gpu() * self._micro_batches
         # Records per rank and step as the loop counts them (it multiplies by the ranks).
@@ -79,7 +81,7 @@ class DeepSpeedStrategy(TorchStrategyBase):
             if isinstance(loader, DataLoader) and which == "training":
                 self._check_micro_batch(loader)
             return loader
-        if self.context._allow_torch_loader:
+        if self.runtime.allow_torch_loader:
             return loader
         raise TypeError(
             f"{type(self.trial).__name__}.build_{which}_data_loader() returned a "
@@ -120,7 +122,7 @@ class DeepSpeedStrategy(TorchStrategyBase):
             data = itertools.islice(_forever(loader), micro_skip, None)
         lengths = [n for n in self.dist.allgather(mine) if n is not None]
         epoch_len = max(min(lengths) // self._micro_batches, 1) if lengths else sys.maxsize
-        self.context._epoch_len = epoch_len
+        self.runtime.epoch_len = epoch_len
         return itertools.repeat(data), epoch_len
 
     def batch_length(self, batch: Any) -> int:
@@ -131,16 +133,16 @@ class DeepSpeedStrategy(TorchStrategyBase):
     def train_batch(
         self, batch: Any, epoch_idx: int, batch_idx: int, epoch_len: int
     ) -> dict[str, Any]:
-        ctx, trial = self.context, self.trial
-        ctx._current_batch_idx = batch_idx
+        runtime, trial = self.runtime, self.trial
+        runtime.current_batch_idx = batch_idx
         outputs = []
         for _ in range(self._calls_per_step):
             out = _metrics(trial.train_batch(batch, epoch_idx, batch_idx), trial, "train_batch")
             outputs.append({k: scalar(v) for k, v in out.items()})
         if self._calls_per_step > 1:
             self._check_steps_taken()
-        if ctx._profiler is not None:
-            ctx._profiler.step()
+        if runtime.profiler is not None:
+            runtime.profiler.step()
         if not self.mpu.should_report_metrics:
             return {}
         return outputs[0] if len(outputs) == 1 else average_batches(outputs)
@@ -242,7 +244,7 @@ class DeepSpeedStrategy(TorchStrategyBase):
             "rng_state": rng_state,
             "module_buffers": _module_buffers(self.context.models),
         }
-        done = self.context._current_batch_idx
+        done = self.runtime.current_batch_idx
         shuffle = self._shuffle_state(0 if done is None else (done + 1) * self._micro_batches)
         if shuffle is not None:
             state["trialkit_shuffle"] = shuffle
@@ -252,8 +254,8 @@ class DeepSpeedStrategy(TorchStrategyBase):
         cls = type(self.trial)
         load_data = {
             "trial_type": "DeepSpeedTrial",
-            "experiment_config": ctx._exp_conf,
-            "hparams": ctx._hparams,
+            "experiment_config": self.runtime.exp_conf,
+            "hparams": self.runtime.hparams,
             "trial_cls_spec": f"{cls.__module__}:{cls.__qualname__}",
         }
         (path / LOAD_DATA).write_text(json.dumps(load_data, indent=2, sort_keys=True, default=str))
@@ -307,6 +309,13 @@ def _restore_module_buffers(engines: list[Any], saved: list[dict[str, torch.Tens
 def _forever(loader: Any) -> Iterator[Any]:
     while True:
         yield from loader
+
+
+def _calls_per_step(context: DeepSpeedTrialContext) -> int:
+    """How many times the harness calls train_batch per step."""
+    if context.use_pipeline_parallel or not context.runtime.auto_grad_accumulation:
+        return 1
+    return context.get_num_micro_batches_per_slot()
 
 
 def _overrides_full(trial: DeepSpeedTrial) -> bool:

@@ -1,5 +1,6 @@
-"""``Hooks``: fires a callback hook on every callback of a trial. The one dispatcher of the
-loop's hooks and the strategies' (validation and checkpoint hooks), and the one place the
+"""``Hooks``: fires a callback hook on every callback of a trial. The loop owns the one instance
+of a trial and hands it to its strategy (``Strategy.use_hooks``), so the loop's hooks and the
+strategy's (validation, checkpoint save and load) fire through one object; the one place the
 pre-0.13 zero-argument epoch hooks are tolerated."""
 
 from __future__ import annotations

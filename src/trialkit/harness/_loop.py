@@ -31,6 +31,11 @@ class Strategy(Protocol):
     """How a framework trains, validates, saves and loads; the loop calls nothing else."""
 
     def callbacks(self) -> dict[str, Any]: ...
+    def use_hooks(self, hooks: Hooks) -> None:
+        """The loop's one hook dispatcher: the strategy fires its own hooks (validation,
+        checkpoint save and load) through it."""
+        ...
+
     def build_train_iterator(self, skip: int, seed: int) -> tuple[Iterator[Any], int]: ...
     def train_batch(
         self, batch: Any, epoch_idx: int, batch_idx: int, epoch_len: int
@@ -97,6 +102,7 @@ class TrainLoop:
         self.dist = core_context.distributed
         self.strategy = strategy
         self.hooks = Hooks(strategy.callbacks)
+        strategy.use_hooks(self.hooks)
         self.s = settings
         self.progress = Progress(trial_id=settings.trial_id)
         self._batch_metrics: list[dict[str, Any]] = []

@@ -45,7 +45,7 @@ class KerasHooks:
 
     def hold_test_end(self, cb_list: Any) -> None:
         """Keep ``evaluate``'s own ``on_test_end`` (raw names) from reaching the callbacks;
-        ``validated`` makes the call with the reported metrics instead."""
+        ``on_validation_end`` makes the call with the reported metrics instead."""
         self._test_end = cb_list.on_test_end
         cb_list.on_test_end = lambda logs=None: None
 
@@ -105,7 +105,7 @@ class KerasHooks:
         for fn in self._each("on_train_workload_begin"):
             fn(done, requested, {})
 
-    def validated(self, metrics: dict[str, Any]) -> None:
+    def on_validation_end(self, metrics: dict[str, Any]) -> None:
         """After ``evaluate``: Keras's ``on_test_end`` with the ``val_`` metrics, as Determined
         gives them (the one ``evaluate`` makes itself is held back)."""
         self.logs.update(metrics)

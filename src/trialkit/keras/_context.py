@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from .. import core
 from ..contract import env_context_for
-from ..harness import local_context_args
+from ..harness import TrialRuntime, local_context_args
 from ._trial import TrialContractError
 
 logger = logging.getLogger("trialkit.keras")
@@ -60,6 +60,12 @@ class TFKerasTrialContext:
                 f"{self.distributed.size} workers"
             )
         self._global_batch_size = gbs
+        #: What the harness's strategy shares with this context (harness-internal).
+        self.runtime = TrialRuntime(
+            exp_conf=self._exp_conf,
+            hparams=self._hparams,
+            on_cluster=getattr(core_context, "info", None) is not None,
+        )
         #: Determined's ``context.env`` (old model code reads and sets its fields).
         self.env = env_context_for(
             getattr(core_context, "info", None),

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..harness import Hooks
 from ._callbacks import KerasHooks
 from ._context import TFKerasTrialContext
 from ._data import TrainingData, batch_length, evaluate
@@ -45,6 +46,9 @@ def _rng_state_variables(model: Any) -> list[Any]:
 class KerasStrategy:
     """Everything the loop needs from a TFKerasTrial and its compiled model."""
 
+    #: The loop's hook dispatcher, handed over by ``use_hooks``.
+    hooks: Hooks
+
     def __init__(
         self, trial: TFKerasTrial, context: TFKerasTrialContext, tf_strategy: Any = None
     ) -> None:
@@ -75,7 +79,8 @@ class KerasStrategy:
         self._tf_strategy = tf_strategy
         self._steps = MultiWorkerSteps(model, tf_strategy) if tf_strategy is not None else None
         user = list(trial.keras_callbacks() or [])
-        self.hooks = KerasHooks(model, user)
+        #: The trial's one loop callback, which forwards to the user's Keras callbacks.
+        self.keras_callback = KerasHooks(model, user)
         self._batch_hooks = bool(user)
         self._cb_list: Any = (
             keras.callbacks.CallbackList(user, add_history=False, add_progbar=False, model=model)
@@ -83,13 +88,16 @@ class KerasStrategy:
             else None
         )
         if self._cb_list is not None:
-            self.hooks.hold_test_end(self._cb_list)
+            self.keras_callback.hold_test_end(self._cb_list)
         self._data: TrainingData | None = None
         self._validation: Any = None
         self._class_weight = context.fit_config.class_weight
 
     def callbacks(self) -> dict[str, Any]:
-        return {"keras": self.hooks}
+        return {"keras": self.keras_callback}
+
+    def use_hooks(self, hooks: Hooks) -> None:
+        self.hooks = hooks
 
     # Data -----------------------------------------------------------------------------------------
 
@@ -111,10 +119,10 @@ class KerasStrategy:
 
     def training_started(self) -> None:
         self.model.stop_training = False
-        self.hooks.set_training_cb(self._cb_list)
+        self.keras_callback.set_training_cb(self._cb_list)
 
     def training_ended(self) -> None:
-        self.hooks.train_end()
+        self.keras_callback.train_end()
 
     def train_batch(
         self, batch: Any, epoch_idx: int, batch_idx: int, epoch_len: int
@@ -122,7 +130,7 @@ class KerasStrategy:
         x, y, w = batch
         step = batch_idx % epoch_len
         if self._batch_hooks:
-            self.hooks.train_batch_begin()
+            self.keras_callback.train_batch_begin()
             self._cb_list.on_train_batch_begin(step)
         if self._steps is not None:
             logs = self._steps.train_batch(x, y, w, self._class_weight)
@@ -172,7 +180,7 @@ class KerasStrategy:
 
     def _validated(self, logs: Any) -> dict[str, Any]:
         metrics = {f"val_{k}": v for k, v in dict(logs).items()}
-        self.hooks.validated(metrics)
+        self.hooks.fire("on_validation_end", metrics)
         return metrics
 
     # RNG ------------------------------------------------------------------------------------------
@@ -222,16 +230,18 @@ class KerasStrategy:
         on_this_worker(self._tf_strategy, write)  # the chief saves alone
         with (path / RNG_STATE).open("wb") as f:
             pickle.dump(rng_state, f)
-        (path / "determined-callbacks.v1.pkl").write_bytes(pickle.dumps(self.hooks.state()))
+        (path / "determined-callbacks.v1.pkl").write_bytes(
+            pickle.dumps(self.keras_callback.state())
+        )
         cls = type(self.trial)
         load_data = {
             "trial_type": "TFKerasTrial",
-            "experiment_config": self.context._exp_conf,
-            "hparams": self.context._hparams,
+            "experiment_config": self.context.runtime.exp_conf,
+            "hparams": self.context.runtime.hparams,
             "trial_cls_spec": f"{cls.__module__}:{cls.__qualname__}",
         }
         (path / LOAD_DATA).write_text(json.dumps(load_data, indent=2, default=str))
-        self.hooks.checkpoint_written(str(path))
+        self.keras_callback.checkpoint_written(str(path))
 
     def load(self, path: Path) -> dict[str, Any] | None:
         """Restore weights and optimizer state; return the RNG state."""
@@ -253,7 +263,7 @@ class KerasStrategy:
             restore_weights(self.model, weights, path / OPTIMIZER_STATE, f"checkpoint at {path}")
         cb_file = path / "determined-callbacks.v1.pkl"
         if cb_file.exists():
-            self.hooks.load_state(pickle.loads(cb_file.read_bytes()))
+            self.keras_callback.load_state(pickle.loads(cb_file.read_bytes()))
         rng_file = path / RNG_STATE
         if not rng_file.exists():
             return None

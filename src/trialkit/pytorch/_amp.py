@@ -8,6 +8,8 @@ from typing import Any
 
 import torch
 
+from ._runtime import PyTorchRuntime
+
 
 def _cast_to_fp32(out: Any) -> Any:
     if isinstance(out, torch.Tensor):
@@ -20,13 +22,13 @@ def _cast_to_fp32(out: Any) -> Any:
 
 
 class AmpMixin:
-    """AMP state and calls; the context supplies ``models``, ``device`` and ``_apex_used``."""
+    """AMP calls; the context supplies ``models``, ``device``, ``runtime`` (which holds the
+    scaler and whether the harness steps it) and ``_apex_used``."""
 
     models: list[torch.nn.Module]
     device: torch.device
+    runtime: PyTorchRuntime
     _apex_used: bool
-    _scaler: Any = None
-    _auto_amp: bool = False
     _amp_dtype: torch.dtype | None = None
 
     def _autocast_forward(self, model: torch.nn.Module) -> None:
@@ -42,11 +44,11 @@ class AmpMixin:
 
     def wrap_scaler(self, scaler: Any) -> Any:
         """Register a torch.amp.GradScaler for checkpointing; you scale, unscale and update it."""
-        if self._scaler is not None:
+        if self.runtime.scaler is not None:
             raise RuntimeError("wrap_scaler() may be called once (use_amp() already calls it)")
         if self._apex_used:
             raise RuntimeError("wrap_scaler() cannot be combined with configure_apex_amp()")
-        self._scaler = scaler
+        self.runtime.scaler = scaler
         return scaler
 
     def _use_auto_amp(self) -> None:
@@ -57,7 +59,7 @@ class AmpMixin:
             self._amp_dtype = torch.float16
         else:
             self._amp_dtype = torch.bfloat16
-        self._auto_amp = True
+        self.runtime.auto_amp = True
 
     def configure_apex_amp(
         self,
@@ -84,7 +86,7 @@ class AmpMixin:
                 + " and ".join(missing)
                 + "; use context.experimental.use_amp() (torch.amp) instead"
             )
-        if self._scaler is not None:
+        if self.runtime.scaler is not None:
             raise RuntimeError(
                 "configure_apex_amp() cannot be combined with wrap_scaler()/use_amp()"
             )

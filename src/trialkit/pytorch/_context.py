@@ -14,6 +14,7 @@ from .. import core
 from ._amp import AmpMixin
 from ._context_base import TorchContextBase
 from ._lr import LRScheduler
+from ._runtime import PyTorchRuntime
 
 logger = logging.getLogger("trialkit.pytorch")
 
@@ -49,15 +50,17 @@ class PyTorchExperimentalContext:
 
     def disable_dataset_reproducibility_checks(self) -> None:
         """Allow build_*_data_loader to return a plain torch DataLoader (no exact resume)."""
-        self._parent._allow_torch_loader = True
+        self._parent.runtime.allow_torch_loader = True
 
     def disable_auto_to_device(self) -> None:
         """Hand batches to train_batch/evaluate_batch as the loader made them."""
-        self._parent._auto_to_device = False
+        self._parent.runtime.auto_to_device = False
 
 
 class PyTorchTrialContext(AmpMixin, TorchContextBase):
     """Everything a PyTorchTrial needs from the harness; built by ``trialkit.pytorch.init()``."""
+
+    runtime: PyTorchRuntime
 
     def __init__(
         self,
@@ -86,23 +89,23 @@ class PyTorchTrialContext(AmpMixin, TorchContextBase):
             enable_tensorboard_logging=enable_tensorboard_logging,
             device=device,
         )
-        self._aggregation_frequency = aggregation_frequency
+        self.runtime.aggregation_frequency = aggregation_frequency
         self.models: list[torch.nn.Module] = []
         self.optimizers: list[torch.optim.Optimizer] = []
         self.lr_schedulers: list[LRScheduler] = []
         self._average_aggregated: dict[int, bool] = {}
-        self._retired_grads: dict[int, list[torch.Tensor]] = {}
         self._average_default = bool(
             ((exp_conf or {}).get("optimizations") or {}).get("average_aggregated_gradients", True)
         )
-        self._scaler: Any = None
-        self._auto_amp = False
         self._amp_dtype: torch.dtype | None = None
         self._apex_used = False
         self.experimental = PyTorchExperimentalContext(self)
 
+    def _new_runtime(self, **fields: Any) -> PyTorchRuntime:
+        return PyTorchRuntime(**fields)
+
     def get_aggregation_frequency(self) -> int:
-        return self._aggregation_frequency
+        return self.runtime.aggregation_frequency
 
     # Wrapping -----------------------------------------------------------------------------------
 
@@ -119,7 +122,7 @@ class PyTorchTrialContext(AmpMixin, TorchContextBase):
                 )
             ids = [self.device.index] if self.device.type == "cuda" else None
             model = _DDP(model, device_ids=ids)
-        if self._auto_amp:
+        if self.runtime.auto_amp:
             self._autocast_forward(model)
         self.models.append(model)
         return model
@@ -165,10 +168,6 @@ class PyTorchTrialContext(AmpMixin, TorchContextBase):
 
     # Stepping -----------------------------------------------------------------------------------
 
-    def _is_communicating_batch(self) -> bool:
-        idx = self._current_batch_idx or 0
-        return (idx + 1) % self._aggregation_frequency == 0
-
     def backward(
         self,
         loss: torch.Tensor,
@@ -177,16 +176,17 @@ class PyTorchTrialContext(AmpMixin, TorchContextBase):
         create_graph: bool = False,
     ) -> None:
         """loss.backward(), with AMP loss scaling and no DDP sync on aggregation-only batches."""
-        if self._auto_amp and self._scaler is not None:
-            loss = self._scaler.scale(loss)
-        self._release_retired_grads()
+        runtime = self.runtime
+        if runtime.auto_amp and runtime.scaler is not None:
+            loss = runtime.scaler.scale(loss)
+        runtime.release_retired_grads()
         with self._no_sync():
             loss.backward(gradient=gradient, retain_graph=retain_graph, create_graph=create_graph)
 
     def _no_sync(self) -> contextlib.AbstractContextManager[Any]:
         """DDP's no_sync on every wrapped model for a batch that only accumulates; else nothing
         (a plain object, not a generator context manager: this runs on every batch)."""
-        if self.distributed.size == 1 or self._is_communicating_batch():
+        if self.distributed.size == 1 or self.runtime.is_communicating_batch():
             return _NOTHING
         stack = contextlib.ExitStack()
         for m in self.models:
@@ -202,20 +202,21 @@ class PyTorchTrialContext(AmpMixin, TorchContextBase):
         scaler: Any = None,
     ) -> None:
         """Step on the last batch of each aggregation window (averaging the grads), then zero."""
-        agg = self._aggregation_frequency
+        runtime = self.runtime
+        agg = runtime.aggregation_frequency
         if agg > 1 and not auto_zero_grads:
             raise ValueError("step_optimizer(auto_zero_grads=False) needs aggregation_frequency 1")
         if id(optimizer) not in self._average_aggregated:
             raise ValueError("step_optimizer(): pass an optimizer returned by wrap_optimizer()")
-        if agg > 1 and not self._is_communicating_batch():
+        if agg > 1 and not runtime.is_communicating_batch():
             return
         if agg > 1 and self._average_aggregated[id(optimizer)]:
             for p in _params(optimizer):
                 if p.grad is not None:
                     p.grad.div_(agg)
-        scaler = scaler or (self._scaler if self._auto_amp else None)
+        scaler = scaler or (runtime.scaler if runtime.auto_amp else None)
         if clip_grads is not None:
-            if self._auto_amp and scaler is not None:
+            if runtime.auto_amp and scaler is not None:
                 scaler.unscale_(optimizer)
             clip_grads(_params(optimizer))
         if scaler is not None:
@@ -233,10 +234,7 @@ class PyTorchTrialContext(AmpMixin, TorchContextBase):
         gets fresh pages: measured +2 % per 5 ms batch (bench/pytorch_overhead.py). CUDA's
         caching allocator has no such cost, and there the memory is worth more."""
         if self.device.type == "cpu":
-            self._retired_grads[id(optimizer)] = [
+            self.runtime.retired_grads[id(optimizer)] = [
                 p.grad for p in _params(optimizer) if p.grad is not None
             ]
         optimizer.zero_grad()
-
-    def _release_retired_grads(self) -> None:
-        self._retired_grads.clear()

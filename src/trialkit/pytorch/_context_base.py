@@ -15,6 +15,7 @@ from ..contract import env_context_for
 from ..harness import local_context_args
 from ._data import to_device
 from ._reducer import MetricReducer, _SimpleReducer
+from ._runtime import TorchRuntime
 
 logger = logging.getLogger("trialkit.pytorch")
 
@@ -50,15 +51,13 @@ class TorchContextBase:
         self._debug = debug_enabled
         self._enable_tensorboard_logging = enable_tensorboard_logging
         self.device = torch.device(device) if device is not None else self._default_device()
-        self._reducers: list[tuple[MetricReducer, str | None, bool, bool]] = []
-        self._stop_requested = False
-        self._current_batch_idx: int | None = None
-        self._epoch_len: int | None = None
-        self._allow_torch_loader = False
-        self._auto_to_device = True
-        self._warned_types: set[type] = set()
+        #: What the harness's strategy shares with this context (harness-internal).
+        self.runtime = self._new_runtime(
+            exp_conf=exp_conf,
+            hparams=hparams,
+            on_cluster=getattr(core_context, "info", None) is not None,
+        )
         self._tb_writer: Any = None
-        self._profiler: Any = None
         self._global_batch_size, self._per_slot_batch_size = self._batch_sizes()
         #: Determined's ``context.env`` (old model code reads and sets its fields).
         self.env = env_context_for(
@@ -86,6 +85,10 @@ class TorchContextBase:
         )
 
     # Setup --------------------------------------------------------------------------------------
+
+    def _new_runtime(self, **fields: Any) -> TorchRuntime:
+        """This context's runtime; a subclass returns its framework's."""
+        return TorchRuntime(**fields)
 
     def _default_device(self) -> torch.device:
         if torch.cuda.is_available():
@@ -171,20 +174,21 @@ class TorchContextBase:
         return self._steps_completed
 
     def get_stop_requested(self) -> bool:
-        return self._stop_requested
+        return self.runtime.stop_requested
 
     def set_stop_requested(self, stop_requested: bool) -> None:
         """Ask the harness to finish this batch, checkpoint and return from fit()."""
         if not isinstance(stop_requested, bool):
             raise TypeError("set_stop_requested() takes a bool")
-        self._stop_requested = stop_requested
+        self.runtime.stop_requested = stop_requested
 
     # Epoch helpers ------------------------------------------------------------------------------
 
     def _need_position(self, call: str) -> tuple[int, int]:
-        if self._current_batch_idx is None or self._epoch_len is None:
+        position, epoch_len = self.runtime.current_batch_idx, self.runtime.epoch_len
+        if position is None or epoch_len is None:
             raise RuntimeError(f"{call}: training has not started")
-        return self._current_batch_idx, self._epoch_len
+        return position, epoch_len
 
     def current_train_batch(self) -> int:
         return self._need_position("current_train_batch()")[0]
@@ -211,15 +215,15 @@ class TorchContextBase:
         for_validation: bool = True,
     ) -> MetricReducer:
         """Register a custom metric reducer (or a function over all values)."""
-        if any(r is reducer for r, *_ in self._reducers):
+        if any(r is reducer for r, *_ in self.runtime.reducers):
             raise ValueError("wrap_reducer(): this reducer is already wrapped")
         wrapped = reducer if isinstance(reducer, MetricReducer) else _SimpleReducer(reducer)
-        self._reducers.append((wrapped, name, for_training, for_validation))
+        self.runtime.reducers.append((wrapped, name, for_training, for_validation))
         return wrapped
 
     def to_device(self, data: Any) -> Any:
         """Move the tensors in ``data`` to this worker's device (numpy arrays become tensors)."""
-        return to_device(data, self.device, self._warned_types)
+        return to_device(data, self.device, self.runtime.warned_types)
 
     # Tensorboard and profiler -------------------------------------------------------------------
 
@@ -250,4 +254,4 @@ class TorchContextBase:
             "on_trace_ready",
             torch.profiler.tensorboard_trace_handler(str(self.get_tensorboard_path())),
         )
-        self._profiler = torch.profiler.profile(*args, **kwargs)
+        self.runtime.profiler = torch.profiler.profile(*args, **kwargs)

@@ -16,6 +16,7 @@ from ._callback import PyTorchCallback
 from ._context import PyTorchTrialContext
 from ._data import DataLoader, data_length, to_device
 from ._reducer import reduce_batches, reduce_workers
+from ._runtime import PyTorchRuntime
 from ._strategy_base import TorchStrategyBase
 from ._trial import PyTorchTrial, check_trial, evaluate_batch_takes_index
 
@@ -70,6 +71,7 @@ class TorchStrategy(TorchStrategyBase):
 
     trial: PyTorchTrial
     context: PyTorchTrialContext
+    runtime: PyTorchRuntime
 
     def __init__(
         self, trial: PyTorchTrial, context: PyTorchTrialContext, *, is_trainer: bool = True
@@ -88,7 +90,7 @@ class TorchStrategy(TorchStrategyBase):
     def _check_loader(self, loader: Any, which: str) -> None:
         if isinstance(loader, DataLoader):
             return
-        if isinstance(loader, torch.utils.data.DataLoader) and self.context._allow_torch_loader:
+        if isinstance(loader, torch.utils.data.DataLoader) and self.runtime.allow_torch_loader:
             return
         raise TypeError(
             f"{type(self.trial).__name__}.build_{which}_data_loader() returned a "
@@ -123,7 +125,7 @@ class TorchStrategy(TorchStrategyBase):
             it = forever()
             for _ in range(skip):
                 next(it)
-        self.context._epoch_len = epoch_len
+        self.runtime.epoch_len = epoch_len
         return it, epoch_len
 
     def _validation_loader(self) -> Any:
@@ -148,15 +150,15 @@ class TorchStrategy(TorchStrategyBase):
     # Training -----------------------------------------------------------------------------------
 
     def _settle_gradients(self) -> None:
-        self.context._release_retired_grads()
+        self.runtime.release_retired_grads()
 
     def train_batch(
         self, batch: Any, epoch_idx: int, batch_idx: int, epoch_len: int
     ) -> dict[str, Any]:
-        ctx = self.context
-        ctx._current_batch_idx = batch_idx
-        if ctx._auto_to_device:
-            batch = to_device(batch, ctx.device, ctx._warned_types)
+        ctx, runtime = self.context, self.runtime
+        runtime.current_batch_idx = batch_idx
+        if runtime.auto_to_device:
+            batch = to_device(batch, ctx.device, runtime.warned_types)
         out = self.trial.train_batch(batch, epoch_idx, batch_idx)
         if isinstance(out, torch.Tensor):
             out = {"loss": out}
@@ -164,15 +166,15 @@ class TorchStrategy(TorchStrategyBase):
             raise TypeError(
                 f"{type(self.trial).__name__}.train_batch must return a tensor or a dict, got {type(out).__name__}"
             )
-        agg = ctx._aggregation_frequency
+        agg = runtime.aggregation_frequency
         if (batch_idx + 1) % agg == 0:
-            if ctx._auto_amp and ctx._scaler is not None:
-                ctx._scaler.update()
+            if runtime.auto_amp and runtime.scaler is not None:
+                runtime.scaler.update()
             for sched in ctx.lr_schedulers:
                 for _ in range(sched.steps_after_batch(batch_idx, agg, epoch_len)):
                     sched.step()
-        if ctx._profiler is not None:
-            ctx._profiler.step()
+        if runtime.profiler is not None:
+            runtime.profiler.step()
         return {k: (v.detach() if isinstance(v, torch.Tensor) else v) for k, v in out.items()}
 
     # Validation ---------------------------------------------------------------------------------
@@ -192,7 +194,7 @@ class TorchStrategy(TorchStrategyBase):
         outputs: list[dict[str, Any]] = []
         keys: set[str] | None = None
         for idx, batch in enumerate(loader):
-            if ctx._auto_to_device:
+            if self.runtime.auto_to_device:
                 batch = ctx.to_device(batch)
             evaluate: Any = trial.evaluate_batch  # batch_idx is optional in user signatures
             out = evaluate(batch, idx) if self._eval_with_index else evaluate(batch)
@@ -225,7 +227,7 @@ class TorchStrategy(TorchStrategyBase):
     # Checkpoints --------------------------------------------------------------------------------
 
     def state_dict(self, rng_state: dict[str, Any]) -> dict[str, Any]:
-        ctx = self.context
+        ctx, runtime = self.context, self.runtime
         state: dict[str, Any] = {
             "models_state_dict": [_plain_module(m).state_dict() for m in ctx.models],
             "optimizers_state_dict": [o.state_dict() for o in ctx.optimizers],
@@ -233,14 +235,13 @@ class TorchStrategy(TorchStrategyBase):
             "callbacks": {name: cb.state_dict() for name, cb in self._callbacks.items()},
             "rng_state": rng_state,
         }
-        if ctx._scaler is not None:
-            state["scaler_state_dict"] = ctx._scaler.state_dict()
-        shuffle = self._shuffle_state(
-            0 if ctx._current_batch_idx is None else ctx._current_batch_idx + 1
-        )
+        if runtime.scaler is not None:
+            state["scaler_state_dict"] = runtime.scaler.state_dict()
+        done = runtime.current_batch_idx
+        shuffle = self._shuffle_state(0 if done is None else done + 1)
         if shuffle is not None:
             state["trialkit_shuffle"] = shuffle
-        if ctx._current_batch_idx is not None and not ctx._is_communicating_batch():
+        if done is not None and not runtime.is_communicating_batch():
             # Stopped inside a gradient-aggregation window: keep the partial sums so the
             # resumed run takes the same optimizer step as an uninterrupted one.
             state["pending_gradients"] = [
@@ -253,10 +254,9 @@ class TorchStrategy(TorchStrategyBase):
         state = self.state_dict(rng_state)
         self.hooks.fire("on_checkpoint_save_start", state)
         torch.save(state, path / STATE_DICT)
-        ctx = self.context
         # Determined writes both as null when either is missing; trialkit keeps what it has, so
         # a local run without exp_conf can still be rebuilt with its hyperparameters.
-        config, hparams = ctx._exp_conf, ctx._hparams
+        config, hparams = self.runtime.exp_conf, self.runtime.hparams
         cls = type(self.trial)
         load_data: dict[str, Any] = {
             "trial_type": "PyTorchTrial",
@@ -289,8 +289,9 @@ class TorchStrategy(TorchStrategyBase):
                     load_model_state(obj, s)
                 else:
                     obj.load_state_dict(s)
-        if ctx._scaler is not None and "scaler_state_dict" in state:
-            ctx._scaler.load_state_dict(state["scaler_state_dict"])
+        scaler = self.runtime.scaler
+        if scaler is not None and "scaler_state_dict" in state:
+            scaler.load_state_dict(state["scaler_state_dict"])
         self._shuffle_saved = state.get("trialkit_shuffle")
         for m, grads in zip(ctx.models, state.get("pending_gradients") or [], strict=False):
             for p, g in zip(m.parameters(), grads, strict=True):

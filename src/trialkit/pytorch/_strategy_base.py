@@ -17,6 +17,7 @@ from ..harness import Hooks
 from ._callback import PyTorchCallback
 from ._reducer import custom_reducer_metrics
 from ._rng import capture_rng, restore_rng
+from ._runtime import TorchRuntime
 from ._samplers import TorchRandomSampler, find_shuffle_sampler
 
 logger = logging.getLogger("trialkit.pytorch")
@@ -55,14 +56,18 @@ class TorchStrategyBase:
     (``_evaluate_batches``, ``_evaluate_full``), save and load."""
 
     _full_dataset: bool  # set by the subclass: the trial evaluates the full dataset itself
+    #: What the context shares with the strategy (the strategy reads nothing else of its state).
+    runtime: TorchRuntime
+    #: The loop's hook dispatcher, handed over by ``use_hooks``.
+    hooks: Hooks
 
     def __init__(self, trial: Any, context: Any) -> None:
         self.trial = trial
         self.context = context
+        self.runtime = context.runtime
         self.device = context.device
         self.dist = context.distributed
         self._callbacks = build_callbacks(trial)
-        self.hooks = Hooks(self.callbacks)
         self._val_loader: Any = None
         self._profiler_on = False
         self._shuffle: TorchRandomSampler | None = None
@@ -70,6 +75,9 @@ class TorchStrategyBase:
 
     def callbacks(self) -> dict[str, Any]:
         return self._callbacks
+
+    def use_hooks(self, hooks: Hooks) -> None:
+        self.hooks = hooks
 
     # RNG and metadata ---------------------------------------------------------------------------
 
@@ -93,27 +101,27 @@ class TorchStrategyBase:
     def training_started(self) -> None:
         for m in self.context.models:
             m.train()
-        if self.context._profiler is not None:
-            self.context._profiler.__enter__()
+        if self.runtime.profiler is not None:
+            self.runtime.profiler.__enter__()
             self._profiler_on = True
 
     def training_ended(self) -> None:
         self._settle_gradients()
         if self._profiler_on:
-            self.context._profiler.__exit__(None, None, None)
+            self.runtime.profiler.__exit__(None, None, None)
             self._profiler_on = False
 
     def stop_requested(self) -> bool:
-        return bool(self.context._stop_requested)
+        return bool(self.runtime.stop_requested)
 
     # Reducers -----------------------------------------------------------------------------------
 
     def reset_reducers(self) -> None:
-        for r, *_ in self.context._reducers:
+        for r, *_ in self.runtime.reducers:
             r.reset()
 
     def training_reducer_metrics(self) -> dict[str, Any]:
-        return custom_reducer_metrics(self.context._reducers, self.dist, training=True)
+        return custom_reducer_metrics(self.runtime.reducers, self.dist, training=True)
 
     # Validation ---------------------------------------------------------------------------------
 
@@ -141,7 +149,7 @@ class TorchStrategyBase:
                 metrics = self._evaluate_full(loader)
             else:
                 metrics = self._evaluate_batches(loader, test_mode)
-        metrics.update(custom_reducer_metrics(ctx._reducers, self.dist, training=False))
+        metrics.update(custom_reducer_metrics(self.runtime.reducers, self.dist, training=False))
         if self.dist.size > 1 and any(
             type(cb).on_validation_end is not PyTorchCallback.on_validation_end
             for cb in self._callbacks.values()
@@ -181,7 +189,7 @@ class TorchStrategyBase:
     # Checkpoints --------------------------------------------------------------------------------
 
     def _copy_code(self, dest: Path) -> None:
-        src = model_dir_for(self.trial, self.context._core.info is not None)
+        src = model_dir_for(self.trial, self.runtime.on_cluster)
         if src is None:
             return
         try:

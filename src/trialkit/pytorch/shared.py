@@ -4,6 +4,7 @@ one place they import PyTorchTrial's internals from. Not user API."""
 from ._context_base import TorchContextBase
 from ._reducer import reduce_batches, reduce_workers
 from ._rng import capture_rng, restore_rng, seed_all
+from ._runtime import TorchRuntime
 from ._strategy_base import TorchStrategyBase
 from ._trainer import LoopTrainer
 from ._trial import TrialContractError, check_one_evaluate, evaluate_batch_takes_index
@@ -11,6 +12,7 @@ from ._trial import TrialContractError, check_one_evaluate, evaluate_batch_takes
 __all__ = [
     "LoopTrainer",
     "TorchContextBase",
+    "TorchRuntime",
     "TorchStrategyBase",
     "TrialContractError",
     "capture_rng",

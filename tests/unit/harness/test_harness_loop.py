@@ -23,6 +23,7 @@ from trialkit.errors import InvalidHP
 from trialkit.harness import (
     Batch,
     Epoch,
+    Hooks,
     LoopSettings,
     SearcherUnits,
     Target,
@@ -47,6 +48,9 @@ class CountingStrategy:
 
     def callbacks(self) -> dict[str, Any]:
         return {}
+
+    def use_hooks(self, hooks: Hooks) -> None:
+        self.hooks = hooks
 
     def build_train_iterator(self, skip: int, seed: int) -> tuple[Iterator[Any], int]:
         self.skip, self.data_seed = skip, seed
