@@ -57,7 +57,9 @@ class MasterInfo:
 
 
 @dataclass(frozen=True)
-class ExperimentOut:
+class ExperimentRecord:
+    """An experiment as the store keeps it (the store's ``Experiment``)."""
+
     id: int
     name: str
     description: str | None
@@ -70,6 +72,12 @@ class ExperimentOut:
     error: str | None
     created_at: float
     ended_at: float | None
+
+
+@dataclass(frozen=True)
+class ExperimentOut(ExperimentRecord):
+    """An experiment as the API shows it: the stored record and what the master derives."""
+
     #: The interpreter the trials run with (None: the master's, for older experiments).
     python: str | None
     #: How many of its trials are in each state (``{"COMPLETED": 3, "ACTIVE": 1}``, keyed by

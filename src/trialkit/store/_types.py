@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 from dataclasses import dataclass
 from typing import Any
 
-# Checkpoints, metrics, log lines and per-batch metrics are stored and served in one shape, and
-# the states are the ones the API reports: the store returns the REST contract's types for them
-# (``trialkit.rest`` is a leaf package of plain dataclasses and enums).
+# Experiments (the API adds two derived fields), checkpoints, metrics, log lines and per-batch
+# metrics are stored and served in one shape, and the states are the ones the API reports: the
+# store returns the REST contract's types for them (``trialkit.rest`` is a leaf package of plain
+# dataclasses and enums).
 from .. import rest
 from ..rest import ExperimentState, TrialState
 
+Experiment = rest.ExperimentRecord
 Checkpoint = rest.CheckpointOut
 Metric = rest.MetricOut
 LogLine = rest.LogLineOut
@@ -20,33 +21,6 @@ BatchMetrics = rest.BatchMetricsOut
 
 TERMINAL_EXPERIMENT_STATES = frozenset(s for s in ExperimentState if s.ended)
 TERMINAL_TRIAL_STATES = frozenset(s for s in TrialState if s.ended)
-
-
-class _Record:
-    def to_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)  # type: ignore[call-overload]
-        return {k: (v.value if isinstance(v, enum.Enum) else v) for k, v in out.items()}
-
-
-@dataclass(frozen=True)
-class Experiment(_Record):
-    id: int
-    name: str
-    description: str | None
-    labels: list[str]
-    config: dict[str, Any]
-    state: ExperimentState
-    archived: bool
-    unmanaged: bool
-    progress: float
-    error: str | None
-    created_at: float
-    ended_at: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        # ``python``: the interpreter the trials run with (None: the master's, older experiments).
-        python = (self.config.get("environment") or {}).get("python")
-        return {**super().to_dict(), "python": python}
 
 
 @dataclass(frozen=True)
@@ -65,7 +39,7 @@ class SearcherFacts:
 
 
 @dataclass(frozen=True)
-class Trial(_Record):
+class Trial:
     id: int
     experiment_id: int
     request_id: str
@@ -84,11 +58,6 @@ class Trial(_Record):
     slots: list[int]
     created_at: float
     ended_at: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        """Flat, as the rows and the API have it: the searcher facts beside the state."""
-        out = super().to_dict()
-        return {**out, **out.pop("searcher")}
 
 
 @dataclass(frozen=True)

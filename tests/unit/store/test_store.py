@@ -70,13 +70,6 @@ def test_experiment_round_trip_returns_frozen_domain_objects(store: Store) -> No
         got.name = "other"  # type: ignore[misc]
 
 
-def test_to_dict_gives_plain_values(store: Store) -> None:
-    trial = new_trial(store)
-    d = store.get_trial(trial.id).to_dict()
-    assert d["state"] == "ACTIVE" and not isinstance(d["state"], TrialState)
-    assert d["hparams"] == {"lr": 0.1}
-
-
 def test_update_experiment_accepts_enum_state_and_persists(store: Store) -> None:
     exp = store.create_experiment(name="e", config={})
     updated = store.update_experiment(exp.id, state=ExperimentState.PAUSED, progress=0.5)

@@ -6,6 +6,7 @@ was built from changed."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import weakref
@@ -89,18 +90,7 @@ def experiment_fingerprint(store: Store, exp: Experiment) -> tuple[Any, ...]:
 def experiment_out(exp: Experiment, *, trial_states: dict[str, int] | None = None) -> ExperimentOut:
     """An experiment as the API shows it (``trial_states``: the experiment list's counts)."""
     return ExperimentOut(
-        id=exp.id,
-        name=exp.name,
-        description=exp.description,
-        labels=exp.labels,
-        config=exp.config,
-        state=exp.state,
-        archived=exp.archived,
-        unmanaged=exp.unmanaged,
-        progress=exp.progress,
-        error=exp.error,
-        created_at=exp.created_at,
-        ended_at=exp.ended_at,
+        **{f.name: getattr(exp, f.name) for f in dataclasses.fields(exp)},
         # The interpreter the trials run with (None: the master's, older experiments).
         python=(exp.config.get("environment") or {}).get("python"),
         trial_states=trial_states or {},
