@@ -1,5 +1,5 @@
 """``trialkit experiment`` (alias ``e``): create, list, describe, pause, activate, kill, archive,
-logs, download-model-def, gc, delete, in Determined's CLI shapes."""
+logs, download-model-def, gc, delete, label, set description, in Determined's CLI shapes."""
 
 from __future__ import annotations
 
@@ -22,11 +22,14 @@ from ._common import (
     print_json,
     print_table,
 )
+from ._edit import label, set_
 from ._follow import (
     color_option,
     ctrl_c_stops_following,
     follow_experiment,
     follow_logs,
+    level_option,
+    rank_option,
     tail_option,
 )
 from ._render import (
@@ -237,6 +240,10 @@ def show_experiment(desc: ExperimentDescription) -> None:
     metric = desc.searcher.metric
     filled = int(progress_percent(e)[:-1]) * 30 // 100  # a full bar only once it ended
     click.echo(f"experiment {e.id} {e.name!r}: {e.state}")
+    if e.description:
+        click.echo(f"description: {terminal_text(e.description)}")
+    if e.labels:
+        click.echo(f"labels: {terminal_text(', '.join(e.labels))}")
     if e.python:
         click.echo(f"python {e.python}")
     click.echo(searcher_line(desc))
@@ -301,9 +308,19 @@ _simple("unarchive", "Show an archived experiment again.")
 @click.argument("experiment_ref", metavar="EXPERIMENT")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing until the experiment ends.")
 @tail_option
+@level_option
+@rank_option
 @color_option
-def logs(experiment_ref: str, follow: bool, tail: int | None, color: bool) -> None:
-    """Print the logs of every trial of an experiment (id or name)."""
+def logs(
+    experiment_ref: str,
+    follow: bool,
+    tail: int | None,
+    level: str | None,
+    rank: int | None | str,
+    color: bool,
+) -> None:
+    """Print the logs of every trial of an experiment (id or name), or those of a level and
+    above, of a rank."""
     client, experiment_id = experiment_client(experiment_ref)
 
     def trials() -> list[int]:
@@ -316,7 +333,15 @@ def logs(experiment_ref: str, follow: bool, tail: int | None, color: bool) -> No
         raise CLIError(f"experiment {experiment_id} has no trials yet")
     with ctrl_c_stops_following():
         follow_logs(
-            client, trials, follow=follow, prefix=True, finished=finished, tail=tail, color=color
+            client,
+            trials,
+            follow=follow,
+            prefix=True,
+            finished=finished,
+            tail=tail,
+            color=color,
+            level=level,
+            rank=rank,
         )
 
 
@@ -437,3 +462,7 @@ def delete(experiment_ref: str, yes: bool) -> None:
         f"{fmt_bytes(result.bytes_freed)} freed"
         + (f"; {plural(missing, 'checkpoint record')} had no files in storage" if missing else "")
     )
+
+
+experiment.add_command(label)
+experiment.add_command(set_)

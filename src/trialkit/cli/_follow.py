@@ -11,7 +11,17 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..rest import ExperimentSummary, MetricOut, TrialOut, TrialState
+from ..rest import (
+    LEVELS,
+    ExperimentSummary,
+    LogLabel,
+    MetricOut,
+    TrialOut,
+    TrialState,
+    log_labeller,
+    log_level_name,
+    log_line_shown,
+)
 from ._render import (
     StepCheckpoint,
     checkpoint_changed,
@@ -228,6 +238,39 @@ color_option = click.option(
 )
 
 
+def _level(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    try:
+        return None if value is None else log_level_name(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+def _rank(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None | str:
+    if value is None:
+        return "any"
+    if value.lower() == "none":
+        return None
+    if value.isdigit():
+        return int(value)
+    raise click.BadParameter(f"{value!r}: a rank number, or 'none' for lines without a rank")
+
+
+level_option = click.option(
+    "--level",
+    metavar="LEVEL",
+    callback=_level,
+    help=f"Only lines of this level and above ({', '.join(LEVELS)}); a line without a level"
+    " of its own (a traceback) has the level of the line before it of its rank.",
+)
+rank_option = click.option(
+    "--rank",
+    metavar="R",
+    callback=_rank,
+    help="Only the lines of rank R (their '[rank=R] || ' prefix); 'none': the lines without"
+    " a rank (the launcher's).",
+)
+
+
 def follow_logs(
     client: MasterClient,
     trial_ids: Callable[[], list[int]],
@@ -237,11 +280,15 @@ def follow_logs(
     finished: Callable[[], bool],
     tail: int | None = None,
     color: bool = False,
+    level: str | None = None,
+    rank: int | None | str = "any",
 ) -> None:
     """Print trial logs (only the last ``tail`` lines of each trial's past ones); with
     ``follow``, keep printing until ``finished()`` and all logs are out. Control characters of
-    the trials' output never reach the terminal (``color``: but SGR colours do)."""
+    the trials' output never reach the terminal (``color``: but SGR colours do). Only lines of
+    ``level`` and above and of ``rank`` are printed (``rest.log_line_shown``)."""
     after: dict[int, int] = {}  # the last line printed of each trial
+    labellers: dict[int, Callable[[str], LogLabel]] = {}  # per trial: its lines' levels carry on
     while True:
         over = finished()  # read before fetching, so no line written after it is missed
         for tid in trial_ids():
@@ -259,10 +306,17 @@ def follow_logs(
                 first, more = False, resp.more
                 if not resp.logs:
                     continue
-                shown = [terminal_text(line.line, color) for line in resp.logs]
+                label = labellers.setdefault(tid, log_labeller())
+                shown = [
+                    terminal_text(line.line, color)
+                    for line in resp.logs
+                    if log_line_shown(label(line.line), level, rank)
+                ]
+                after[tid] = resp.logs[-1].id
+                if not shown:
+                    continue
                 lines = [f"[trial {tid}] {text}" for text in shown] if prefix else shown
                 click.echo("\n".join(lines), color=color or None)  # a page a write
-                after[tid] = resp.logs[-1].id
         if not follow or over:
             return
         time.sleep(0.3)

@@ -9,7 +9,14 @@ import click
 
 from ..rest import BatchMetricsOut, MetricOut
 from ._common import experiment_client, get_client, json_option, print_json, print_table
-from ._follow import color_option, ctrl_c_stops_following, follow_logs, tail_option
+from ._follow import (
+    color_option,
+    ctrl_c_stops_following,
+    follow_logs,
+    level_option,
+    rank_option,
+    tail_option,
+)
 from ._render import fmt_metrics, split_progress, terminal_text, trial_state
 
 
@@ -110,9 +117,18 @@ def _show_training(reports: Sequence[MetricOut], batches: Sequence[BatchMetricsO
 @click.argument("trial_id", type=int)
 @click.option("-f", "--follow", is_flag=True, help="Keep printing until the trial ends.")
 @tail_option
+@level_option
+@rank_option
 @color_option
-def logs(trial_id: int, follow: bool, tail: int | None, color: bool) -> None:
-    """Print a trial's logs."""
+def logs(
+    trial_id: int,
+    follow: bool,
+    tail: int | None,
+    level: str | None,
+    rank: int | None | str,
+    color: bool,
+) -> None:
+    """Print a trial's logs (all, or those of a level and above, of a rank)."""
     client = get_client()
 
     def finished() -> bool:
@@ -129,4 +145,6 @@ def logs(trial_id: int, follow: bool, tail: int | None, color: bool) -> None:
             finished=finished,
             tail=tail,
             color=color,
+            level=level,
+            rank=rank,
         )
