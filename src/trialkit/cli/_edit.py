@@ -4,7 +4,7 @@ the master's edit route; its config keeps what it was created with."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import click
 
@@ -16,36 +16,43 @@ def label() -> None:
     """Add or remove an experiment's labels."""
 
 
-def _echo_labels(experiment_id: int, labels: Sequence[str]) -> None:
-    click.echo(f"experiment {experiment_id}: labels {', '.join(labels) if labels else '(none)'}")
+#: How a label command changes the labels: (experiment id, its labels, the command's) -> new.
+LabelChange = Callable[[int, list[str], Sequence[str]], list[str]]
 
 
-@label.command("add")
-@click.argument("experiment_ref", metavar="EXPERIMENT")
-@click.argument("labels", nargs=-1, required=True)
-def add(experiment_ref: str, labels: tuple[str, ...]) -> None:
-    """Add LABELS to an experiment (id or name); those it has already stay once."""
-    client, experiment_id = experiment_client(experiment_ref)
-    before = client.experiment_summary(experiment_id).experiment.labels
-    exp = client.edit_experiment(experiment_id, labels=[*before, *labels]).experiment
-    _echo_labels(experiment_id, exp.labels)
+def _label_command(name: str, help_text: str, change: LabelChange) -> None:
+    """``label NAME EXPERIMENT LABEL...``: the experiment's labels become ``change``'s."""
+
+    @label.command(name, help=help_text)
+    @click.argument("experiment_ref", metavar="EXPERIMENT")
+    @click.argument("labels", nargs=-1, required=True)
+    def cmd(experiment_ref: str, labels: tuple[str, ...]) -> None:
+        client, experiment_id = experiment_client(experiment_ref)
+        before = client.experiment_summary(experiment_id).experiment.labels
+        after = change(experiment_id, before, labels)
+        exp = client.edit_experiment(experiment_id, labels=after).experiment
+        click.echo(
+            f"experiment {experiment_id}: labels {', '.join(exp.labels) if exp.labels else '(none)'}"
+        )
 
 
-@label.command("remove")
-@click.argument("experiment_ref", metavar="EXPERIMENT")
-@click.argument("labels", nargs=-1, required=True)
-def remove(experiment_ref: str, labels: tuple[str, ...]) -> None:
-    """Remove LABELS from an experiment (id or name)."""
-    client, experiment_id = experiment_client(experiment_ref)
-    before = client.experiment_summary(experiment_id).experiment.labels
+def _added(experiment_id: int, before: list[str], labels: Sequence[str]) -> list[str]:
+    return [*before, *labels]  # the master keeps each once
+
+
+def _removed(experiment_id: int, before: list[str], labels: Sequence[str]) -> list[str]:
     absent = [name for name in labels if name not in before]
     if absent:
         click.echo(
             f"experiment {experiment_id} has no label {', '.join(map(repr, absent))}", err=True
         )
-    kept = [name for name in before if name not in labels]
-    exp = client.edit_experiment(experiment_id, labels=kept).experiment
-    _echo_labels(experiment_id, exp.labels)
+    return [name for name in before if name not in labels]
+
+
+_label_command(
+    "add", "Add LABELS to an experiment (id or name); one it has already stays once.", _added
+)
+_label_command("remove", "Remove LABELS from an experiment (id or name).", _removed)
 
 
 @click.group("set")

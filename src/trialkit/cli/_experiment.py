@@ -24,13 +24,11 @@ from ._common import (
 )
 from ._edit import label, set_
 from ._follow import (
-    color_option,
+    LogOptions,
     ctrl_c_stops_following,
     follow_experiment,
     follow_logs,
-    level_option,
-    rank_option,
-    tail_option,
+    log_options,
 )
 from ._render import (
     best_line,
@@ -130,9 +128,9 @@ def create(
     ).experiment
     click.echo(f"Created experiment {exp.id}")
     if follow:
-        _follow_to_end(client, exp.id)
+        follow_to_end(client, exp.id)
     elif follow_first:
-        _follow_to_end(client, exp.id, first_trial_logs=True)
+        follow_to_end(client, exp.id, first_trial_logs=True)
 
 
 def _warm_start_dir(value: str | None) -> str | None:
@@ -163,9 +161,7 @@ def _with_warm_start_uuid(
     return config
 
 
-def _follow_to_end(
-    client: MasterClient, experiment_id: int, first_trial_logs: bool = False
-) -> None:
+def follow_to_end(client: MasterClient, experiment_id: int, first_trial_logs: bool = False) -> None:
     """Follow until the experiment ends (its events, or its first trial's logs as Determined's
     ``-f`` did); exit 1 unless it completed, 130 on Ctrl-C."""
     with ctrl_c_stops_following(
@@ -307,17 +303,11 @@ _simple("unarchive", "Show an archived experiment again.")
 @experiment.command("logs")
 @click.argument("experiment_ref", metavar="EXPERIMENT")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing until the experiment ends.")
-@tail_option
-@level_option
-@rank_option
-@color_option
+@log_options
 def logs(
     experiment_ref: str,
     follow: bool,
-    tail: int | None,
-    level: str | None,
-    rank: int | None | str,
-    color: bool,
+    options: LogOptions,
 ) -> None:
     """Print the logs of every trial of an experiment (id or name), or those of a level and
     above, of a rank."""
@@ -338,10 +328,7 @@ def logs(
             follow=follow,
             prefix=True,
             finished=finished,
-            tail=tail,
-            color=color,
-            level=level,
-            rank=rank,
+            options=options,
         )
 
 

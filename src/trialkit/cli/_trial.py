@@ -1,4 +1,4 @@
-"""``trialkit trial`` (alias ``t``): list, describe, logs."""
+"""``trialkit trial`` (alias ``t``): list, describe, logs, continue."""
 
 from __future__ import annotations
 
@@ -9,13 +9,12 @@ import click
 
 from ..rest import BatchMetricsOut, MetricOut
 from ._common import experiment_client, get_client, json_option, print_json, print_table
+from ._continue import continue_
 from ._follow import (
-    color_option,
+    LogOptions,
     ctrl_c_stops_following,
     follow_logs,
-    level_option,
-    rank_option,
-    tail_option,
+    log_options,
 )
 from ._render import fmt_metrics, split_progress, terminal_text, trial_state
 
@@ -116,17 +115,11 @@ def _show_training(reports: Sequence[MetricOut], batches: Sequence[BatchMetricsO
 @trial.command("logs")
 @click.argument("trial_id", type=int)
 @click.option("-f", "--follow", is_flag=True, help="Keep printing until the trial ends.")
-@tail_option
-@level_option
-@rank_option
-@color_option
+@log_options
 def logs(
     trial_id: int,
     follow: bool,
-    tail: int | None,
-    level: str | None,
-    rank: int | None | str,
-    color: bool,
+    options: LogOptions,
 ) -> None:
     """Print a trial's logs (all, or those of a level and above, of a rank)."""
     client = get_client()
@@ -143,8 +136,8 @@ def logs(
             follow=follow,
             prefix=False,
             finished=finished,
-            tail=tail,
-            color=color,
-            level=level,
-            rank=rank,
+            options=options,
         )
+
+
+trial.add_command(continue_)
