@@ -46,8 +46,9 @@ CONFIG: dict[str, Any] = {
 }
 
 
-def _source(master: Master, tmp_path: Path) -> tuple[int, dict[str, Any]]:
-    """A finished grid search; its model directory is gone, as a user's may be."""
+def source_trial(master: Master, tmp_path: Path) -> tuple[int, dict[str, Any]]:
+    """A finished grid search (its model directory gone, as a user's may be) and its trial with
+    lr 0.2."""
     model = tmp_path / "model"
     write_script(model, "work.py", SCRIPT)
     exp = master.create(CONFIG, model)
@@ -61,7 +62,7 @@ def _created(out: str) -> int:
 
 
 def test_continue_warm_starts_the_trial_with_its_hparams(master: Master, tmp_path: Path) -> None:
-    source_exp, trial = _source(master, tmp_path)
+    source_exp, trial = source_trial(master, tmp_path)
     uuid = trial["latest_checkpoint"]
     out = master.cli("t", "continue", str(trial["id"]), "--follow").stdout
     assert f", continuing trial {trial['id']} from checkpoint {uuid}\n" in out
@@ -87,7 +88,7 @@ def test_continue_warm_starts_the_trial_with_its_hparams(master: Master, tmp_pat
 
 
 def test_a_config_file_and_set_change_the_continued_config(master: Master, tmp_path: Path) -> None:
-    _, trial = _source(master, tmp_path)
+    _, trial = source_trial(master, tmp_path)
     edit = tmp_path / "edit.yaml"
     edit.write_text("searcher:\n  max_length: 3\nhyperparameters:\n  lr: 0.05\n")
     before = len(master.client.list_experiments(archived=True).experiments)
@@ -115,7 +116,7 @@ def test_a_config_file_and_set_change_the_continued_config(master: Master, tmp_p
 def test_refusals_are_one_line(
     master: Master, tmp_path: Path, args: tuple[str, ...], says: str
 ) -> None:
-    _, trial = _source(master, tmp_path)
+    _, trial = source_trial(master, tmp_path)
     proc = master.cli("t", "continue", *(a.format(trial=trial["id"]) for a in args), check=False)
     assert proc.returncode == 2
     [line] = proc.stderr.strip().splitlines()

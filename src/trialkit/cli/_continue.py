@@ -32,7 +32,8 @@ def const_hparams(hparams: Mapping[str, Any]) -> dict[str, Any]:
 
 def continued_config(config: Mapping[str, Any], trial: TrialOut, checkpoint: str) -> dict[str, Any]:
     """The config of the experiment that continues ``trial``: its experiment's config with the
-    trial's hyperparameters, searcher single, warm-started from ``checkpoint``."""
+    trial's hyperparameters, searcher single, warm-started from ``checkpoint``. The web UI's
+    "Continue trial" dialog (``webui/trial_continue.js``: ``continuedConfig``) mirrors it."""
     searcher = config.get("searcher") or {}
     out = {key: value for key, value in config.items() if key != "hyperparameters"}
     out["hyperparameters"] = const_hparams(trial.hparams)
