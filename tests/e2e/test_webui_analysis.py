@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from ..integration._ranked_logs import LAUNCH, WORKER
 from ..integration.conftest import write_script
 from ._browser import Browser, browser, open_ui
 from ._experiments import XSS, config, run_experiment
@@ -239,32 +240,6 @@ def test_profiler_tab_draws_the_system_samples(master: Master, model: Path) -> N
         assert "no profiler data" in empty.inner_text()
         assert page.eval_on_selector_all("#profiler .profiler-chart", "cs => cs.length") == 0
         assert b.errors == []
-
-
-# Two workers under trialkit's rank prefixer, logging in trialkit's format: rank 1 fails with a
-# traceback (lines without a level of their own).
-LAUNCH = """
-import subprocess, sys
-wrap = [sys.executable, "-m", "trialkit.launch.wrap_rank"]
-for rank in ("0", "1"):
-    subprocess.run([*wrap, rank, sys.executable, "worker.py", rank], check=True)
-print("launcher: both workers done", flush=True)
-"""
-WORKER = """
-import logging, sys
-import trialkit
-logging.basicConfig(level=logging.DEBUG, format=trialkit.LOG_FORMAT)
-log = logging.getLogger("worker")
-rank = sys.argv[1]
-log.debug("debug from rank %s", rank)
-log.info("info from rank %s", rank)
-log.warning("warning from rank %s", rank)
-if rank == "1":
-    try:
-        raise ValueError("bad batch")
-    except ValueError:
-        log.exception("error from rank 1")
-"""
 
 
 def _log_lines(page: Any) -> list[str]:

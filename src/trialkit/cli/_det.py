@@ -26,7 +26,13 @@ class Cmd:
 
 
 _JSON = {"--json": ("--json", False)}
-_LOGS = {"-f": ("-f", False), "--follow": ("-f", False), "--tail": ("--tail", True)}
+_LOGS = {
+    "-f": ("-f", False),
+    "--follow": ("-f", False),
+    "--tail": ("--tail", True),
+    "--level": ("--level", True),
+    "--rank-id": ("--rank", True),
+}
 
 EXPERIMENT: dict[str, Cmd] = {
     "list": Cmd(("experiment", "list"), (), {"-a": ("-a", False), "--all": ("-a", False), **_JSON}),
@@ -49,6 +55,9 @@ EXPERIMENT: dict[str, Cmd] = {
         {"--output-dir": ("--output-dir", True), "-o": ("--output-dir", True)},
     ),
     "list-checkpoints": Cmd(("checkpoint", "list"), ("EXPERIMENT_ID",), dict(_JSON)),
+    "label add": Cmd(("experiment", "label", "add"), ("EXPERIMENT_ID", "LABEL")),
+    "label remove": Cmd(("experiment", "label", "remove"), ("EXPERIMENT_ID", "LABEL")),
+    "set description": Cmd(("experiment", "set", "description"), ("EXPERIMENT_ID", "DESCRIPTION")),
     **{
         action: Cmd(("experiment", target), ("EXPERIMENT_ID",))
         for action, target in (
@@ -62,6 +71,8 @@ EXPERIMENT: dict[str, Cmd] = {
         )
     },
 }
+#: det subcommands of two words ("det e label add"): the first word.
+TWO_WORDS = ("label", "set")
 SUB_ALIASES = {
     "experiment": {"ls": "list", "lt": "list-trials", "lc": "list-checkpoints"},
     "checkpoint": {"ls": "list"},
@@ -89,12 +100,13 @@ PREVIEW = Cmd(("experiment", "preview"), ("CONFIG_FILE",), {"--config": ("--conf
 UNMAPPED = {
     "experiment config": "'trialkit experiment describe ID --json' shows the config",
     "experiment download": "'trialkit checkpoint list ID', then 'trialkit checkpoint download UUID'",
-    "experiment continue": "create a new experiment that warm-starts from the checkpoint",
+    "experiment continue": "create a new experiment that warm-starts from the checkpoint"
+    " of a trial: 'trialkit trial continue TRIAL_ID'",
     "experiment wait": "'trialkit experiment create ... --follow' waits for the end",
     "experiment delete": "'trialkit experiment delete ID' deletes it with its checkpoints",
-    "experiment label": "not supported by trialkit",
     "experiment move": "trialkit has no workspaces or projects",
-    "experiment set": "not supported by trialkit",
+    "experiment label": "'det e label add|remove ID LABEL'",
+    "experiment set": "trialkit sets only the description: 'det e set description ID TEXT'",
     "experiment delete-tb-files": "not supported by trialkit",
     "trial kill": "trialkit stops whole experiments: 'det e kill EXPERIMENT_ID'",
     "trial download": "'det checkpoint download UUID' ('det t describe ID' lists the UUIDs)",
@@ -187,9 +199,11 @@ def translate(args: list[str]) -> list[list[str]]:
         else:
             return [[group, "--help"]]
     sub = SUB_ALIASES.get(group, {}).get(rest[0], rest[0])
+    if sub in TWO_WORDS and len(rest) > 1 and not rest[1].startswith("-"):
+        sub, rest = f"{sub} {rest[1]}", [f"{rest[0]} {rest[1]}", *rest[2:]]
     cmd = TABLES[group].get(sub)
     if cmd is None:
-        hint = UNMAPPED.get(f"{group} {sub}", "not supported by trialkit")
+        hint = UNMAPPED.get(f"{group} {sub.split()[0]}", "not supported by trialkit")
         raise Unmapped(f"'det {head} {rest[0]}' has no trialkit equivalent: {hint}")
     converted = _convert(f"{head} {rest[0]}", cmd, rest[1:])
     if group == "experiment" and sub == "describe":
@@ -206,6 +220,8 @@ def _help() -> str:
         ("det e cancel ID / det e unpause ID", "trialkit experiment kill / activate"),
         ("det e list-trials|lt ID, det t describe|logs ID", "trialkit trial list / ..."),
         ("det e list-checkpoints|lc ID, det checkpoint ...", "trialkit checkpoint ..."),
+        ("det e label add|remove ID LABEL", "trialkit experiment label add|remove"),
+        ("det e set description ID TEXT", "trialkit experiment set description"),
         ("det preview-search CONFIG", "trialkit experiment preview CONFIG"),
     ]
     width = max(len(d) for d, _ in rows)

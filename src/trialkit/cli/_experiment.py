@@ -1,5 +1,5 @@
 """``trialkit experiment`` (alias ``e``): create, list, describe, pause, activate, kill, archive,
-logs, download-model-def, gc, delete, in Determined's CLI shapes."""
+logs, download-model-def, gc, delete, label, set description, in Determined's CLI shapes."""
 
 from __future__ import annotations
 
@@ -22,12 +22,13 @@ from ._common import (
     print_json,
     print_table,
 )
+from ._edit import label, set_
 from ._follow import (
-    color_option,
+    LogOptions,
     ctrl_c_stops_following,
     follow_experiment,
     follow_logs,
-    tail_option,
+    log_options,
 )
 from ._render import (
     best_line,
@@ -127,9 +128,9 @@ def create(
     ).experiment
     click.echo(f"Created experiment {exp.id}")
     if follow:
-        _follow_to_end(client, exp.id)
+        follow_to_end(client, exp.id)
     elif follow_first:
-        _follow_to_end(client, exp.id, first_trial_logs=True)
+        follow_to_end(client, exp.id, first_trial_logs=True)
 
 
 def _warm_start_dir(value: str | None) -> str | None:
@@ -160,9 +161,7 @@ def _with_warm_start_uuid(
     return config
 
 
-def _follow_to_end(
-    client: MasterClient, experiment_id: int, first_trial_logs: bool = False
-) -> None:
+def follow_to_end(client: MasterClient, experiment_id: int, first_trial_logs: bool = False) -> None:
     """Follow until the experiment ends (its events, or its first trial's logs as Determined's
     ``-f`` did); exit 1 unless it completed, 130 on Ctrl-C."""
     with ctrl_c_stops_following(
@@ -237,6 +236,10 @@ def show_experiment(desc: ExperimentDescription) -> None:
     metric = desc.searcher.metric
     filled = int(progress_percent(e)[:-1]) * 30 // 100  # a full bar only once it ended
     click.echo(f"experiment {e.id} {e.name!r}: {e.state}")
+    if e.description:
+        click.echo(f"description: {terminal_text(e.description)}")
+    if e.labels:
+        click.echo(f"labels: {terminal_text(', '.join(e.labels))}")
     if e.python:
         click.echo(f"python {e.python}")
     click.echo(searcher_line(desc))
@@ -300,10 +303,14 @@ _simple("unarchive", "Show an archived experiment again.")
 @experiment.command("logs")
 @click.argument("experiment_ref", metavar="EXPERIMENT")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing until the experiment ends.")
-@tail_option
-@color_option
-def logs(experiment_ref: str, follow: bool, tail: int | None, color: bool) -> None:
-    """Print the logs of every trial of an experiment (id or name)."""
+@log_options
+def logs(
+    experiment_ref: str,
+    follow: bool,
+    options: LogOptions,
+) -> None:
+    """Print the logs of every trial of an experiment (id or name), or those of a level and
+    above, of a rank."""
     client, experiment_id = experiment_client(experiment_ref)
 
     def trials() -> list[int]:
@@ -316,7 +323,12 @@ def logs(experiment_ref: str, follow: bool, tail: int | None, color: bool) -> No
         raise CLIError(f"experiment {experiment_id} has no trials yet")
     with ctrl_c_stops_following():
         follow_logs(
-            client, trials, follow=follow, prefix=True, finished=finished, tail=tail, color=color
+            client,
+            trials,
+            follow=follow,
+            prefix=True,
+            finished=finished,
+            options=options,
         )
 
 
@@ -437,3 +449,7 @@ def delete(experiment_ref: str, yes: bool) -> None:
         f"{fmt_bytes(result.bytes_freed)} freed"
         + (f"; {plural(missing, 'checkpoint record')} had no files in storage" if missing else "")
     )
+
+
+experiment.add_command(label)
+experiment.add_command(set_)

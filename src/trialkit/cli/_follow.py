@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -11,7 +12,17 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..rest import ExperimentSummary, MetricOut, TrialOut, TrialState
+from ..rest import (
+    LEVELS,
+    ExperimentSummary,
+    LogLabel,
+    MetricOut,
+    TrialOut,
+    TrialState,
+    log_labeller,
+    log_level_name,
+    log_line_shown,
+)
 from ._render import (
     StepCheckpoint,
     checkpoint_changed,
@@ -211,21 +222,85 @@ def _follow_lines(client: MasterClient, experiment_id: int, interval: float) -> 
 #: Lines in the first page of a trial's log (later pages: the master's default, 10,000).
 FIRST_PAGE_LINES = 1_000
 
-tail_option = click.option(
-    "-n",
-    "--tail",
-    type=click.IntRange(min=0),
-    default=None,
-    metavar="N",
-    help="Start with the last N lines (of each trial).",
+
+@dataclasses.dataclass(frozen=True)
+class LogOptions:
+    """Which of a log's lines to print, and how: the last ``tail`` of the past ones, those of
+    ``level`` and above and of ``rank`` (``rest.log_line_shown``), with their colours or not."""
+
+    tail: int | None = None
+    color: bool = False
+    level: str | None = None
+    rank: int | None | str = "any"
+
+
+def _level(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    try:
+        return None if value is None else log_level_name(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+def _rank(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None | str:
+    if value is None:
+        return "any"
+    if value.lower() == "none":
+        return None
+    if value.isdigit():
+        return int(value)
+    raise click.BadParameter(f"{value!r}: a rank number, or 'none' for lines without a rank")
+
+
+_LOG_OPTIONS = (
+    click.option(
+        "-n",
+        "--tail",
+        type=click.IntRange(min=0),
+        default=None,
+        metavar="N",
+        help="Start with the last N lines (of each trial).",
+    ),
+    click.option(
+        "--level",
+        metavar="LEVEL",
+        callback=_level,
+        help=f"Only lines of this level and above ({', '.join(LEVELS)}); a line without a level"
+        " of its own (a traceback) has the level of the line before it of its rank.",
+    ),
+    click.option(
+        "--rank",
+        metavar="R",
+        callback=_rank,
+        help="Only the lines of rank R (their '[rank=R] || ' prefix); 'none': the lines"
+        " without a rank (the launcher's).",
+    ),
+    click.option(
+        "--color",
+        is_flag=True,
+        help="Keep the colours (SGR sequences) of trial output; other control characters are"
+        " always removed.",
+    ),
 )
 
-color_option = click.option(
-    "--color",
-    is_flag=True,
-    help="Keep the colours (SGR sequences) of trial output; other control characters are"
-    " always removed.",
-)
+
+def log_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The options --tail, --level, --rank and --color, given to ``command`` as one
+    ``options: LogOptions``."""
+
+    @functools.wraps(command)
+    def with_options(
+        *args: Any,
+        tail: int | None,
+        level: str | None,
+        rank: int | None | str,
+        color: bool,
+        **kwargs: Any,
+    ) -> None:
+        command(*args, options=LogOptions(tail, color, level, rank), **kwargs)
+
+    for option in reversed(_LOG_OPTIONS):
+        with_options = option(with_options)
+    return with_options
 
 
 def follow_logs(
@@ -235,13 +310,14 @@ def follow_logs(
     follow: bool,
     prefix: bool,
     finished: Callable[[], bool],
-    tail: int | None = None,
-    color: bool = False,
+    options: LogOptions = LogOptions(),
 ) -> None:
-    """Print trial logs (only the last ``tail`` lines of each trial's past ones); with
-    ``follow``, keep printing until ``finished()`` and all logs are out. Control characters of
-    the trials' output never reach the terminal (``color``: but SGR colours do)."""
+    """Print trial logs (as ``options`` say); with ``follow``, keep printing until
+    ``finished()`` and all logs are out. Control characters of the trials' output never reach
+    the terminal (``options.color``: but SGR colours do)."""
+    tail, color = options.tail, options.color
     after: dict[int, int] = {}  # the last line printed of each trial
+    labellers: dict[int, Callable[[str], LogLabel]] = {}  # per trial: its lines' levels carry on
     while True:
         over = finished()  # read before fetching, so no line written after it is missed
         for tid in trial_ids():
@@ -259,10 +335,17 @@ def follow_logs(
                 first, more = False, resp.more
                 if not resp.logs:
                     continue
-                shown = [terminal_text(line.line, color) for line in resp.logs]
+                label = labellers.setdefault(tid, log_labeller())
+                shown = [
+                    terminal_text(line.line, color)
+                    for line in resp.logs
+                    if log_line_shown(label(line.line), options.level, options.rank)
+                ]
+                after[tid] = resp.logs[-1].id
+                if not shown:
+                    continue
                 lines = [f"[trial {tid}] {text}" for text in shown] if prefix else shown
                 click.echo("\n".join(lines), color=color or None)  # a page a write
-                after[tid] = resp.logs[-1].id
         if not follow or over:
             return
         time.sleep(0.3)

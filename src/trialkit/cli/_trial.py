@@ -1,4 +1,4 @@
-"""``trialkit trial`` (alias ``t``): list, describe, logs."""
+"""``trialkit trial`` (alias ``t``): list, describe, logs, continue."""
 
 from __future__ import annotations
 
@@ -9,7 +9,13 @@ import click
 
 from ..rest import BatchMetricsOut, MetricOut
 from ._common import experiment_client, get_client, json_option, print_json, print_table
-from ._follow import color_option, ctrl_c_stops_following, follow_logs, tail_option
+from ._continue import continue_
+from ._follow import (
+    LogOptions,
+    ctrl_c_stops_following,
+    follow_logs,
+    log_options,
+)
 from ._render import fmt_metrics, split_progress, terminal_text, trial_state
 
 
@@ -109,10 +115,13 @@ def _show_training(reports: Sequence[MetricOut], batches: Sequence[BatchMetricsO
 @trial.command("logs")
 @click.argument("trial_id", type=int)
 @click.option("-f", "--follow", is_flag=True, help="Keep printing until the trial ends.")
-@tail_option
-@color_option
-def logs(trial_id: int, follow: bool, tail: int | None, color: bool) -> None:
-    """Print a trial's logs."""
+@log_options
+def logs(
+    trial_id: int,
+    follow: bool,
+    options: LogOptions,
+) -> None:
+    """Print a trial's logs (all, or those of a level and above, of a rank)."""
     client = get_client()
 
     def finished() -> bool:
@@ -127,6 +136,8 @@ def logs(trial_id: int, follow: bool, tail: int | None, color: bool) -> None:
             follow=follow,
             prefix=False,
             finished=finished,
-            tail=tail,
-            color=color,
+            options=options,
         )
+
+
+trial.add_command(continue_)

@@ -252,6 +252,24 @@ class MasterClient:
             action=action,
         )
 
+    def edit_experiment(
+        self,
+        experiment_id: int,
+        *,
+        description: str | None = None,
+        labels: Sequence[str] | None = None,
+    ) -> rest.ExperimentReply:
+        """Set an experiment's description ("" clears it) and/or its labels (the whole list);
+        a field left None is kept."""
+        body: dict[str, Any] = {}
+        if description is not None:
+            body["description"] = description
+        if labels is not None:
+            body["labels"] = list(labels)
+        return self._call(
+            rest.ExperimentReply, "PATCH", routes.EXPERIMENT, body=body, experiment_id=experiment_id
+        )
+
     def experiment_checkpoints(
         self, experiment_id: int, *, retry_for: float = 0.0
     ) -> rest.CheckpointList:

@@ -4,6 +4,7 @@
 from . import _routes as routes
 from ._decode import ResponseError, decode
 from ._limits import MAX_METRIC_NAME, metric_name_error, metric_names_error
+from ._log_levels import LEVELS, LogLabel, log_labeller, log_level_name, log_line_shown
 from ._models import (
     BatchMetricsList,
     BatchMetricsOut,
@@ -59,6 +60,11 @@ from ._states import ExperimentState, TrialState
 
 __all__ = [
     "MAX_METRIC_NAME",
+    "LEVELS",
+    "LogLabel",
+    "log_labeller",
+    "log_level_name",
+    "log_line_shown",
     "metric_name_error",
     "metric_names_error",
     "BestCheckpoints",

@@ -17,7 +17,10 @@ export async function api(path, options = {}) {
 export const get = (path) => api(path);
 // The header proves the request comes from these pages (the master refuses the cookie without it).
 const UI_HEADER = { "X-Trialkit-UI": "1" };
-export const post = (path) => api(path, { method: "POST", headers: UI_HEADER });
+/** A POST (with `body` sent as JSON, when given). */
+export const post = (path, body) => api(path, body === undefined
+  ? { method: "POST", headers: UI_HEADER }
+  : { method: "POST", headers: { ...UI_HEADER, "Content-Type": "application/json" }, body: JSON.stringify(body) });
 /** Change some of a resource's fields (`body`, sent as JSON). */
 export const patch = (path, body) => api(path, {
   method: "PATCH", headers: { ...UI_HEADER, "Content-Type": "application/json" }, body: JSON.stringify(body),

@@ -2,6 +2,7 @@
 // the profiler's system metrics in their own tab.
 import { get, loadOnFirstEvent } from "./api.js";
 import { lineChart } from "./charts.js";
+import { continueButton } from "./trial_continue.js";
 import { LEVELS, logLabeller, logLineShown } from "./trial_logs.js";
 import { profilerView } from "./trial_profiler.js";
 import {
@@ -57,7 +58,7 @@ export async function trialPage(main, id) {
     const latest = metrics.reduce((a, m) => (fmtProgress(m.values) && (!a || m.steps_completed >= a.steps_completed) ? m : a), null);
     const progress = latest ? fmtProgress(latest.values) : "";
     header.replaceChildren(h("div", {},
-      h("h1", {}, `Trial ${t.id} `, stateBadge(t.state)),
+      h("h1", {}, `Trial ${t.id} `, stateBadge(t.state), " ", continueButton(t)),
       h("dl", { class: "kv" },
         h("dt", {}, "experiment"), h("dd", {}, h("a", { href: `#/experiments/${t.experiment_id}` }, String(t.experiment_id)),
           " · ", h("a", { href: compareHash({ trials: [t.id] }), id: "compare-trial" }, "compare with other trials")),

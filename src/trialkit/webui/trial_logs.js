@@ -1,4 +1,6 @@
 // A trial's log lines by level and rank: what the logs view's filters pick from.
+// Mirrors trialkit.rest.log_labeller / log_line_shown (`trialkit t logs --level/--rank`): the
+// same rules, tested on the same log (tests/unit/rest/test_log_levels.py).
 
 /** Python's logging levels, lowest first (WARN and FATAL as their usual names). */
 export const LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"];

@@ -31,6 +31,11 @@ SRC = paths.SRC
         ("e describe 3,4 --json", ["experiment describe 3 --json", "experiment describe 4 --json"]),
         ("e logs 3 -f --tail 10", ["experiment logs 3 -f --tail 10"]),
         ("e logs 3 --tail=10", ["experiment logs 3 --tail 10"]),
+        ("e logs 3 --level WARNING --rank-id 1", ["experiment logs 3 --level WARNING --rank 1"]),
+        ("t logs 7 -f --level=ERROR", ["trial logs 7 -f --level ERROR"]),
+        ("e label add 3 best", ["experiment label add 3 best"]),
+        ("experiment label remove 3 best", ["experiment label remove 3 best"]),
+        ("e set description 3 tuned", ["experiment set description 3 tuned"]),
         ("e pause 3", ["experiment pause 3"]),
         ("e activate 3", ["experiment activate 3"]),
         ("e unpause 3", ["experiment activate 3"]),
@@ -66,6 +71,9 @@ def test_det_lines_become_trialkit_lines(det: str, trialkit: list[str]) -> None:
         ("user login admin", "no users"),
         ("notebook start", "not supported by trialkit"),
         ("e logs 3 --head 5", "use --tail N"),
+        ("e label 3", "'det e label add|remove ID LABEL'"),
+        ("e set weight 3 2", "'det e set description ID TEXT'"),
+        ("e label add 3", "usage: det e label add EXPERIMENT_ID LABEL"),
     ],
 )
 def test_unmapped_commands_say_what_to_use(det: str, says: str) -> None:
