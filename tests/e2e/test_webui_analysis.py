@@ -6,6 +6,7 @@ trial's profiler tab."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +149,27 @@ def test_search_analysis_parallel_coordinates_and_importance(master: Master, mod
         assert [name for name, _ in rows] == ["lr", "optimizer"]
         assert rows[0][1] == pytest.approx(1.0)  # lr orders the trials by metric exactly
         assert rows[1][1] == pytest.approx(0.0)  # both optimizers have the same metrics
+
+        # The page says which estimator it shows: the master's optuna one where the master's
+        # environment has optuna, else its own rank correlation, saying why (tox -e webui has
+        # no optuna: the second).
+        page.wait_for_selector("#hp-importance[data-answered]")
+        label = page.inner_text("#importance-estimator")
+        estimator = page.get_attribute("#hp-importance", "data-estimator")
+        if importlib.util.find_spec("optuna") is None:
+            assert estimator == "rank correlation"
+            assert label == (
+                "estimator: rank correlation (ρ² / η²), computed in the browser (optuna's fANOVA"
+                " not available: optuna is not installed in the master's environment)"
+            )
+        else:
+            fanova = importlib.util.find_spec("sklearn") is not None
+            assert estimator == ("fANOVA (optuna)" if fanova else "PED-ANOVA (optuna)")
+            assert label == f"estimator: {estimator}, computed by the master"
+            shown = page.eval_on_selector_all(
+                "#hp-importance tr[data-hp]", "rs => rs.map(r => r.dataset.hp)"
+            )
+            assert shown[0] == "lr"
         b.shot("search-analysis")
         assert page.evaluate("window.__xss") is None
         assert b.errors == []
