@@ -48,7 +48,7 @@ export async function experimentPage(main, id) {
   const trialsTable = dataTable([], { onRow: (t) => { location.hash = `#/trials/${t.id}`; } });
   const picked = new Set(); // trials ticked for the compare page
   const compare = h("button", { id: "btn-compare-trials", disabled: true, title: "the trials ticked, in one chart",
-    onclick: () => { location.hash = compareHash({ trials: picked }); } }, "Compare");
+    onclick: () => { location.hash = compareHash({ trials: picked, within: [id] }); } }, "Compare");
   const chart = lineChart(chartEl, { title: "searcher metric per trial" });
 
   main.replaceChildren(header, meta.el,
