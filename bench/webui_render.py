@@ -227,10 +227,10 @@ def main() -> int:
 def report(timings: dict[str, list[float]], estimator: str | None) -> None:
     """Each page's median, min and max, its ratio to the empty page, and the goals."""
     empty = statistics.median(timings["empty"])
-    print(f"{'page':<74} {'median s':>9} {'min s':>7} {'max s':>7} {'/empty':>7}")
+    print(f"{'page':<78} {'median s':>9} {'min s':>7} {'max s':>7} {'/empty':>7}")
     for name, key in PAGES:
         t, mid = timings[key], statistics.median(timings[key])
-        print(f"{name:<74} {mid:>9.3f} {min(t):>7.3f} {max(t):>7.3f} {mid / empty:>6.1f}x")
+        print(f"{name:<78} {mid:>9.3f} {min(t):>7.3f} {max(t):>7.3f} {mid / empty:>6.1f}x")
     print(f"importance estimator shown: {estimator}")
     met = ", ".join(
         f"{key} {statistics.median(timings[key]) < GOAL_SECONDS}" for _, key in PAGES[1:]

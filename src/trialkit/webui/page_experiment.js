@@ -192,8 +192,9 @@ export async function experimentPage(main, id) {
           h("td", { class: "muted" }, r.method),
           h("td", { class: "muted" }, direction(r)))))),
       h("p", { class: "muted" }, optuna
-        ? `From the best ${metric} of ${optuna.trials} trials: each hyperparameter's share of the metric's variation `
-          + `by optuna's ${optuna.estimator.replace(" (optuna)", "")} (the shares sum to 1; see the web UI docs). Not causal, and noisy with few trials.`
+        ? `From the best ${metric} of ${optuna.trials} trials: each hyperparameter's importance by optuna's `
+          + `${optuna.estimator.replace(" (optuna)", "")} evaluator (they sum to 1; what it measures: see the web UI docs). `
+          + "Not causal, and noisy with few trials."
         : `From the best ${metric} of ${trials} trials: the share of the trials' order by `
           + `${metric} that each hyperparameter explains (0 to 1; see the web UI docs). Not causal, and noisy with few trials.`));
   }
