@@ -269,6 +269,85 @@ def test_profiler_tab_draws_the_system_samples(master: Master, model: Path) -> N
         assert b.errors == []
 
 
+# The shared Trial loop (no framework: a plain-Python strategy) with the profiler on: fetching a
+# batch takes 20 ms, training on it 2 ms; a report every 4 batches, 32 batches.
+TIMED_LOOP = """
+import random, time
+from trialkit import core
+from trialkit.harness import Batch, LoopSettings, Target, TrainLoop
+
+class Slow:
+    def __init__(self): self.seen = 0
+    def callbacks(self): return {}
+    def use_hooks(self, hooks): pass
+    def build_train_iterator(self, skip, seed):
+        def batches():
+            for i in range(skip, 10**6):
+                time.sleep(0.02)
+                yield i
+        return batches(), 8
+    def train_batch(self, batch, epoch_idx, batch_idx, epoch_len):
+        time.sleep(0.002)
+        self.seen += 1
+        return {"loss": 1.0 / (batch + 1)}
+    def batch_length(self, batch): return 1
+    def reset_reducers(self): pass
+    def training_reducer_metrics(self): return {}
+    def validate(self, test_mode): return {"val_loss": 1.0 / self.seen}
+    def stop_requested(self): return False
+    def save(self, path, rng_state): (path / "seen").write_text(str(self.seen))
+    def load(self, path): return None
+    def training_started(self): pass
+    def training_ended(self): pass
+    def capture_rng(self): return {}
+    def restore_rng(self, state): pass
+    def fresh_seed(self): return 1
+    def checkpoint_metadata(self): return {"framework": "plain-python", "format": "text"}
+
+with core.init() as ctx:
+    ctx.profiler.on(sampling_interval=0.1, samples_per_report=2)
+    settings = LoopSettings(validation_period=Batch(16), checkpoint_period=Batch(32),
+                            reporting_period=Batch(4), checkpoint_policy="none",
+                            searcher_metric="val_loss")
+    TrainLoop(ctx, Slow(), settings).run([Target(Batch(32))])
+"""
+
+
+def test_profiler_tab_draws_the_harness_timings(master: Master, tmp_path: Path) -> None:
+    write_script(tmp_path / "timed", "trial.py", TIMED_LOOP)
+    [trial] = run_experiment(
+        master, tmp_path / "timed", config("timed", {"lr": 0.1}, {"name": "single"})
+    )
+    reports = master.client.request("GET", f"/api/v1/trials/{trial['id']}/metrics?group=timings")
+    timings = reports["metrics"]
+    assert [m["steps_completed"] for m in timings] == list(range(4, 33, 4))
+    for m in timings:  # 4 batches a report: 80 ms fetching, 8 ms training (and some slack)
+        seconds = m["values"]["localhost"]
+        assert 0.08 <= seconds["dataloader_next"] < 1.0, seconds
+        assert 0.008 <= seconds["train_batch"] < seconds["dataloader_next"], seconds
+
+    with browser() as b:
+        page = b.page
+        ui = open_ui(b, master)
+        _ready(b, f"{ui}#/trials/{trial['id']}", "#training-chart .uplot")
+        page.click("#tab-profiler")
+        page.wait_for_selector("#profiler-timings .uplot")
+        chart = page.eval_on_selector(
+            "#profiler-timings",
+            "c => ({...c.dataset, title: c.querySelector('.u-title').textContent,"
+            " legend: [...c.querySelectorAll('.u-series .u-label')].map(l => l.textContent)})",
+        )
+        assert chart["series"] == "2" and chart["points"] == str(2 * len(timings)), chart
+        assert chart["title"] == "harness timings: seconds per reporting period"
+        assert "dataloader_next" in chart["legend"] and "train_batch" in chart["legend"], chart
+        groups = page.get_attribute("#profiler", "data-groups")
+        assert groups is not None and groups.endswith("timings"), groups  # after the system's
+        note = page.inner_text("#profiler-note")
+        assert f"harness timings at {len(timings)} training reports" in note, note
+        b.shot("trial-profiler-timings")
+        assert b.errors == []
+
+
 # Two workers under trialkit's rank prefixer, logging in trialkit's format: rank 1 fails with a
 # traceback (lines without a level of their own).
 LAUNCH = """
