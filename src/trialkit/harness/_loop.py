@@ -221,7 +221,7 @@ class TrainLoop:
                 self._cb("on_training_epoch_start", epoch_idx)
             if not self._batch_metrics:
                 strategy.reset_reducers()
-            if timings is None:  # profiling off: one check a batch, nothing timed
+            if timings is None:  # profiling off: one check a batch (bench/README.md: loop-timings)
                 batch = next(it)
                 metrics = strategy.train_batch(batch, epoch_idx, batch_idx, epoch_len)
             else:
