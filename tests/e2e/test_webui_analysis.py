@@ -6,6 +6,7 @@ trial's profiler tab."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -97,8 +98,14 @@ def test_compare_trials_across_experiments(master: Master, model: Path) -> None:
         # From an experiment's trial table: tick one trial, Compare, add another experiment's.
         _ready(b, f"{ui}#/experiments/{a[0]['experiment_id']}", "#trials tbody tr")
         page.check(f"#trials input.pick[data-id='{a[1]['id']}']")
+        asked: list[str] = []
+        page.on("request", lambda r: asked.append(r.url))
         page.click("#btn-compare-trials")
         page.wait_for_function("document.querySelector('#compare-chart')?.dataset.series === '1'")
+        # The address names the trials' experiment: its summary, never a request per trial
+        # (200 trials' own requests took 8 s: bench/webui_render.py).
+        assert f"within={a[0]['experiment_id']}" in page.url
+        assert [u for u in asked if "/api/v1/trials/" in u] == []
         # From a trial's page: its link opens the compare page with it alone.
         _ready(b, f"{ui}#/trials/{a[1]['id']}", "#compare-trial")
         page.click("#compare-trial")
@@ -149,6 +156,27 @@ def test_search_analysis_parallel_coordinates_and_importance(master: Master, mod
         assert [name for name, _ in rows] == ["lr", "optimizer"]
         assert rows[0][1] == pytest.approx(1.0)  # lr orders the trials by metric exactly
         assert rows[1][1] == pytest.approx(0.0)  # both optimizers have the same metrics
+
+        # The page says which estimator it shows: the master's optuna one where the master's
+        # environment has optuna, else its own rank correlation, saying why (tox -e webui has
+        # no optuna: the second).
+        page.wait_for_selector("#hp-importance[data-answered]")
+        label = page.inner_text("#importance-estimator")
+        estimator = page.get_attribute("#hp-importance", "data-estimator")
+        if importlib.util.find_spec("optuna") is None:
+            assert estimator == "rank correlation"
+            assert label == (
+                "estimator: rank correlation (ρ² / η²), computed in the browser (optuna's fANOVA"
+                " not available: optuna is not installed in the master's environment)"
+            )
+        else:
+            fanova = importlib.util.find_spec("sklearn") is not None
+            assert estimator == ("fANOVA (optuna)" if fanova else "PED-ANOVA (optuna)")
+            assert label == f"estimator: {estimator}, computed by the master"
+            shown = page.eval_on_selector_all(
+                "#hp-importance tr[data-hp]", "rs => rs.map(r => r.dataset.hp)"
+            )
+            assert shown[0] == "lr"
         b.shot("search-analysis")
         assert page.evaluate("window.__xss") is None
         assert b.errors == []
@@ -239,6 +267,85 @@ def test_profiler_tab_draws_the_system_samples(master: Master, model: Path) -> N
         empty = page.wait_for_selector("#profiler-empty")
         assert "no profiler data" in empty.inner_text()
         assert page.eval_on_selector_all("#profiler .profiler-chart", "cs => cs.length") == 0
+        assert b.errors == []
+
+
+# The shared Trial loop (no framework: a plain-Python strategy) with the profiler on: fetching a
+# batch takes 20 ms, training on it 2 ms; a report every 4 batches, 32 batches.
+TIMED_LOOP = """
+import random, time
+from trialkit import core
+from trialkit.harness import Batch, LoopSettings, Target, TrainLoop
+
+class Slow:
+    def __init__(self): self.seen = 0
+    def callbacks(self): return {}
+    def use_hooks(self, hooks): pass
+    def build_train_iterator(self, skip, seed):
+        def batches():
+            for i in range(skip, 10**6):
+                time.sleep(0.02)
+                yield i
+        return batches(), 8
+    def train_batch(self, batch, epoch_idx, batch_idx, epoch_len):
+        time.sleep(0.002)
+        self.seen += 1
+        return {"loss": 1.0 / (batch + 1)}
+    def batch_length(self, batch): return 1
+    def reset_reducers(self): pass
+    def training_reducer_metrics(self): return {}
+    def validate(self, test_mode): return {"val_loss": 1.0 / self.seen}
+    def stop_requested(self): return False
+    def save(self, path, rng_state): (path / "seen").write_text(str(self.seen))
+    def load(self, path): return None
+    def training_started(self): pass
+    def training_ended(self): pass
+    def capture_rng(self): return {}
+    def restore_rng(self, state): pass
+    def fresh_seed(self): return 1
+    def checkpoint_metadata(self): return {"framework": "plain-python", "format": "text"}
+
+with core.init() as ctx:
+    ctx.profiler.on(sampling_interval=0.1, samples_per_report=2)
+    settings = LoopSettings(validation_period=Batch(16), checkpoint_period=Batch(32),
+                            reporting_period=Batch(4), checkpoint_policy="none",
+                            searcher_metric="val_loss")
+    TrainLoop(ctx, Slow(), settings).run([Target(Batch(32))])
+"""
+
+
+def test_profiler_tab_draws_the_harness_timings(master: Master, tmp_path: Path) -> None:
+    write_script(tmp_path / "timed", "trial.py", TIMED_LOOP)
+    [trial] = run_experiment(
+        master, tmp_path / "timed", config("timed", {"lr": 0.1}, {"name": "single"})
+    )
+    reports = master.client.request("GET", f"/api/v1/trials/{trial['id']}/metrics?group=timings")
+    timings = reports["metrics"]
+    assert [m["steps_completed"] for m in timings] == list(range(4, 33, 4))
+    for m in timings:  # 4 batches a report: 80 ms fetching, 8 ms training (and some slack)
+        seconds = m["values"]["localhost"]
+        assert 0.08 <= seconds["dataloader_next"] < 1.0, seconds
+        assert 0.008 <= seconds["train_batch"] < seconds["dataloader_next"], seconds
+
+    with browser() as b:
+        page = b.page
+        ui = open_ui(b, master)
+        _ready(b, f"{ui}#/trials/{trial['id']}", "#training-chart .uplot")
+        page.click("#tab-profiler")
+        page.wait_for_selector("#profiler-timings .uplot")
+        chart = page.eval_on_selector(
+            "#profiler-timings",
+            "c => ({...c.dataset, title: c.querySelector('.u-title').textContent,"
+            " legend: [...c.querySelectorAll('.u-series .u-label')].map(l => l.textContent)})",
+        )
+        assert chart["series"] == "2" and chart["points"] == str(2 * len(timings)), chart
+        assert chart["title"] == "harness timings: seconds per reporting period"
+        assert "dataloader_next" in chart["legend"] and "train_batch" in chart["legend"], chart
+        groups = page.get_attribute("#profiler", "data-groups")
+        assert groups is not None and groups.endswith("timings"), groups  # after the system's
+        note = page.inner_text("#profiler-note")
+        assert f"harness timings at {len(timings)} training reports" in note, note
+        b.shot("trial-profiler-timings")
         assert b.errors == []
 
 

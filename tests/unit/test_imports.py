@@ -60,3 +60,8 @@ def test_a_trial_builds_its_host_directory_storage_without_the_config_models() -
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_the_master_app_imports_optuna_only_when_asked_for_importances() -> None:
+    """The importance route imports optuna on its first request, never at start-up."""
+    assert _imported("trialkit.master.api._app", ("optuna", "sklearn")) == []

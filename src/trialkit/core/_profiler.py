@@ -1,5 +1,6 @@
 """ProfilerContext: samples system metrics (cpu, memory, disk, network) in the background and
-reports their averages as metric groups."""
+reports their averages as metric groups; while on, the Trial harnesses' loop reports its
+timings (data loading, training step) per reporting period through it as group ``timings``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ from typing import Any
 
 from ._distributed import DistributedContext
 from ._metrics import MetricsShipper
+
+#: The metric group of the harness's timings.
+TIMINGS = "timings"
 
 
 def _sample() -> dict[str, dict[str, float]]:
@@ -109,6 +113,22 @@ class ProfilerContext:
             self._shipper, self._agent_id, sampling_interval, samples_per_report
         )
         self._sampler.start()
+
+    @property
+    def is_on(self) -> bool:
+        """Whether this worker samples: ``on()`` was called here, on the node's first worker."""
+        return self._sampler is not None
+
+    def report_timings(self, steps_completed: int, seconds: dict[str, float]) -> None:
+        """Report seconds spent per activity (e.g. ``dataloader_next``, ``train_batch``) since
+        the last report, as group ``timings`` of this agent (the profiler tab draws them)."""
+        self._shipper.put(
+            {
+                "group": TIMINGS,
+                "steps_completed": steps_completed,
+                "metrics": {self._agent_id: dict(seconds)},
+            }
+        )
 
     def off(self) -> None:
         """Stop sampling (idempotent)."""

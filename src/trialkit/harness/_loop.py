@@ -22,6 +22,7 @@ from ._boundaries import NOTHING, STOP_CHECK_ONLY, Boundaries, Due
 from ._hooks import Hooks
 from ._progress import TRIAL_STATE, Progress, read_trial_state
 from ._report import Bar, average_batches, format_metrics, scalar
+from ._timings import StepTimings
 from ._units import EVERY_BATCH, TrainUnit, in_batches
 
 logger = logging.getLogger("trialkit.harness")
@@ -112,6 +113,7 @@ class TrainLoop:
         self.last_checkpoint: str | None = None
         self._status_shown = ""
         self._bar: Bar | None = Bar() if settings.progress_bar and self._chief else None
+        self._timings: StepTimings | None = None  # while the profiler is on (the chief's)
 
     # Hooks --------------------------------------------------------------------------------------
 
@@ -211,6 +213,7 @@ class TrainLoop:
         bar = self._bar
         if bar is not None:
             bar.start(p.batches_trained, total)
+        timings = self._timings_while_profiling()
         while not boundaries.reached(p.batches_trained):
             batch_idx = p.batches_trained
             epoch_idx, in_epoch = divmod(batch_idx, epoch_len)
@@ -218,8 +221,12 @@ class TrainLoop:
                 self._cb("on_training_epoch_start", epoch_idx)
             if not self._batch_metrics:
                 strategy.reset_reducers()
-            batch = next(it)
-            self._batch_metrics.append(strategy.train_batch(batch, epoch_idx, batch_idx, epoch_len))
+            if timings is None:  # profiling off: one check a batch (bench/README.md: loop-timings)
+                batch = next(it)
+                metrics = strategy.train_batch(batch, epoch_idx, batch_idx, epoch_len)
+            else:
+                batch, metrics = timings.timed_batch(it, strategy, epoch_idx, batch_idx, epoch_len)
+            self._batch_metrics.append(metrics)
             p.batches_trained = batches = batch_idx + 1
             p.records_trained += strategy.batch_length(batch) * workers
             if bar is not None:
@@ -234,6 +241,14 @@ class TrainLoop:
                     self._stop()
             elif due is not NOTHING:
                 self._act_on(due, target, total)
+
+    def _timings_while_profiling(self) -> StepTimings | None:
+        """The chief's timings when its profiler is on (``profiling.enabled``), else None."""
+        if not (self._chief and self.core.profiler.is_on):
+            self._timings = None
+        elif self._timings is None:
+            self._timings = StepTimings()
+        return self._timings
 
     def _act_on(self, due: Due, target: Target, total: int) -> None:
         """Report, validate, checkpoint and check for a stop, as the boundary demands."""
@@ -283,6 +298,10 @@ class TrainLoop:
                 steps_completed=self.progress.batches_trained, metrics=report, batch_metrics=batches
             )
             self._log_metrics("training", report)
+            if self._timings is not None:
+                self.core.profiler.report_timings(
+                    self.progress.batches_trained, self._timings.take()
+                )
         self._cb("on_training_workload_end", avg, batches)
 
     def _log_metrics(self, group: str, metrics: dict[str, Any]) -> None:

@@ -71,3 +71,5 @@ EXPERIMENT_EVENTS = "/api/v1/experiments/{experiment_id}/events"
 EXPERIMENTS_EVENTS = "/api/v1/events/experiments"
 #: The TensorBoards ``trialkit tensorboard`` serves for an experiment (the UI links to them).
 EXPERIMENT_TENSORBOARDS = "/api/v1/experiments/{experiment_id}/tensorboards"
+#: Each hyperparameter's importance by optuna's estimators (the experiment page's importance).
+EXPERIMENT_IMPORTANCE = "/api/v1/experiments/{experiment_id}/importance"

@@ -51,6 +51,7 @@ from trialkit.searcher._ops import (
     Stop,
     ValidateAfter,
 )
+from trialkit.searcher._optuna import optuna_search_space
 from trialkit.searcher._preview import preview
 from trialkit.searcher._rng import RandomState
 from trialkit.searcher._rung_state import BracketState, RungEntry, RungState
@@ -84,6 +85,7 @@ __all__ = [
     "encode_operation",
     "grid_points",
     "make_search_method",
+    "optuna_search_space",
     "preview",
     "RandomState",
     "sample_hparams",

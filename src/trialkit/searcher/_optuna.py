@@ -88,6 +88,35 @@ def _set(tree: dict[str, Any], path: str, value: Any) -> None:
     tree[leaf] = value
 
 
+def optuna_search_space(
+    optuna: Any, space: Mapping[str, Any], fixed: dict[str, Any], errors: list[str]
+) -> dict[str, Any]:
+    """Optuna's distribution of each hyperparameter of ``space`` by dotted name (a categorical
+    one samples its value's index); constants go to ``fixed``, with the categoricals' values
+    under ``__categorical__``; what optuna cannot sample goes to ``errors``."""
+    d = optuna.distributions
+    out: dict[str, Any] = {}
+    for path, leaf in _flatten(space).items():
+        if not isinstance(leaf, Mapping) or leaf.get("type") == "const":
+            fixed[path] = leaf.get("val") if isinstance(leaf, Mapping) else leaf
+            continue
+        kind = leaf["type"]
+        if kind == "int":
+            out[path] = d.IntDistribution(int(leaf["minval"]), int(leaf["maxval"]))
+        elif kind == "double":
+            out[path] = d.FloatDistribution(float(leaf["minval"]), float(leaf["maxval"]))
+        elif kind == "log":
+            base = float(leaf["base"])
+            lo, hi = base ** float(leaf["minval"]), base ** float(leaf["maxval"])
+            out[path] = d.FloatDistribution(lo, hi, log=True)
+        elif kind == "categorical":
+            out[path] = d.CategoricalDistribution(list(range(len(leaf["vals"]))))
+            fixed.setdefault("__categorical__", {})[path] = list(leaf["vals"])
+        else:
+            errors.append(f"hyperparameters.{path}.type: {kind!r} is not supported by optuna")
+    return out
+
+
 class OptunaStrategy(Strategy):
     """ask/tell around an Optuna study; see the module docstring."""
 
@@ -119,7 +148,7 @@ class OptunaStrategy(Strategy):
             errors, "pruner",
         )  # fmt: skip
         self.fixed: dict[str, Any] = {}
-        self.distributions = self._distributions(hyperparameters, errors)
+        self.distributions = optuna_search_space(self.optuna, hyperparameters, self.fixed, errors)
         if errors:
             raise ConfigError(errors)
         self.journal = _MemoryJournal()
@@ -153,29 +182,6 @@ class OptunaStrategy(Strategy):
         except Exception as e:
             errors.append(f"searcher.{key}_kwargs: {name}({kwargs}) failed: {e}")
             return None
-
-    def _distributions(self, space: Mapping[str, Any], errors: list[str]) -> dict[str, Any]:
-        d = self.optuna.distributions
-        out: dict[str, Any] = {}
-        for path, leaf in _flatten(space).items():
-            if not isinstance(leaf, Mapping) or leaf.get("type") == "const":
-                self.fixed[path] = leaf.get("val") if isinstance(leaf, Mapping) else leaf
-                continue
-            kind = leaf["type"]
-            if kind == "int":
-                out[path] = d.IntDistribution(int(leaf["minval"]), int(leaf["maxval"]))
-            elif kind == "double":
-                out[path] = d.FloatDistribution(float(leaf["minval"]), float(leaf["maxval"]))
-            elif kind == "log":
-                base = float(leaf["base"])
-                lo, hi = base ** float(leaf["minval"]), base ** float(leaf["maxval"])
-                out[path] = d.FloatDistribution(lo, hi, log=True)
-            elif kind == "categorical":
-                out[path] = d.CategoricalDistribution(list(range(len(leaf["vals"]))))
-                self.fixed.setdefault("__categorical__", {})[path] = list(leaf["vals"])
-            else:
-                errors.append(f"hyperparameters.{path}.type: {kind!r} is not supported by optuna")
-        return out
 
     def _study(self, create: bool) -> Any:
         storage = self.optuna.storages.JournalStorage(self.journal)  # type: ignore[arg-type]

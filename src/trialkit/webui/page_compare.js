@@ -9,10 +9,12 @@ import {
 const GROUPS = ["validation", "training"];
 const ids = (text) => (text ?? "").split(",").map(Number).filter((n) => Number.isInteger(n) && n > 0);
 
-/** The page for `params`: trials=1,2 and/or experiments=3 (every trial of those). */
+/** The page for `params`: trials=1,2 and/or experiments=3 (every trial of those); within=4:
+ * experiments the trials belong to, as the pages linking here know (else a request per trial). */
 export async function comparePage(main, params) {
   const trialIds = ids(params.get("trials"));
   const expIds = ids(params.get("experiments"));
+  const withinIds = ids(params.get("within"));
   const groupSelect = h("select", { id: "compare-group" }, GROUPS.map((g) => h("option", { value: g }, g)));
   const metricSelect = h("select", { id: "compare-metric" });
   const addInput = h("input", { id: "compare-add", placeholder: "trial IDs, e.g. 4, 12", size: 16 });
@@ -20,7 +22,8 @@ export async function comparePage(main, params) {
   const chart = lineChart(chartEl, { title: "" });
   const table = dataTable([], { onRow: (t) => { location.hash = `#/trials/${t.id}`; } });
   const add = () => {
-    location.hash = compareHash({ trials: [...new Set([...shownIds(), ...ids(addInput.value.replace(/\s/g, ""))])] });
+    const more = ids(addInput.value.replace(/\s/g, ""));
+    location.hash = compareHash({ trials: [...new Set([...shownIds(), ...more])], within: [...searchers.keys()] });
   };
   main.replaceChildren(
     h("h1", {}, "Compare trials"),
@@ -40,10 +43,18 @@ export async function comparePage(main, params) {
   const series = new Map();
   const shownIds = () => trials.map((t) => t.id);
 
+  // The trials' experiments' summaries: those named first, then those of trials not in them
+  // (a trial's own request says which experiment it is in: 200 of them take seconds).
   async function loadTrials() {
-    const own = await Promise.all(trialIds.map((t) => get(`/api/v1/trials/${t}`)));
-    const exps = [...new Set([...expIds, ...own.map((d) => d.trial.experiment_id)])];
-    const summaries = await Promise.all(exps.map((e) => get(`/api/v1/experiments/${e}/summary`)));
+    const summary = (e) => get(`/api/v1/experiments/${e}/summary`);
+    // An experiment only said to hold the trials may be gone: its trials are then asked for.
+    const hint = withinIds.filter((e) => !expIds.includes(e)).map((e) => summary(e).catch(() => null));
+    const summaries = (await Promise.all([...expIds.map(summary), ...hint])).filter(Boolean);
+    const named = summaries.map((s) => s.experiment.id);
+    const found = new Set(summaries.flatMap((s) => s.trials.map((t) => t.id)));
+    const own = await Promise.all(trialIds.filter((t) => !found.has(t)).map((t) => get(`/api/v1/trials/${t}`)));
+    const more = [...new Set(own.map((d) => d.trial.experiment_id))].filter((e) => !named.includes(e));
+    summaries.push(...await Promise.all(more.map(summary)));
     const byId = new Map();
     for (const s of summaries) {
       searchers.set(s.experiment.id, { ...s.searcher, expName: s.experiment.name });

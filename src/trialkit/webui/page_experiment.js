@@ -48,7 +48,7 @@ export async function experimentPage(main, id) {
   const trialsTable = dataTable([], { onRow: (t) => { location.hash = `#/trials/${t.id}`; } });
   const picked = new Set(); // trials ticked for the compare page
   const compare = h("button", { id: "btn-compare-trials", disabled: true, title: "the trials ticked, in one chart",
-    onclick: () => { location.hash = compareHash({ trials: picked }); } }, "Compare");
+    onclick: () => { location.hash = compareHash({ trials: picked, within: [id] }); } }, "Compare");
   const chart = lineChart(chartEl, { title: "searcher metric per trial" });
 
   main.replaceChildren(header, meta.el,
@@ -146,23 +146,57 @@ export async function experimentPage(main, id) {
     renderImportance(done, metric);
   }
 
+  // The importance table: optuna's estimate from the master where it has optuna (fANOVA, or
+  // its PED-ANOVA without scikit-learn), else the browser's own rank correlation; a line says
+  // which. Drawn at once from the last answer, then again when the master answers.
+  let fromMaster = null; // the master's last answer
+  let asked = 0;
   function renderImportance(done, metric) {
     if (done.length < 3) {
       importanceEl.replaceChildren(h("p", { class: "muted" }, `needs 3 trials with a ${metric} (${done.length} so far)`));
+      importanceEl.dataset.estimator = "";
+      asked++; // an answer still on its way is for trials no longer shown
       return;
     }
-    const rows = hpImportance(done.map((t) => ({ hparams: new Map(flatHparams(t.hparams)), value: t.best_validation })));
-    const direction = (r) => (r.rho === null ? "" : r.rho > 0 ? `higher → larger ${metric}` : `higher → smaller ${metric}`);
-    importanceEl.replaceChildren(h("div", { class: "table-wrap" }, h("table", { class: "importance" },
-      h("tr", {}, ["hyperparameter", "importance", "", "estimator", "trend"].map((c) => h("th", {}, c))),
-      rows.map((r) => h("tr", { "data-hp": r.name, "data-score": r.score ?? "" },
-        h("td", {}, r.name),
-        h("td", {}, h("span", { class: "bar" }, h("span", { style: `width:${Math.round((r.score ?? 0) * 100)}%` }))),
-        h("td", { class: "num" }, r.score === null ? "constant" : r.score.toFixed(2)),
-        h("td", { class: "muted" }, r.method),
-        h("td", { class: "muted" }, direction(r)))))),
-    h("p", { class: "muted" }, `From the best ${metric} of ${done.length} trials: the share of the trials' order by `
-      + `${metric} that each hyperparameter explains (0 to 1; see the web UI docs). Not causal, and noisy with few trials.`));
+    const local = hpImportance(done.map((t) => ({ hparams: new Map(flatHparams(t.hparams)), value: t.best_validation })));
+    drawImportance(local, metric, done.length);
+    const ask = ++asked;
+    get(`/api/v1/experiments/${id}/importance`)
+      .catch((e) => ({ estimator: null, reason: e.message }))
+      .then((reply) => {
+        if (ask !== asked) return;
+        fromMaster = reply;
+        drawImportance(local, metric, done.length);
+        importanceEl.dataset.answered = String(ask);
+      });
+  }
+
+  function drawImportance(local, metric, trials) {
+    const optuna = fromMaster?.estimator ? fromMaster : null;
+    const rho = new Map(local.map((r) => [r.name, r.rho]));
+    const rows = optuna
+      ? optuna.importances.map((r) => ({ name: r.name, score: r.importance, rho: rho.get(r.name) ?? null, method: optuna.estimator }))
+      : local;
+    const direction = (r) => (r.rho == null ? "" : r.rho > 0 ? `higher → larger ${metric}` : `higher → smaller ${metric}`);
+    const estimator = optuna ? `${optuna.estimator}, computed by the master` : "rank correlation (ρ² / η²), computed in the browser";
+    const why = !optuna && fromMaster?.reason ? ` (optuna's fANOVA not available: ${fromMaster.reason})` : "";
+    importanceEl.dataset.estimator = optuna ? optuna.estimator : "rank correlation";
+    importanceEl.replaceChildren(
+      h("p", { id: "importance-estimator" }, h("b", {}, "estimator: "), estimator, h("span", { class: "muted" }, why)),
+      h("div", { class: "table-wrap" }, h("table", { class: "importance" },
+        h("tr", {}, ["hyperparameter", "importance", "", "estimator", "trend"].map((c) => h("th", {}, c))),
+        rows.map((r) => h("tr", { "data-hp": r.name, "data-score": r.score ?? "" },
+          h("td", {}, r.name),
+          h("td", {}, h("span", { class: "bar" }, h("span", { style: `width:${Math.round((r.score ?? 0) * 100)}%` }))),
+          h("td", { class: "num" }, r.score === null ? "constant" : r.score.toFixed(2)),
+          h("td", { class: "muted" }, r.method),
+          h("td", { class: "muted" }, direction(r)))))),
+      h("p", { class: "muted" }, optuna
+        ? `From the best ${metric} of ${optuna.trials} trials: each hyperparameter's importance by optuna's `
+          + `${optuna.estimator.replace(" (optuna)", "")} evaluator (they sum to 1; what it measures: see the web UI docs). `
+          + "Not causal, and noisy with few trials."
+        : `From the best ${metric} of ${trials} trials: the share of the trials' order by `
+          + `${metric} that each hyperparameter explains (0 to 1; see the web UI docs). Not causal, and noisy with few trials.`));
   }
 
   function renderScatter() {

@@ -61,7 +61,7 @@ export async function trialPage(main, id) {
       h("h1", {}, `Trial ${t.id} `, stateBadge(t.state), " ", continueButton(t)),
       h("dl", { class: "kv" },
         h("dt", {}, "experiment"), h("dd", {}, h("a", { href: `#/experiments/${t.experiment_id}` }, String(t.experiment_id)),
-          " · ", h("a", { href: compareHash({ trials: [t.id] }), id: "compare-trial" }, "compare with other trials")),
+          " · ", h("a", { href: compareHash({ trials: [t.id], within: [t.experiment_id] }), id: "compare-trial" }, "compare with other trials")),
         h("dt", {}, "hyperparameters"), h("dd", {}, hparamList(t.hparams)),
         progress ? [h("dt", {}, "progress"), h("dd", { id: "trial-progress" }, progress)] : null,
         h("dt", {}, "restarts"), h("dd", {}, String(t.restarts)),

@@ -1,5 +1,6 @@
 // A trial's profiler tab: the system samples the Core API profiler reports (as metric groups
-// cpu, memory, disk, network, and gpu where a profiler reports one) drawn as time series.
+// cpu, memory, disk, network, and gpu where a profiler reports one) drawn as time series, and
+// the Trial harness's timings per reporting period (group timings: data loading vs. step).
 import { lineChart } from "./charts.js";
 import { fmtNum, h } from "./util.js";
 
@@ -10,7 +11,10 @@ const GROUPS = [
   ["memory", "free memory (GiB)"],
   ["disk", "disk throughput (bytes/s)"],
   ["network", "network throughput (bytes/s)"],
+  ["timings", "harness timings: seconds per reporting period"],
 ];
+/** The x axis of a group whose reports count batches rather than profiler reports. */
+const X_LABELS = new Map([["timings", "batches trained"]]);
 const TITLES = new Map(GROUPS);
 
 // A profiler report's values: {agent: {name: number}} (the agent is the node it sampled).
@@ -71,15 +75,18 @@ export function profilerView() {
       charts.clear();
       const cards = [...groups.keys()].map((g) => {
         const card = h("div", { class: "card profiler-chart", id: `profiler-${g}`, "data-group": g });
-        charts.set(g, { card, chart: lineChart(card, { title: TITLES.get(g) ?? g, xLabel: "profiler report" }) });
+        charts.set(g, { card, chart: lineChart(card, { title: TITLES.get(g) ?? g, xLabel: X_LABELS.get(g) ?? "profiler report" }) });
         return card;
       });
       el.replaceChildren(h("p", { class: "muted", id: "profiler-note" }), h("div", { class: "grid" }, cards));
     }
     for (const [g, reports] of groups) charts.get(g).chart.update(linesOf(reports));
-    const first = groups.values().next().value;
-    el.querySelector("#profiler-note").textContent =
-      `${first.length} profiler report${first.length === 1 ? "" : "s"}${period(first)}; each the average of its samples`;
+    const first = [...groups].find(([g]) => !X_LABELS.has(g))?.[1];
+    const timed = groups.get("timings");
+    el.querySelector("#profiler-note").textContent = [
+      first ? `${first.length} profiler report${first.length === 1 ? "" : "s"}${period(first)}; each the average of its samples` : "",
+      timed ? `harness timings at ${timed.length} training report${timed.length === 1 ? "" : "s"}: seconds fetching batches (dataloader_next) and training on them (train_batch) since the report before` : "",
+    ].filter(Boolean).join(" · ");
   }
   return { el, update };
 }

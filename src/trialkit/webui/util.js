@@ -170,10 +170,11 @@ export function pickColumn(picked, onChange) {
   return { key: "pick", label: "", value: (r) => (picked.has(r.id) ? 0 : 1), render: box, search: false };
 }
 
-/** The compare page's address for these trials and every trial of these experiments. */
-export function compareHash({ trials = [], experiments = [] }) {
+/** The compare page's address for these trials and every trial of these experiments; `within`:
+ * experiments the trials are known to belong to (read in one request each, not one per trial). */
+export function compareHash({ trials = [], experiments = [], within = [] }) {
   const q = new URLSearchParams();
-  for (const [key, ids] of [["trials", [...trials]], ["experiments", [...experiments]]]) {
+  for (const [key, ids] of [["trials", [...trials]], ["experiments", [...experiments]], ["within", [...within]]]) {
     if (ids.length) q.set(key, ids.join(","));
   }
   return `#/compare?${q}`;

@@ -7,6 +7,7 @@ import json
 import os
 import random
 import signal
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -128,11 +129,55 @@ def test_a_framework_free_strategy_gets_the_loop_boundaries(trialkit_home: Path)
         [trial] = store.list_trials()
         training = store.list_metrics(trial.id, "training")
         checkpoints = store.list_checkpoints(trial_id=trial.id)
+        timings = store.list_metrics(trial.id, "timings")
     finally:
         store.close()
     assert [m.steps_completed for m in training] == [3, 4, 5, 6, 8, 9, 10]
     assert training[0].values["loss"] == 1.0  # the mean of batches 0, 1, 2
     assert sorted(c.steps_completed for c in checkpoints) == [5, 10]
+    assert timings == []  # the profiler is off: nothing timed
+
+
+class SlowStrategy(CountingStrategy):
+    """Fetching a batch takes 20 ms, training on it 5 ms."""
+
+    def build_train_iterator(self, skip: int, seed: int) -> tuple[Iterator[Any], int]:
+        batches, epoch_len = super().build_train_iterator(skip, seed)
+
+        def slowly() -> Iterator[Any]:
+            for b in batches:
+                time.sleep(0.02)
+                yield b
+
+        return slowly(), epoch_len
+
+    def train_batch(self, batch: Any, epoch_idx: int, batch_idx: int, epoch_len: int) -> Any:
+        time.sleep(0.005)
+        return super().train_batch(batch, epoch_idx, batch_idx, epoch_len)
+
+
+def test_with_the_profiler_on_the_loop_reports_its_timings_per_reporting_period(
+    trialkit_home: Path,
+) -> None:
+    with core.init() as ctx:
+        ctx.profiler.on(sampling_interval=60)  # no system sample comes in this test's time
+        TrainLoop(ctx, SlowStrategy(), _settings()).run([Target(Batch(10))])
+        ctx.profiler.off()
+    store = ingested_store(trialkit_home)
+    try:
+        [trial] = store.list_trials()
+        training = store.list_metrics(trial.id, "training")
+        timings = store.list_metrics(trial.id, "timings")
+    finally:
+        store.close()
+    # one report of each training report, of the batches since the one before
+    assert [m.steps_completed for m in timings] == [m.steps_completed for m in training]
+    batches = [b - a for a, b in zip([0, 3, 4, 5, 6, 8, 9], [3, 4, 5, 6, 8, 9, 10], strict=True)]
+    for report, n in zip(timings, batches, strict=True):
+        seconds = report.values["localhost"]
+        assert set(seconds) == {"dataloader_next", "train_batch"}
+        assert 0.02 * n <= seconds["dataloader_next"] < 0.02 * n + 0.5, (n, seconds)
+        assert 0.005 * n <= seconds["train_batch"] < 0.005 * n + 0.5, (n, seconds)
 
 
 def test_a_stop_request_checkpoints_and_the_next_run_resumes_on_the_next_batch(

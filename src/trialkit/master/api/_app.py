@@ -21,6 +21,7 @@ from . import (
     _experiment_edit,
     _experiments,
     _gc,
+    _importance,
     _logs,
     _master,
     _metrics,
@@ -47,6 +48,7 @@ _ROUTERS = (
     _checkpoints.router,
     _gc.router,
     _logs.router,
+    _importance.router,
     _ui.router,
 )
 
