@@ -102,7 +102,7 @@ class FirstMetricWatch:
         """Let the experiment end so its trial does not run into the next measurement."""
         deadline = time.monotonic() + TIMEOUT_S
         while self._store is not None and time.monotonic() < deadline:
-            if self._store.get_experiment(experiment_id).state.terminal:
+            if self._store.get_experiment(experiment_id).state.ended:
                 return
             time.sleep(0.05)
         raise BenchmarkBroken(f"experiment {experiment_id} did not finish within {TIMEOUT_S:.0f} s")

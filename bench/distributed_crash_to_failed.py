@@ -90,7 +90,7 @@ def one(home: Path, tmp: Path, slots: int, i: int) -> float:
         t0 = time.perf_counter()
         while True:
             state = store.get_trial(trial.id).state
-            if state.terminal:
+            if state.ended:
                 took = time.perf_counter() - t0
                 break
             if time.perf_counter() - t0 > TIMEOUT_S:
