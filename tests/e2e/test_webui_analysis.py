@@ -270,6 +270,40 @@ def test_profiler_tab_draws_the_system_samples(master: Master, model: Path) -> N
         assert b.errors == []
 
 
+# The profiler's gpu group as it reports it on a GPU node (NVML: tests/gpu/test_profiler.py), one
+# level per GPU uuid, reported through the same metric path; this machine has no GPU.
+GPU_REPORTS = """
+from trialkit import core
+
+with core.init() as ctx:
+    for n in range(1, 4):
+        per_gpu = {f"GPU-{i}": {"gpu_util": 30.0 * i + n, "gpu_free_memory": 70.0 - n} for i in (0, 1)}
+        ctx.train.report_metrics("gpu", n, {"node-1": per_gpu})
+    ctx.train.report_validation_metrics(steps_completed=3, metrics={"val_loss": 1.0})
+"""
+
+
+def test_profiler_tab_draws_each_gpu_of_the_gpu_group(master: Master, tmp_path: Path) -> None:
+    write_script(tmp_path / "gpu", "trial.py", GPU_REPORTS)
+    [trial] = run_experiment(master, tmp_path / "gpu", config("gpu", {}, {"name": "single"}))
+    with browser() as b:
+        page = b.page
+        ui = open_ui(b, master)
+        page.goto(f"{ui}#/trials/{trial['id']}")
+        page.click("#tab-profiler")
+        page.wait_for_selector("#profiler-gpu .uplot")
+        chart = page.eval_on_selector(
+            "#profiler-gpu",
+            "c => ({series: c.dataset.series, points: c.dataset.points,"
+            " title: c.querySelector('.u-title').textContent,"
+            " legend: c.querySelector('.u-legend').textContent})",
+        )
+        assert chart["series"] == "4" and chart["points"] == str(4 * 3), chart  # 2 GPUs x 2
+        assert "GPU-0 gpu_util" in chart["legend"] and "GPU-1 gpu_free_memory" in chart["legend"]
+        assert chart["title"].startswith("GPU utilisation")
+        assert b.errors == []
+
+
 # The shared Trial loop (no framework: a plain-Python strategy) with the profiler on: fetching a
 # batch takes 20 ms, training on it 2 ms; a report every 4 batches, 32 batches.
 TIMED_LOOP = """

@@ -1,4 +1,5 @@
-"""ProfilerContext: samples system metrics (cpu, memory, disk, network) in the background and
+"""ProfilerContext: samples system metrics (cpu, memory, disk, network; each GPU's utilisation
+and free memory through NVML where ``pynvml`` and a driver are present) in the background and
 reports their averages as metric groups; while on, the Trial harnesses' loop reports its
 timings (data loading, training step) per reporting period through it as group ``timings``."""
 
@@ -34,6 +35,52 @@ def _sample() -> dict[str, dict[str, float]]:
     }
 
 
+class _Gpus:
+    """This node's GPUs through NVML (``pynvml``, from nvidia-ml-py): ``open()`` is None where
+    the module, the driver or a GPU is missing, and the profiler then reports no ``gpu`` group."""
+
+    def __init__(self, nvml: Any, handles: list[tuple[str, Any]]) -> None:
+        self._nvml = nvml
+        self._handles = handles  # (uuid, handle)
+
+    @classmethod
+    def open(cls) -> _Gpus | None:
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            count = pynvml.nvmlDeviceGetCount()
+            handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+            named = [(_text(pynvml.nvmlDeviceGetUUID(h)), h) for h in handles]
+        except Exception:  # no module, no driver (NVMLError), no device
+            return None
+        return cls(pynvml, named) if named else None
+
+    def sample(self) -> dict[str, dict[str, float]]:
+        """Per GPU uuid: utilisation (%) and free memory (GiB, as ``memory_free``)."""
+        nvml = self._nvml
+        return {
+            uuid: {
+                "gpu_util": float(nvml.nvmlDeviceGetUtilizationRates(h).gpu),
+                "gpu_free_memory": nvml.nvmlDeviceGetMemoryInfo(h).free / 2**30,
+            }
+            for uuid, h in self._handles
+        }
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value  # bytes from older pynvml
+
+
+def average_gpus(samples: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
+    """The mean of each GPU's values over a report window (Determined's ``gpu`` group: one
+    level of nesting per GPU uuid)."""
+    return {
+        uuid: {name: sum(s[uuid][name] for s in samples) / len(samples) for name in values}
+        for uuid, values in samples[0].items()
+    }
+
+
 def _throughput(
     first: dict[str, float], last: dict[str, float], seconds: float
 ) -> dict[str, float]:
@@ -56,14 +103,22 @@ class _Sampler(threading.Thread):
         self.reports = 0
 
     def run(self) -> None:
+        gpus = _Gpus.open()
         window: list[tuple[float, dict[str, dict[str, float]]]] = []
+        gpu_window: list[dict[str, dict[str, float]]] = []
         while not self._stop_event.wait(self._interval):
             window.append((time.monotonic(), _sample()))
+            if gpus is not None:
+                gpu_window.append(gpus.sample())
             if len(window) >= self._per_report:
-                self._report(window)
-                window = []
+                self._report(window, gpu_window)
+                window, gpu_window = [], []
 
-    def _report(self, window: list[tuple[float, dict[str, dict[str, float]]]]) -> None:
+    def _report(
+        self,
+        window: list[tuple[float, dict[str, dict[str, float]]]],
+        gpu_window: list[dict[str, dict[str, float]]],
+    ) -> None:
         seconds = window[-1][0] - window[0][0]
         first, last = window[0][1], window[-1][1]
         groups: dict[str, dict[str, Any]] = {
@@ -76,6 +131,8 @@ class _Sampler(threading.Thread):
             "disk": _throughput(first["disk"], last["disk"], seconds),
             "network": _throughput(first["network"], last["network"], seconds),
         }
+        if gpu_window:
+            groups["gpu"] = average_gpus(gpu_window)
         self.reports += 1
         for group, values in groups.items():
             self._shipper.put(

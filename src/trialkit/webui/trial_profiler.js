@@ -7,7 +7,7 @@ import { fmtNum, h } from "./util.js";
 /** The profiler's groups in the order shown, with their charts' titles. */
 const GROUPS = [
   ["cpu", "CPU utilisation (%)"],
-  ["gpu", "GPU"],
+  ["gpu", "GPU utilisation (%) and free memory (GiB), per GPU"],
   ["memory", "free memory (GiB)"],
   ["disk", "disk throughput (bytes/s)"],
   ["network", "network throughput (bytes/s)"],
@@ -31,14 +31,25 @@ export function profilerReports(metrics) {
   return new Map([...known, ...[...found.keys()].filter((g) => !TITLES.has(g)).sort()].map((g) => [g, found.get(g)]));
 }
 
+/** An agent's values as [name, number] pairs: the gpu group nests one level, {uuid: {name: number}},
+ * whose pairs are named "uuid name". */
+function flatValues(values) {
+  return Object.entries(values).flatMap(([name, v]) => {
+    if (typeof v === "number") return [[name, v]];
+    if (v !== null && typeof v === "object") {
+      return Object.entries(v).filter(([, x]) => typeof x === "number").map(([sub, x]) => [`${name} ${sub}`, x]);
+    }
+    return [];
+  });
+}
+
 /** A line per agent and value name: x is the report's number (reports come at a fixed period). */
 function linesOf(reports) {
   const lines = new Map();
   const agents = new Set(reports.flatMap((r) => Object.keys(r.values)));
   for (const r of reports) {
     for (const [agent, values] of Object.entries(r.values)) {
-      for (const [name, v] of Object.entries(values)) {
-        if (typeof v !== "number") continue;
+      for (const [name, v] of flatValues(values)) {
         const label = agents.size > 1 ? `${agent} ${name}` : name;
         const line = lines.get(label) ?? { label, steps: [], values: [] };
         line.steps.push(r.steps_completed);

@@ -31,6 +31,7 @@ from trialkit.core import (
 from trialkit.core._backend import TrialBackend
 from trialkit.core._checkpoint import merge_metadata
 from trialkit.core._metrics import MetricsShipper
+from trialkit.core._profiler import _Gpus, average_gpus
 from trialkit.storage import SharedFSStorageManager
 
 # Test doubles ----------------------------------------------------------------------------------
@@ -917,7 +918,8 @@ def test_profiler_reports_averaged_groups_per_agent(
     prof.off()  # idempotent
     shipper.flush()
     groups = {r["group"] for r in master.reports}
-    assert groups == {"cpu", "memory", "disk", "network"}
+    gpus = {"gpu"} if _Gpus.open() else set()  # NVML: tests/gpu/test_profiler.py on a GPU node
+    assert groups == {"cpu", "memory", "disk", "network"} | gpus
     first = {r["group"]: r for r in master.reports if r["steps_completed"] == 1}
     assert set(first["cpu"]["metrics"]["agent-7"]) == {"cpu_util_simple"}
     assert first["memory"]["metrics"]["agent-7"]["memory_free"] > 0
@@ -934,6 +936,18 @@ def test_profiler_reports_averaged_groups_per_agent(
     time.sleep(0.25)
     shipper.flush()
     assert len(master.reports) == count  # off() really stopped sampling
+
+
+def test_gpu_samples_average_per_gpu() -> None:
+    """Determined's gpu group: one level per GPU uuid, each value the window's mean."""
+    samples = [
+        {"GPU-a": {"gpu_util": 10.0, "gpu_free_memory": 4.0}, "GPU-b": {"gpu_util": 0.0, "gpu_free_memory": 8.0}},
+        {"GPU-a": {"gpu_util": 30.0, "gpu_free_memory": 2.0}, "GPU-b": {"gpu_util": 50.0, "gpu_free_memory": 6.0}},
+    ]  # fmt: skip
+    assert average_gpus(samples) == {
+        "GPU-a": {"gpu_util": 20.0, "gpu_free_memory": 3.0},
+        "GPU-b": {"gpu_util": 25.0, "gpu_free_memory": 7.0},
+    }
 
 
 @pytest.mark.parametrize(("interval", "samples"), [(0.05, 1), (1, 0)])
