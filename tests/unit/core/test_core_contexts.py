@@ -542,7 +542,10 @@ def test_sharded_upload_with_no_files_anywhere_is_an_error(
 ) -> None:
     """Reference §1.3: every rank passing ckpt_dir=None is a RuntimeError."""
     ckpt = ckpt_ctx(master, tmp_path)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(
+        RuntimeError,
+        match=r"^upload\(shard=True\): every worker passed ckpt_dir=None; nothing to upload$",
+    ):
         ckpt.upload(None, {"steps_completed": 1}, shard=True)
 
 
