@@ -306,3 +306,34 @@ def test_a_sharded_upload_keeps_only_what_each_ranks_selector_chose(tmp_path: Pa
 
     sid = on_ranks(2, body)[0]
     assert set(backend.checkpoints[sid]["resources"]) == {"keep0", "keep1", "metadata.json"}
+
+
+def test_identical_files_and_directories_of_several_ranks_are_stored_once(tmp_path: Path) -> None:
+    """Ranks whose directories hold the same subdirectory and the same file contents store
+    them once; files that differ are all named with their ranks."""
+    backend = Backend()
+    storage = SharedFSStorageManager(tmp_path / "ck")
+
+    def body(d: DistributedContext) -> Any:
+        ckpt = CheckpointContext(d, storage, {"type": "shared_fs"}, backend)
+        src = tmp_path / f"src{d.rank}"
+        (src / "sub").mkdir(parents=True)
+        (src / "sub" / "same").write_text("same")
+        return ckpt.upload(src, {"steps_completed": 1}, shard=True)
+
+    sid = on_ranks(2, body)[0]
+    assert set(backend.checkpoints[sid]["resources"]) >= {"sub/same", "metadata.json"}
+
+    def clashing(d: DistributedContext) -> Any:
+        ckpt = CheckpointContext(d, storage, {"type": "shared_fs"}, backend)
+        src = tmp_path / f"clash{d.rank}"
+        src.mkdir()
+        for name in ("x", "y"):
+            (src / name).write_text(f"{name} of rank {d.rank}")
+        return ckpt.upload(src, {"steps_completed": 1}, shard=True)
+
+    out = on_ranks(2, clashing)
+    assert all(isinstance(o, RuntimeError) for o in out)
+    assert (
+        str(out[0]) == "refusing to upload with files conflicts: x (ranks [0, 1]), y (ranks [0, 1])"
+    )
