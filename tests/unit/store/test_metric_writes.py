@@ -9,7 +9,7 @@ from typing import cast
 import pytest
 from sqlalchemy import Table
 
-from trialkit.store import Delivered, MetricBatch, MetricDelivery, NewMetric, Store
+from trialkit.store import Delivered, MetricBatch, MetricDelivery, NewMetric, Store, StoreError
 from trialkit.store._metric_writes import (
     BATCH_COLUMNS,
     METRIC_COLUMNS,
@@ -110,3 +110,11 @@ def test_reports_not_encoded_yet_are_encoded_by_the_store(store: Store) -> None:
     assert [m.values for m in store.list_metrics(trial)] == [{"loss": 0.5}, {"loss": 0.4}]
     (batches,) = store.list_batch_metrics(trial)  # only the report that carried them
     assert (batches.steps_completed, batches.batch_metrics) == (1, [{"loss": 0.7}])
+
+
+def test_a_failed_write_names_the_databases_reason(store: Store) -> None:
+    """A batch for a trial that never existed breaks the transaction: the StoreError says why
+    (the driver's reason), not only that the store failed."""
+    with pytest.raises(StoreError) as err:
+        store.add_metrics([NewMetric(999, "training", 1, {})], MetricBatch(999, 1, "s", 1))
+    assert "foreign key constraint" in str(err.value).lower()
