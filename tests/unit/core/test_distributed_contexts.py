@@ -337,3 +337,19 @@ def test_identical_files_and_directories_of_several_ranks_are_stored_once(tmp_pa
     assert (
         str(out[0]) == "refusing to upload with files conflicts: x (ranks [0, 1]), y (ranks [0, 1])"
     )
+
+
+def test_a_chief_only_save_leaves_the_workers_collectives_in_step(tmp_path: Path) -> None:
+    """An unsharded save is the chief's alone: it sends the workers nothing, so the next
+    collective all ranks make still pairs up."""
+    backend = Backend()
+    storage = SharedFSStorageManager(tmp_path / "ck")
+
+    def body(d: DistributedContext) -> Any:
+        if d.rank == 0:
+            ckpt = CheckpointContext(d, storage, {"type": "shared_fs"}, backend)
+            with ckpt.store_path({"steps_completed": 1}) as (path, _):
+                (path / "w").write_text("w")
+        return d.broadcast("after the save" if d.rank == 0 else None)
+
+    assert on_ranks(2, body) == ["after the save", "after the save"]
