@@ -193,3 +193,13 @@ def test_config_errors_are_collected() -> None:
         make_search_method(
             {"name": "adaptive_asha", "metric": "loss", "max_trials": 4, "max_length": 0}, SPACE, 0
         )
+
+
+def test_each_invalid_hp_trial_is_replaced_once() -> None:
+    m = method(max_trials=3, max_concurrent_trials=3)
+    a, b, c = start(m)
+    m.on_trial_exited_early(a, ExitedReason.INVALID_HP)
+    replacement = creates(close(m, a))
+    assert len(replacement) == 1
+    assert creates(close(m, b)) == [] and creates(close(m, c)) == []
+    assert close(m, replacement[0]) == [Shutdown()]
