@@ -220,6 +220,15 @@ def test_searcher_operations_reach_the_workers() -> None:
     assert backend.completed == [(4, 0.5)]
 
 
+def shared_fs_checkpoints(
+    tmp_path: Path,
+) -> tuple[Backend, Callable[[DistributedContext], CheckpointContext]]:
+    """One trial's backend, and each rank's CheckpointContext on one shared_fs storage."""
+    backend = Backend()
+    storage = SharedFSStorageManager(tmp_path / "ck")
+    return backend, lambda d: CheckpointContext(d, storage, {"type": "shared_fs"}, backend)
+
+
 def test_a_chief_without_a_directory_still_writes_the_merged_metadata(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -227,11 +236,10 @@ def test_a_chief_without_a_directory_still_writes_the_merged_metadata(
     merged metadata.json (staged in a temporary directory, removed after) make the checkpoint."""
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
-    backend = Backend()
-    storage = SharedFSStorageManager(tmp_path / "ck")
+    backend, checkpoint_context = shared_fs_checkpoints(tmp_path)
 
     def body(d: DistributedContext) -> Any:
-        ckpt = CheckpointContext(d, storage, {"type": "shared_fs"}, backend)
+        ckpt = checkpoint_context(d)
         src = None
         if d.rank != 0:
             src = tmp_path / f"src{d.rank}"
@@ -254,11 +262,10 @@ def test_a_chief_without_a_directory_still_writes_the_merged_metadata(
 def test_sharded_metadata_file_is_the_merged_metadata(tmp_path: Path) -> None:
     """The metadata.json a sharded save stores is every rank's metadata merged (what
     get_metadata returns when the master has none)."""
-    backend = Backend()
-    storage = SharedFSStorageManager(tmp_path / "ck")
+    backend, checkpoint_context = shared_fs_checkpoints(tmp_path)
 
     def body(d: DistributedContext) -> Any:
-        ckpt = CheckpointContext(d, storage, {"type": "shared_fs"}, backend)
+        ckpt = checkpoint_context(d)
         with ckpt.store_path({"steps_completed": 2, f"r{d.rank}": d.rank}, shard=True) as (
             path,
             sid,
@@ -273,15 +280,14 @@ def test_sharded_metadata_file_is_the_merged_metadata(tmp_path: Path) -> None:
 def test_a_directory_shared_with_a_selecting_rank_is_uploaded_whole(tmp_path: Path) -> None:
     """Ranks sharing one directory upload it once, unless a lower rank chose only some of its
     files with a selector: then a rank without one uploads all of them."""
-    backend = Backend()
-    storage = SharedFSStorageManager(tmp_path / "ck")
+    backend, checkpoint_context = shared_fs_checkpoints(tmp_path)
     shared = tmp_path / "shared"
     shared.mkdir()
     (shared / "a").write_text("a")
     (shared / "b").write_text("b")
 
     def body(d: DistributedContext) -> Any:
-        ckpt = CheckpointContext(d, storage, {"type": "shared_fs"}, backend)
+        ckpt = checkpoint_context(d)
         selector = (lambda p: p == "a") if d.rank == 0 else None
         return ckpt.upload(shared, {"steps_completed": 1}, shard=True, selector=selector)
 
@@ -292,11 +298,10 @@ def test_a_directory_shared_with_a_selecting_rank_is_uploaded_whole(tmp_path: Pa
 
 
 def test_a_sharded_upload_keeps_only_what_each_ranks_selector_chose(tmp_path: Path) -> None:
-    backend = Backend()
-    storage = SharedFSStorageManager(tmp_path / "ck")
+    backend, checkpoint_context = shared_fs_checkpoints(tmp_path)
 
     def body(d: DistributedContext) -> Any:
-        ckpt = CheckpointContext(d, storage, {"type": "shared_fs"}, backend)
+        ckpt = checkpoint_context(d)
         src = tmp_path / f"src{d.rank}"
         src.mkdir()
         (src / f"keep{d.rank}").write_text("k")
@@ -311,11 +316,10 @@ def test_a_sharded_upload_keeps_only_what_each_ranks_selector_chose(tmp_path: Pa
 def test_identical_files_and_directories_of_several_ranks_are_stored_once(tmp_path: Path) -> None:
     """Ranks whose directories hold the same subdirectory and the same file contents store
     them once; files that differ are all named with their ranks."""
-    backend = Backend()
-    storage = SharedFSStorageManager(tmp_path / "ck")
+    backend, checkpoint_context = shared_fs_checkpoints(tmp_path)
 
     def body(d: DistributedContext) -> Any:
-        ckpt = CheckpointContext(d, storage, {"type": "shared_fs"}, backend)
+        ckpt = checkpoint_context(d)
         src = tmp_path / f"src{d.rank}"
         (src / "sub").mkdir(parents=True)
         (src / "sub" / "same").write_text("same")
@@ -325,7 +329,7 @@ def test_identical_files_and_directories_of_several_ranks_are_stored_once(tmp_pa
     assert set(backend.checkpoints[sid]["resources"]) >= {"sub/same", "metadata.json"}
 
     def clashing(d: DistributedContext) -> Any:
-        ckpt = CheckpointContext(d, storage, {"type": "shared_fs"}, backend)
+        ckpt = checkpoint_context(d)
         src = tmp_path / f"clash{d.rank}"
         src.mkdir()
         for name in ("x", "y"):
@@ -342,12 +346,11 @@ def test_identical_files_and_directories_of_several_ranks_are_stored_once(tmp_pa
 def test_a_chief_only_save_leaves_the_workers_collectives_in_step(tmp_path: Path) -> None:
     """An unsharded save is the chief's alone: it sends the workers nothing, so the next
     collective all ranks make still pairs up."""
-    backend = Backend()
-    storage = SharedFSStorageManager(tmp_path / "ck")
+    backend, checkpoint_context = shared_fs_checkpoints(tmp_path)
 
     def body(d: DistributedContext) -> Any:
         if d.rank == 0:
-            ckpt = CheckpointContext(d, storage, {"type": "shared_fs"}, backend)
+            ckpt = checkpoint_context(d)
             with ckpt.store_path({"steps_completed": 1}) as (path, _):
                 (path / "w").write_text("w")
         return d.broadcast("after the save" if d.rank == 0 else None)
