@@ -161,3 +161,26 @@ def test_master_drops_a_journal_entry_outside_the_experiments_storage(
     assert register_journaled_checkpoints(store, trial, trial_dir) == []
     assert store.list_checkpoints(trial_id=trial.id) == []
     assert not list((trial_dir / "unregistered-checkpoints").iterdir())
+
+
+def test_the_message_names_the_checkpoint_first(
+    tmp_path: Path, trial_dir: Path, unreachable: HttpBackend
+) -> None:
+    message = _save(_ckpt_ctx(tmp_path, unreachable))
+    [entry_file] = list((trial_dir / "unregistered-checkpoints").iterdir())
+    assert message.startswith(f"checkpoint {entry_file.stem} is saved but the master could not")
+
+
+def test_a_journal_that_cannot_be_written_is_said_so(
+    tmp_path: Path, trial_dir: Path, unreachable: HttpBackend
+) -> None:
+    """The checkpoint's files are kept, and the one-line error says it is neither registered
+    nor journaled (the journal's place is taken by a file here)."""
+    (trial_dir / "unregistered-checkpoints").write_text("not a directory")
+    with pytest.raises(MasterUnavailable) as info:
+        with _ckpt_ctx(tmp_path, unreachable).store_path({"steps_completed": 5}) as (path, sid):
+            (path / "state.bin").write_bytes(b"x")
+    message = str(info.value)
+    assert message.startswith(f"checkpoint {sid} is saved but could not be registered (")
+    assert "nor journaled for later registration (" in message and "\n" not in message
+    assert (tmp_path / "ck" / sid / "state.bin").exists()

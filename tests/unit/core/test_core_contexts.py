@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -29,7 +30,7 @@ from trialkit.core import (
     Unit,
 )
 from trialkit.core._backend import TrialBackend
-from trialkit.core._checkpoint import merge_metadata
+from trialkit.core._checkpoint import check_download_mode, merge_metadata
 from trialkit.core._metrics import MetricsShipper
 from trialkit.core._profiler import _Gpus, average_gpus
 from trialkit.storage import SharedFSStorageManager
@@ -543,7 +544,10 @@ def test_sharded_upload_with_no_files_anywhere_is_an_error(
 ) -> None:
     """Reference §1.3: every rank passing ckpt_dir=None is a RuntimeError."""
     ckpt = ckpt_ctx(master, tmp_path)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(
+        RuntimeError,
+        match=r"^upload\(shard=True\): every worker passed ckpt_dir=None; nothing to upload$",
+    ):
         ckpt.upload(None, {"steps_completed": 1}, shard=True)
 
 
@@ -575,6 +579,108 @@ def test_merge_metadata_conflict_names_every_rank_that_supplied_the_key() -> Non
     with pytest.raises(RuntimeError) as err:
         merge_metadata([{"a": 1}, {"a": 2}])
     assert "[0, 1]" in str(err.value)
+
+
+def test_steps_are_required_unless_the_context_is_told_otherwise(
+    master: MemoryMaster, tmp_path: Path
+) -> None:
+    ckpt = CheckpointContext(
+        DummyDistributedContext(), SharedFSStorageManager(tmp_path / "ck"), {}, master
+    )
+    with pytest.raises(ValueError) as err:
+        ckpt.upload(tmp_path, {"epoch": 1})
+    assert str(err.value) == (
+        "checkpoint metadata needs a 'steps_completed' item (how far training got), e.g. "
+        "store_path({'steps_completed': steps})"
+    )
+
+
+def test_a_checkpoint_without_steps_is_recorded_at_0_with_a_warning(
+    master: MemoryMaster, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    ckpt = ckpt_ctx(master, tmp_path, require_steps=False)
+    with caplog.at_level("INFO", logger="trialkit.core"):
+        with ckpt.store_path() as (path, storage_id):
+            (path / "w").write_text("w")
+    assert "checkpoint metadata has no 'steps_completed'; recording 0" in caplog.messages
+    assert f"saved checkpoint {storage_id}" in caplog.messages
+
+
+def test_latest_batch_stands_for_steps_completed(master: MemoryMaster, tmp_path: Path) -> None:
+    """Seed 000's ``latest_batch`` is accepted; ``steps_completed`` wins when both are given."""
+    ckpt = ckpt_ctx(master, tmp_path)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "w").write_text("w")
+    old = ckpt.upload(src, {"latest_batch": 3})
+    both = ckpt.upload(src, {"latest_batch": 3, "steps_completed": 5})
+    assert master.checkpoints[old]["steps_completed"] == 3
+    assert master.checkpoints[old]["metadata"] == {"latest_batch": 3, "steps_completed": 3}
+    assert master.checkpoints[both]["steps_completed"] == 5
+
+
+def test_the_callback_runs_after_each_registration(master: MemoryMaster, tmp_path: Path) -> None:
+    seen: list[int] = []
+    ckpt = CheckpointContext(
+        DummyDistributedContext(),
+        SharedFSStorageManager(tmp_path / "ck"),
+        {},
+        master,
+        after_report=lambda: seen.append(len(master.checkpoints)),
+    )
+    for steps in (1, 2):
+        with ckpt.store_path({"steps_completed": steps}) as (path, _):
+            (path / "w").write_text("w")
+    assert seen == [1, 2]
+
+
+def test_upload_argument_mistakes_are_named(master: MemoryMaster, tmp_path: Path) -> None:
+    ckpt = ckpt_ctx(master, tmp_path)
+    with pytest.raises(RuntimeError) as err:
+        ckpt.upload(None, {"steps_completed": 1})
+    assert str(err.value) == "upload(): ckpt_dir is required when shard=False"
+    with pytest.raises(RuntimeError) as err:
+        ckpt.upload(None, {"steps_completed": 1}, shard=True, selector=lambda p: True)
+    assert str(err.value) == "upload(): a selector needs a ckpt_dir"
+
+
+def test_an_uploaded_directory_gets_the_metadata_file(master: MemoryMaster, tmp_path: Path) -> None:
+    ckpt = ckpt_ctx(master, tmp_path)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "w").write_text("w")
+    storage_id = ckpt.upload(src, {"steps_completed": 2, "note": "x"})
+    stored = json.loads((tmp_path / "ck" / storage_id / "metadata.json").read_text())
+    assert stored == {"steps_completed": 2, "note": "x"}
+
+
+def test_metadata_comes_from_the_master_first(master: MemoryMaster, tmp_path: Path) -> None:
+    """The master's record of a checkpoint's metadata is what get_metadata returns; the
+    metadata.json saved with the files is the fallback for a master that has none."""
+    ckpt = ckpt_ctx(master, tmp_path)
+    with ckpt.store_path({"steps_completed": 2}) as (path, storage_id):
+        (path / "w").write_text("w")
+    master.checkpoints[storage_id]["metadata"] = {"steps_completed": 2, "edited": True}
+    assert ckpt.get_metadata(storage_id) == {"steps_completed": 2, "edited": True}
+    del master.checkpoints[storage_id]
+    assert ckpt.get_metadata(storage_id) == {"steps_completed": 2}
+
+
+def test_merge_metadata_conflicts_are_listed_exactly() -> None:
+    with pytest.raises(RuntimeError) as err:
+        merge_metadata([{"a": {"b": 1}}, {"a": {"c": 1}, "d": 1}, {"a": {"c": 2}, "d": 2}])
+    assert str(err.value) == (
+        "refusing to upload with metadata conflicts: /a/c (ranks [1, 2]); /d (ranks [1, 2])"
+    )
+
+
+def test_an_unknown_download_mode_lists_the_choices() -> None:
+    with pytest.raises(ValueError) as err:
+        check_download_mode("MASTER")
+    assert str(err.value) == (
+        "download_mode 'MASTER' is not one of "
+        "DownloadMode.LocalWorkersShareDownload, DownloadMode.NoSharedDownload"
+    )
 
 
 # PreemptContext --------------------------------------------------------------------------------

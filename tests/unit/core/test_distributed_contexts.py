@@ -4,6 +4,7 @@ files, conflicting shards are refused, searcher operations reach the workers."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -217,3 +218,141 @@ def test_searcher_operations_reach_the_workers() -> None:
 
     assert on_ranks(2, body) == [[4], [4]]
     assert backend.completed == [(4, 0.5)]
+
+
+def shared_fs_checkpoints(
+    tmp_path: Path,
+) -> tuple[Backend, Callable[[DistributedContext], CheckpointContext]]:
+    """One trial's backend, and each rank's CheckpointContext on one shared_fs storage."""
+    backend = Backend()
+    storage = SharedFSStorageManager(tmp_path / "ck")
+    return backend, lambda d: CheckpointContext(d, storage, {"type": "shared_fs"}, backend)
+
+
+def test_a_chief_without_a_directory_still_writes_the_merged_metadata(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """upload(shard=True) with ckpt_dir=None on the chief only: the workers' files and the
+    merged metadata.json (staged in a temporary directory, removed after) make the checkpoint."""
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    backend, checkpoint_context = shared_fs_checkpoints(tmp_path)
+
+    def body(d: DistributedContext) -> Any:
+        ckpt = checkpoint_context(d)
+        src = None
+        if d.rank != 0:
+            src = tmp_path / f"src{d.rank}"
+            src.mkdir()
+            (src / f"part{d.rank}").write_text("p")
+        return ckpt.upload(src, {"steps_completed": 5, f"r{d.rank}": d.rank}, shard=True)
+
+    out = on_ranks(2, body)
+    sid = out[0]
+    assert out == [sid, sid]
+    files = sorted(p.name for p in (tmp_path / "ck" / sid).iterdir())
+    assert files == [MANIFEST_NAME, "metadata.json", "part1"]
+    expected = {"steps_completed": 5, "r0": 0, "r1": 1}
+    assert json.loads((tmp_path / "ck" / sid / "metadata.json").read_text()) == expected
+    assert backend.checkpoints[sid]["metadata"] == expected
+    assert list((tmp_path / "tmp").iterdir()) == []  # the staging directory is gone
+    assert sorted(p.name for p in (tmp_path / "src1").iterdir()) == ["part1"]  # untouched
+
+
+def test_sharded_metadata_file_is_the_merged_metadata(tmp_path: Path) -> None:
+    """The metadata.json a sharded save stores is every rank's metadata merged (what
+    get_metadata returns when the master has none)."""
+    backend, checkpoint_context = shared_fs_checkpoints(tmp_path)
+
+    def body(d: DistributedContext) -> Any:
+        ckpt = checkpoint_context(d)
+        with ckpt.store_path({"steps_completed": 2, f"r{d.rank}": d.rank}, shard=True) as (
+            path,
+            sid,
+        ):
+            (path / f"shard{d.rank}").write_text(str(d.rank))
+        return ckpt.get_metadata(sid)
+
+    out = on_ranks(2, body)
+    assert out == [{"steps_completed": 2, "r0": 0, "r1": 1}] * 2
+
+
+def test_a_directory_shared_with_a_selecting_rank_is_uploaded_whole(tmp_path: Path) -> None:
+    """Ranks sharing one directory upload it once, unless a lower rank chose only some of its
+    files with a selector: then a rank without one uploads all of them."""
+    backend, checkpoint_context = shared_fs_checkpoints(tmp_path)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "a").write_text("a")
+    (shared / "b").write_text("b")
+
+    def body(d: DistributedContext) -> Any:
+        ckpt = checkpoint_context(d)
+        selector = (lambda p: p == "a") if d.rank == 0 else None
+        return ckpt.upload(shared, {"steps_completed": 1}, shard=True, selector=selector)
+
+    out = on_ranks(2, body)
+    sid = out[0]
+    assert out == [sid, sid]
+    assert set(backend.checkpoints[sid]["resources"]) == {"a", "b", "metadata.json"}
+
+
+def test_a_sharded_upload_keeps_only_what_each_ranks_selector_chose(tmp_path: Path) -> None:
+    backend, checkpoint_context = shared_fs_checkpoints(tmp_path)
+
+    def body(d: DistributedContext) -> Any:
+        ckpt = checkpoint_context(d)
+        src = tmp_path / f"src{d.rank}"
+        src.mkdir()
+        (src / f"keep{d.rank}").write_text("k")
+        (src / f"skip{d.rank}").write_text("s")
+        keep = f"keep{d.rank}"
+        return ckpt.upload(src, {"steps_completed": 1}, shard=True, selector=lambda p: p == keep)
+
+    sid = on_ranks(2, body)[0]
+    assert set(backend.checkpoints[sid]["resources"]) == {"keep0", "keep1", "metadata.json"}
+
+
+def test_identical_files_and_directories_of_several_ranks_are_stored_once(tmp_path: Path) -> None:
+    """Ranks whose directories hold the same subdirectory and the same file contents store
+    them once; files that differ are all named with their ranks."""
+    backend, checkpoint_context = shared_fs_checkpoints(tmp_path)
+
+    def body(d: DistributedContext) -> Any:
+        ckpt = checkpoint_context(d)
+        src = tmp_path / f"src{d.rank}"
+        (src / "sub").mkdir(parents=True)
+        (src / "sub" / "same").write_text("same")
+        return ckpt.upload(src, {"steps_completed": 1}, shard=True)
+
+    sid = on_ranks(2, body)[0]
+    assert set(backend.checkpoints[sid]["resources"]) >= {"sub/same", "metadata.json"}
+
+    def clashing(d: DistributedContext) -> Any:
+        ckpt = checkpoint_context(d)
+        src = tmp_path / f"clash{d.rank}"
+        src.mkdir()
+        for name in ("x", "y"):
+            (src / name).write_text(f"{name} of rank {d.rank}")
+        return ckpt.upload(src, {"steps_completed": 1}, shard=True)
+
+    out = on_ranks(2, clashing)
+    assert all(isinstance(o, RuntimeError) for o in out)
+    assert (
+        str(out[0]) == "refusing to upload with files conflicts: x (ranks [0, 1]), y (ranks [0, 1])"
+    )
+
+
+def test_a_chief_only_save_leaves_the_workers_collectives_in_step(tmp_path: Path) -> None:
+    """An unsharded save is the chief's alone: it sends the workers nothing, so the next
+    collective all ranks make still pairs up."""
+    backend, checkpoint_context = shared_fs_checkpoints(tmp_path)
+
+    def body(d: DistributedContext) -> Any:
+        if d.rank == 0:
+            ckpt = checkpoint_context(d)
+            with ckpt.store_path({"steps_completed": 1}) as (path, _):
+                (path / "w").write_text("w")
+        return d.broadcast("after the save" if d.rank == 0 else None)
+
+    assert on_ranks(2, body) == ["after the save", "after the save"]

@@ -178,3 +178,48 @@ def axis_size(leaf: dict[str, Any]) -> int:
     if leaf["type"] == "categorical":
         return len(leaf["vals"])
     return int(leaf["count"])
+
+
+def test_halves_below_one_round_away_from_zero() -> None:
+    assert axis(ints(0, 1, 1)) == [1]  # midpoint 0.5 -> 1
+    assert axis(ints(-1, 0, 1)) == [-1]  # midpoint -0.5 -> -1
+
+
+@pytest.mark.parametrize("count", [0, 2.0, True, "3"])
+def test_a_count_that_is_not_a_positive_int_is_refused(count: Any) -> None:
+    with pytest.raises(ValueError) as err:
+        grid_points({"x": ints(0, 5, count)})
+    assert str(err.value) == (
+        f"hyperparameters.x.count: got {count!r}; grid search needs an int >= 1"
+        " on every int hyperparameter"
+    )
+
+
+def test_an_unknown_type_is_named() -> None:
+    with pytest.raises(ValueError) as err:
+        grid_points({"g": {"x": {"type": "uniform", "count": 2}}})
+    assert str(err.value) == "hyperparameters.g.x.type: got 'uniform'; expected a known type"
+
+
+def test_points_do_not_share_mutable_values() -> None:
+    """Each point's hyperparameters are its own: a trial changing a list it was given changes
+    no other trial's, nor the search space."""
+    space = {"net": {"type": "categorical", "vals": [{"layers": [64]}]}, "x": ints(0, 1, 2)}
+    first, second = grid_points(space)
+    first["net"]["layers"].append(32)
+    assert second["net"] == {"layers": [64]}
+    assert space["net"]["vals"] == [{"layers": [64]}]
+
+
+def test_a_restored_grid_hands_out_the_points_left() -> None:
+    """The master saves a search's state and loads it into a new one after a restart: the
+    points not handed out yet are handed out, none twice."""
+    space = {"1": ints(0, 20, 3)}
+    method = make_search_method({**GRID, "max_concurrent_trials": 1}, space, 0)
+    [first] = method.initial_operations()
+    method.on_trial_created(first.request_id)  # type: ignore[union-attr]
+    saved = json.loads(json.dumps(method.save()))
+    restored = make_search_method({**GRID, "max_concurrent_trials": 1}, space, 0)
+    restored.load(saved)
+    ops = restored.on_trial_closed(first.request_id)  # type: ignore[union-attr]
+    assert [op.hparams for op in ops if isinstance(op, Create)] == [{"1": 10}]

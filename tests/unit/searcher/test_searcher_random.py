@@ -193,3 +193,31 @@ def test_config_errors_are_collected() -> None:
         make_search_method(
             {"name": "adaptive_asha", "metric": "loss", "max_trials": 4, "max_length": 0}, SPACE, 0
         )
+
+
+def test_each_invalid_hp_trial_is_replaced_once() -> None:
+    m = method(max_trials=3, max_concurrent_trials=3)
+    a, b, c = start(m)
+    m.on_trial_exited_early(a, ExitedReason.INVALID_HP)
+    replacement = creates(close(m, a))
+    assert len(replacement) == 1
+    assert creates(close(m, b)) == [] and creates(close(m, c)) == []
+    assert close(m, replacement[0]) == [Shutdown()]
+
+
+def test_events_about_a_trial_the_search_never_created_are_refused_by_name() -> None:
+    m = method(max_trials=1)
+    start(m)
+    events = [
+        ("trial created", lambda: m.on_trial_created("nope")),
+        ("validation completed", lambda: m.on_validation_completed("nope", {"loss": 1.0})),
+        ("trial exited early", lambda: m.on_trial_exited_early("nope", ExitedReason.ERRORED)),
+        ("trial closed", lambda: m.on_trial_closed("nope")),
+    ]
+    for event, call in events:
+        with pytest.raises(SearcherError) as err:
+            call()
+        assert str(err.value) == f"{event}: unknown trial request_id 'nope'"
+    with pytest.raises(SearcherError) as err:
+        m.initial_operations()
+    assert str(err.value) == "initial_operations() was already called for this search"
