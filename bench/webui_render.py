@@ -18,7 +18,7 @@ its parallel coordinates hold a line per trial and the importance table shows th
 answer (finished and live); the compare page, until its chart holds every point, for the 200
 trials ticked on the experiment page (the page's address names their experiment: one request
 for the trials, one for the points), for the whole experiment, and for the 200 ids typed into
-its box (the experiment unknown: a request per trial). Each prints its ratio to the empty page of the same round.
+its box (the experiment unknown: a few trial requests tell it, its summary gives the rest). Each prints its ratio to the empty page of the same round.
 
 Usage: ``python bench/webui_render.py`` (about a minute; needs playwright and a chromium,
 see scripts/install_chromium.sh). Exits 0 whether or not the goal is met; 1 only when the
@@ -54,7 +54,7 @@ PAGES = (
     ("search analysis, live", "analysis_live"),
     (f"compare page, {TRIALS} trials ticked on the experiment page", "compare"),
     (f"compare page, the experiment's {TRIALS} trials", "compare_exp"),
-    (f"compare page, {TRIALS} trial ids typed (a request per trial)", "compare_typed"),
+    (f"compare page, {TRIALS} trial ids typed", "compare_typed"),
 )
 CHROMIUM_ARGS = [
     "--headless",
