@@ -72,13 +72,15 @@ def _text(value: str | bytes) -> str:
     return value.decode() if isinstance(value, bytes) else value  # bytes from older pynvml
 
 
+def _mean(samples: list[dict[str, float]]) -> dict[str, float]:
+    """Each value's mean over a report window's samples."""
+    return {name: sum(s[name] for s in samples) / len(samples) for name in samples[0]}
+
+
 def average_gpus(samples: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
     """The mean of each GPU's values over a report window (Determined's ``gpu`` group: one
     level of nesting per GPU uuid)."""
-    return {
-        uuid: {name: sum(s[uuid][name] for s in samples) / len(samples) for name in values}
-        for uuid, values in samples[0].items()
-    }
+    return {uuid: _mean([s[uuid] for s in samples]) for uuid in samples[0]}
 
 
 def _throughput(
@@ -122,12 +124,8 @@ class _Sampler(threading.Thread):
         seconds = window[-1][0] - window[0][0]
         first, last = window[0][1], window[-1][1]
         groups: dict[str, dict[str, Any]] = {
-            "cpu": {
-                "cpu_util_simple": sum(s["cpu"]["cpu_util_simple"] for _, s in window) / len(window)
-            },
-            "memory": {
-                "memory_free": sum(s["memory"]["memory_free"] for _, s in window) / len(window)
-            },
+            "cpu": _mean([s["cpu"] for _, s in window]),
+            "memory": _mean([s["memory"] for _, s in window]),
             "disk": _throughput(first["disk"], last["disk"], seconds),
             "network": _throughput(first["network"], last["network"], seconds),
         }
