@@ -17,13 +17,14 @@ pytestmark = [pytest.mark.integration, pytest.mark.browser]
 
 # Reports as the harnesses do (the progress counters beside the metrics); training metrics by
 # name, validation ones prefixed val_ (the searcher's metric). FAIL_AT: raise after that many
-# training reports (0: before reporting anything).
+# training reports (0: before reporting anything); VALIDATE_EVERY: validate every N reports.
 TRIAL = """
 import os
 import trialkit as det
 from trialkit import core
 
 fail_at = int(os.environ.get("FAIL_AT", "-1"))
+validate_every = int(os.environ.get("VALIDATE_EVERY", "1"))
 lr = det.get_cluster_info().trial.hparams["lr"]
 with core.init() as ctx:
     for step in range(1, 5):
@@ -33,7 +34,7 @@ with core.init() as ctx:
         ctx.train.report_training_metrics(
             steps_completed=step * 8, metrics={"loss": lr / step, "acc": 1 - lr / step, **progress}
         )
-        if fail_at < 0:
+        if fail_at < 0 and step % validate_every == 0:
             ctx.train.report_validation_metrics(
                 steps_completed=step * 8, metrics={"val_loss": lr / step, **progress}
             )
@@ -159,4 +160,28 @@ def test_pages_are_readable_at_1024_and_1400_px(master: Master, tmp_path: Path) 
             assert _points(page, "#training-chart") > 0
             assert "no validation metrics" in page.inner_text("#validation-chart .no-data")
             _no_sideways_scroll(b, "trial-failed")
+        assert b.errors == []
+
+
+def test_a_single_validation_stands_at_its_step(master: Master, tmp_path: Path) -> None:
+    """One validation at step 32 is drawn on 0..32 (as the training chart's steps), not in the
+    middle of 0..64 (uPlot's range for a lone value)."""
+    model = tmp_path / "model"
+    write_script(model, "trial.py", TRIAL)
+    exp = master.create(_config("one-validation", VALIDATE_EVERY=4), model)
+    assert master.wait_state(exp, {"COMPLETED", "ERROR"})["experiment"]["state"] == "COMPLETED"
+    trial = master.describe(exp)["trials"][0]["id"]
+    with browser() as b:
+        page = b.page
+        page.goto(login_url(master))
+        ui = page.url.split("#")[0]
+        page.goto(f"{ui}#/trials/{trial}")
+        page.wait_for_selector("#validation-chart .uplot")
+        assert page.get_attribute("#training-chart", "data-steps") == "8-32"
+        low, high = map(float, page.get_attribute("#validation-chart", "data-steps").split("-"))
+        assert low == 0 and 32 < high <= 32 * 1.05
+        page.goto(f"{ui}#/experiments/{exp}")
+        page.wait_for_selector("#metric-chart .uplot")
+        low, high = map(float, page.get_attribute("#metric-chart", "data-steps").split("-"))
+        assert low == 0 and 32 < high <= 32 * 1.05
         assert b.errors == []

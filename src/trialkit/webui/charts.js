@@ -42,7 +42,9 @@ export function lineChart(el, { title, xLabel = "steps", yLabel = "" } = {}) {
       title, width: width(el), height: 300,
       legend: { show: series.length <= 12 },
       cursor: { drag: { x: true, y: false } },
-      scales: { x: { time: false } },
+      scales: { x: { time: false, range: stepRange } },
+      // The steps shown (what tests read; the axes are drawn on a canvas).
+      hooks: { setScale: [(u, key) => { if (key === "x") el.dataset.steps = `${u.scales.x.min}-${u.scales.x.max}`; }] },
       axes: [{ label: xLabel }, { label: yLabel, size: 60 }],
       series: [{ label: xLabel }, ...series.map((s, i) => ({
         label: s.label, stroke: s.color || color(i), width: 1.5, spanGaps: true,
@@ -51,6 +53,14 @@ export function lineChart(el, { title, xLabel = "steps", yLabel = "" } = {}) {
     }, data, el);
   }
   return { update: build, get plot() { return plot; } };
+}
+
+/** The x range of a line chart: the steps drawn; one step alone (a single validation) stands at
+ * the right of 0..step, as the training chart beside it does, not in the middle of 0..2×step. */
+function stepRange(u, min, max) {
+  const xs = u.data[0]; // uPlot has already widened a lone step to 0..2×step in min, max
+  if (!xs.length || xs[0] !== xs[xs.length - 1]) return [min, max];
+  return xs[0] > 0 ? [0, xs[0] * 1.05] : [xs[0] - 1, xs[0] + 1];
 }
 
 /** Points only (an HP against the metric): xs, ys and a title per axis. */
