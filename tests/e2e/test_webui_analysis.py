@@ -258,9 +258,15 @@ def test_profiler_tab_draws_the_system_samples(master: Master, model: Path) -> N
         assert "CPU utilisation (%)" in charts[0][3]
         assert f"{len(reports['cpu'])} profiler reports" in page.inner_text("#profiler-note")
         b.shot("trial-profiler")
+        # The tab has its address: a reload (or the link) opens it again.
+        assert page.url.endswith(f"#/trials/{profiled['id']}/profiler"), page.url
+        page.reload()
+        page.wait_for_selector("#profiler-network .uplot")
+        assert page.is_hidden("#overview")
         # Back to the overview: the curves are still there.
         page.click("#tab-overview")
         assert page.is_visible("#training-chart .uplot") and page.is_hidden("#profiler")
+        assert page.url.endswith(f"#/trials/{profiled['id']}"), page.url
 
         _ready(b, f"{ui}#/trials/{plain['id']}", "#training-chart .uplot")
         page.click("#tab-profiler")

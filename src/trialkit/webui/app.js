@@ -15,10 +15,10 @@ async function route() {
   leave = null;
   const hash = location.hash.replace(/^#\/?/, "");
   const [path, query] = hash.split("?");
-  const [kind, id] = path.split("/");
+  const [kind, id, tab] = path.split("/");
   try {
     if (kind === "experiments" && id) leave = await experimentPage(main, Number(id));
-    else if (kind === "trials" && id) leave = await trialPage(main, Number(id));
+    else if (kind === "trials" && id) leave = await trialPage(main, Number(id), tab);
     else if (kind === "compare") leave = await comparePage(main, new URLSearchParams(query));
     else leave = await experimentsPage(main);
     document.body.dataset.ready = hash || "experiments";

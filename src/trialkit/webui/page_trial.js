@@ -11,7 +11,7 @@ import {
 
 const TERMINAL = new Set(["COMPLETED", "CANCELED", "ERROR", "DELETED"]);
 
-export async function trialPage(main, id) {
+export async function trialPage(main, id, tab = "overview") {
   const header = h("div");
   const metricSelect = h("select", { id: "metric-select" });
   const trainEl = h("div", { id: "training-chart", class: "card" });
@@ -40,7 +40,7 @@ export async function trialPage(main, id) {
     logsEl);
   const panes = { overview, profiler: profiler.el };
   const tabs = Object.keys(panes).map((name) => h("button", {
-    class: "tab", id: `tab-${name}`, type: "button", onclick: () => showTab(name),
+    class: "tab", id: `tab-${name}`, type: "button", onclick: () => openTab(name),
   }, name === "overview" ? "Overview" : "Profiler"));
   main.replaceChildren(header, h("div", { class: "tabs", role: "tablist" }, tabs), overview, profiler.el);
 
@@ -50,7 +50,12 @@ export async function trialPage(main, id) {
     for (const tab of tabs) tab.classList.toggle("active", tab.id === `tab-${name}`);
     if (name === "profiler" && desc) profiler.update(metrics, TERMINAL.has(desc.trial.state));
   }
-  showTab("overview");
+  // Each tab has its address (#/trials/N/profiler), so a link or a reload opens it again.
+  function openTab(name) {
+    history.replaceState(null, "", `#/trials/${id}${name === "overview" ? "" : `/${name}`}`);
+    showTab(name);
+  }
+  showTab(Object.hasOwn(panes, tab) ? tab : "overview");
 
   function renderHeader() {
     const t = desc.trial;
