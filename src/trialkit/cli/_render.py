@@ -368,19 +368,29 @@ def column_widths(
     """Per column, the width it gets: every column at its full width when that fits in
     ``width`` (or when ``width`` is None: output that is not a terminal is never wrapped), else
     the widest wrappable columns narrowed first, never below their longest word, so text breaks
-    only between words. Identifiers (UUIDs) and short values always stay whole on one line.
-    None when even that does not fit: the rows are better shown one field a line."""
+    only between words. Identifiers (UUIDs) always stay whole on one line, and short values too
+    unless only folding them (a date above its time) keeps the rows side by side. None when even
+    that does not fit: the rows are better shown one field a line."""
     full = [max([len(row[i]) for row in rows] + [len(col)]) for i, col in enumerate(columns)]
-    least = [
-        n
-        if col in WHOLE_COLUMNS or n <= _SHORT
-        else max([_longest_word(col)] + [_longest_word(row[i]) for row in rows])
-        for i, (col, n) in enumerate(zip(columns, full, strict=True))
-    ]
-    widths = list(full)
     if width is None:
-        return widths
+        return full
     room = width - 2 * (len(columns) - 1)
+    for short_whole in (True, False):
+        least = [
+            n
+            if col in WHOLE_COLUMNS or (short_whole and n <= _SHORT)
+            else max([_longest_word(col)] + [_longest_word(row[i]) for row in rows])
+            for i, (col, n) in enumerate(zip(columns, full, strict=True))
+        ]
+        widths = _narrowed(full, least, room)
+        if widths is not None:
+            return widths
+    return None
+
+
+def _narrowed(full: Sequence[int], least: Sequence[int], room: int) -> list[int] | None:
+    """``full`` narrowed, widest first and none below its ``least``, until they sum to ``room``."""
+    widths = list(full)
     while sum(widths) > room:
         narrowable = [i for i in range(len(widths)) if widths[i] > least[i]]
         if not narrowable:

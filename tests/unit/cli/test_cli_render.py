@@ -396,3 +396,30 @@ def test_following_groups_a_checkpoint_with_its_step_in_step_order() -> None:
     assert _hold_last_step([], [at_100], set()) == (([], []), ([], [at_100]))
     assert _hold_last_step([val], [at_100], set()) == (([val], [at_100]), ([], []))
     assert _hold_last_step([val], [], {100}) == (([val], []), ([], []))
+
+
+def test_a_list_at_80_columns_stays_a_table_with_dates_folded_above_their_times(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `e list`'s columns: 91 characters side by side; one field a line (7 lines an experiment)
+    # only where folding the short values between words cannot fit them either.
+    monkeypatch.setenv("COLUMNS", "80")
+    columns = ["id", "name", "state", "progress", "trials", "started", "ended"]
+    rows = [
+        (
+            i,
+            "core-api-stage-3",
+            "COMPLETED",
+            "100%",
+            "4 completed",
+            "2026-11-28 08:10",
+            "2026-11-28 08:11",
+        )
+        for i in (1, 2)
+    ]
+    print_table(None, columns, rows)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == columns, lines
+    assert max(len(line) for line in lines) <= 80, lines
+    assert len(lines) == 2 + 2 * 2  # header, rule, then two lines a row
+    _words_on_one_line("\n".join(lines), ["core-api-stage-3", "2026-11-28", "08:10", "completed"])
