@@ -15,7 +15,7 @@ from typing import Any
 
 from ...config import Generation, MasterConfig
 from ...searcher import Operation
-from ...store import Experiment, ExperimentState, Store, StoreError, Trial
+from ...store import Experiment, ExperimentState, SearcherFacts, Store, StoreError, Trial
 from ..housekeeping._gc import finish_pending_deletes_after
 from ..ingest import LocalRunIngest
 from ..runs._pools import Pool
@@ -55,6 +55,19 @@ class EngineSettings:
     full_tick: float = 1.0
     #: The resource pools (master.yaml); the local pool alone by default.
     master_config: MasterConfig = field(default_factory=MasterConfig)
+
+
+def _completion_taken(facts: SearcherFacts, length: int) -> bool:
+    """A 0.37 completion the master took already, sent again because its answer was lost (the
+    master was killed before replying): the same op, done; or an op shorter than the current
+    one, since a trial's ops only grow and built-in searchers give the next only after the one
+    before completed. (A custom searcher that replaces an op in flight: the trial trains on to
+    the new length, and the searcher does not hear of the old one.)"""
+    if facts.op_length is None:
+        return False
+    if facts.op_complete:
+        return length == facts.op_length
+    return length < facts.op_length
 
 
 def _remote_pools(master: MasterConfig) -> dict[str, Pool]:
@@ -300,6 +313,11 @@ class Engine:
         """0.37: the chief finished its op; the searcher decides before the answer goes back."""
         with self._lock:
             trial = self.store.get_trial(trial.id)
+            if _completion_taken(trial.searcher, length):
+                logger.info(
+                    "trial %d: op %d was completed already (a retried report)", trial.id, length
+                )
+                return
             if trial.searcher.op_complete or trial.searcher.op_length != length:
                 raise ValueError(
                     f"trial {trial.id}: expected completion of op length {trial.searcher.op_length} "
