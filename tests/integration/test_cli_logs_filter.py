@@ -55,6 +55,10 @@ def test_a_level_shows_it_and_above_with_an_errors_traceback(
     assert not any("both workers" in ln for ln in shown)  # no level of its own
     assert "[rank=1] || ValueError: bad batch" in shown  # the ERROR's traceback
     assert [ln for ln in everything if ln in shown] == shown  # in order, whole lines
+    # With a tail: the last lines that pass the filter (not those passing among the last lines).
+    assert _lines(master, "t", "logs", trial, "--level", "warning", "--tail", "3") == shown[-3:]
+    [warning] = _lines(master, "t", "logs", trial, "--rank", "0", "--level", "INFO", "--tail", "1")
+    assert warning.startswith("[rank=0] || WARNING: ") and warning.endswith("warning from rank 0")
 
     errors = _lines(master, "t", "logs", trial, "--level", "ERROR", "--rank", "1")
     assert errors[0].startswith("[rank=1] || ERROR: ") and "error from rank 1" in errors[0]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import functools
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -258,7 +259,8 @@ _LOG_OPTIONS = (
         type=click.IntRange(min=0),
         default=None,
         metavar="N",
-        help="Start with the last N lines (of each trial).",
+        help="Start with the last N lines (of each trial); with --level or --rank, the last N"
+        " that pass them (the whole log is read).",
     ),
     click.option(
         "--level",
@@ -316,19 +318,31 @@ def follow_logs(
     ``finished()`` and all logs are out. Control characters of the trials' output never reach
     the terminal (``options.color``: but SGR colours do)."""
     tail, color = options.tail, options.color
+    # A level or rank filter with a tail: the last ``tail`` lines that pass it, so the whole log
+    # is read (a traceback's level comes from the line before it) and only those are printed.
+    filtered_tail = tail is not None and (options.level is not None or options.rank != "any")
     after: dict[int, int] = {}  # the last line printed of each trial
     labellers: dict[int, Callable[[str], LogLabel]] = {}  # per trial: its lines' levels carry on
+
+    def echo(tid: int, shown: Sequence[str]) -> None:
+        lines = [f"[trial {tid}] {text}" for text in shown] if prefix else shown
+        click.echo("\n".join(lines), color=color or None)  # a page a write
+
     while True:
         over = finished()  # read before fetching, so no line written after it is missed
         for tid in trial_ids():
             first = tid not in after
             after.setdefault(tid, 0)
+            held: collections.deque[str] | None = (
+                collections.deque(maxlen=tail) if first and filtered_tail else None
+            )
             more = True
             while more:  # page by page, each printed as it arrives
                 resp = client.trial_logs(
                     tid,
                     after_id=after[tid],
-                    tail=tail if first else None,  # the master finds where the tail starts
+                    # the master finds where the tail starts
+                    tail=tail if first and held is None else None,
                     limit=FIRST_PAGE_LINES if first else None,  # a long log's start at once
                     retry_for=30,
                 )
@@ -342,10 +356,12 @@ def follow_logs(
                     if log_line_shown(label(line.line), options.level, options.rank)
                 ]
                 after[tid] = resp.logs[-1].id
-                if not shown:
-                    continue
-                lines = [f"[trial {tid}] {text}" for text in shown] if prefix else shown
-                click.echo("\n".join(lines), color=color or None)  # a page a write
+                if held is not None:
+                    held.extend(shown)
+                elif shown:
+                    echo(tid, shown)
+            if held:
+                echo(tid, list(held))
         if not follow or over:
             return
         time.sleep(0.3)
