@@ -8,6 +8,7 @@ or ``asha``) and write the best DeepSpeed config.
 
 from ._defaults import BEST_CONFIG_FILE, BEST_METRICS_FILE
 from ._dsconfig import get_ds_config_from_hparams
+from ._hf import get_hf_args_with_overwrites
 from ._methods import (
     SEARCH_METHOD_CLASSES,
     ASHADSATSearchMethod,
@@ -16,7 +17,7 @@ from ._methods import (
     RandomDSATSearchMethod,
 )
 from ._profile import ModelProfile, ProfileError
-from ._report import dsat_reporting_context
+from ._report import dsat_reporting_context, trial_reporting_context
 from ._trials import (
     DSATModelProfileInfoTrial,
     DSATSearchData,
@@ -40,4 +41,6 @@ __all__ = [
     "SEARCH_METHOD_CLASSES",
     "dsat_reporting_context",
     "get_ds_config_from_hparams",
+    "get_hf_args_with_overwrites",
+    "trial_reporting_context",
 ]
