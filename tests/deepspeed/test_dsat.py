@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -37,19 +38,23 @@ def _no_stale_extension_lock() -> None:
         pytest.fail(f"stale {lock}: no build is running? remove it (it blocks DeepSpeed's init)")
 
 
-def _run_dsat(master: Master, tmp_path: Path, module: str, *args: str) -> Path:
-    """Run the dsat CLI in ``tmp_path/run`` against ``master``; the searcher directory."""
+def _run_dsat(
+    master: Master, tmp_path: Path, module: str, method: str, config: str, *options: str
+) -> Path:
+    """``python -m <module> <method> <example>/<config> <example> <options>`` in
+    ``tmp_path/run`` against ``master``; the searcher's method directory. Prints the wall time."""
     _no_stale_extension_lock()
     model_dir = tmp_path / "model"
     shutil.copytree(EXAMPLES / "deepspeed_autotune", model_dir)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     env = {**master.env, "PYTHONPATH": f"{BOOT_DIR}{os.pathsep}{SRC}"}
+    start = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", module, *args[:1], str(model_dir / args[1]), str(model_dir),
-         *args[2:]],
+        [sys.executable, "-m", module, method, str(model_dir / config), str(model_dir), *options],
         env=env, cwd=run_dir, capture_output=True, text=True, timeout=420,
     )  # fmt: skip
+    print(f"{module} {method} {config} {' '.join(options)}: {time.monotonic() - start:.0f} s")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Created experiment 1" in proc.stdout, proc.stdout
     return run_dir / "dsat_searcher_dir" / "method"
@@ -87,7 +92,7 @@ def test_core_api_script_is_profiled_searched_and_its_best_config_written(
 ) -> None:
     method_dir = _run_dsat(
         master, tmp_path, "trialkit.pytorch.dsat", "random", "autotune.yaml",
-        "--max-trials", "3", "--max-concurrent-trials", "1",
+        "--max-trials", "2", "--max-concurrent-trials", "1",
     )  # fmt: skip
     _check_best_is_a_trial_it_ran(master, method_dir)
 

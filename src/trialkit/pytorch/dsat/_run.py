@@ -95,9 +95,11 @@ def _run_full_experiment(
     from ...config import load_config
 
     best = method.trial_tracker.best_trial
-    client = client_for(trialkit_home())
+    home = trialkit_home()
+    client = client_for(home)
     if best is None or client is None:
-        print("error: --run-full-experiment: no best trial or no master", file=sys.stderr)
+        why = "no trial reported a metric" if best is None else f"no master is running for {home}"
+        print(f"error: --run-full-experiment: {why}", file=sys.stderr)
         return 1
     config = load_config(full_experiment_config(submitted, best.hparams, search))
     model_def = base64.b64encode(pack(args.model_dir)).decode()
