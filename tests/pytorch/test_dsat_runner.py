@@ -191,3 +191,17 @@ def test_hf_args_leave_auto_to_hugging_face_and_need_deepspeed(ds_file: Path) ->
     assert ds_file.read_text() == before  # no overwrites: nothing rewritten
     with pytest.raises(ValueError, match="no --deepspeed"):
         dsat.get_hf_args_with_overwrites(["--output_dir", "o"], auto)
+
+
+# Determined's other public helpers of det.pytorch.dsat ------------------------------------------
+
+
+def test_determineds_helper_names() -> None:
+    ds = {"train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": "auto"}
+    assert dsat.get_batch_config_from_mbs_gas_and_slots(ds, slots=4) == {
+        "train_batch_size": 32, "train_micro_batch_size_per_gpu": 8,
+        "gradient_accumulation_steps": 1,
+    }  # fmt: skip
+    assert dsat.smaller_is_better("latency") and not dsat.smaller_is_better("throughput")
+    args = dsat.get_full_parser().parse_args(["random", "c.yaml", ".", "--early-stopping", "3"])
+    assert (args.search_method, args.early_stopping, args.max_trials) == ("random", 3, 64)

@@ -6,7 +6,9 @@ or ``asha``) and write the best DeepSpeed config.
 ``determined.pytorch.dsat``); see docs/deepspeed.md for what is supported.
 """
 
+from ._cli import parser as get_full_parser
 from ._defaults import BEST_CONFIG_FILE, BEST_METRICS_FILE
+from ._dsconfig import batch_config as get_batch_config_from_mbs_gas_and_slots
 from ._dsconfig import get_ds_config_from_hparams
 from ._hf import get_hf_args_with_overwrites
 from ._methods import (
@@ -23,6 +25,7 @@ from ._trials import (
     DSATSearchData,
     DSATTrial,
     DSATTrialTracker,
+    smaller_is_better,
 )
 
 __all__ = [
@@ -40,7 +43,10 @@ __all__ = [
     "RandomDSATSearchMethod",
     "SEARCH_METHOD_CLASSES",
     "dsat_reporting_context",
+    "get_batch_config_from_mbs_gas_and_slots",
     "get_ds_config_from_hparams",
+    "get_full_parser",
     "get_hf_args_with_overwrites",
+    "smaller_is_better",
     "trial_reporting_context",
 ]
