@@ -43,6 +43,11 @@ ESTIMATED_MAX = {0: 83, 1: 87, 2: 89, 3: 91}
 
 @pytest.fixture
 def model_dir(tmp_path: Path) -> Path:
+    return write_model_dir(tmp_path)
+
+
+def write_model_dir(tmp_path: Path) -> Path:
+    """A model directory with the DeepSpeed config the trials' hyperparameters name."""
     (tmp_path / "ds_config.json").write_text(
         json.dumps({"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 2,
                     "optimizer": {"type": "Adam", "params": {"lr": 0.001}}})
@@ -244,7 +249,9 @@ def test_the_experiment_config_and_the_cli(model_dir: Path, tmp_path: Path) -> N
         64, 16, 2, [1, 2],
     )  # fmt: skip
     cfg = dsat_experiment_config(_config(), args)
-    assert cfg["searcher"] == {"name": "custom", "metric": "latency", "smaller_is_better": True}
+    assert cfg["searcher"] == {
+        "name": "custom", "metric": "latency", "smaller_is_better": True, "unit": "batches",
+    }  # fmt: skip
     assert cfg["hyperparameters"]["_use_dsat_mode"] is True
     assert cfg["hyperparameters"]["overwrite_deepspeed_args"]["autotuning"] == {
         "enabled": True, "start_profile_step": 3, "end_profile_step": 5,

@@ -15,6 +15,7 @@ from .. import core
 from ..contract import get_cluster_info
 from ..harness import Strategy
 from ..pytorch import Batch, TrainUnit
+from ..pytorch.dsat import trial_reporting_context
 from ..pytorch.shared import LoopTrainer, seed_all
 from ..rendezvous import free_port
 from ._context import DeepSpeedTrialContext
@@ -167,12 +168,13 @@ def run_under_master(trial_class: type[DeepSpeedTrial], info: Any) -> None:
         if context.distributed.rank != 0:
             logging.getLogger().setLevel(logging.DEBUG if cfg.debug else logging.WARNING)
         trial = build_trial(trial_class, context)
-        Trainer(trial, context).fit(
-            checkpoint_period=_period(cfg.min_checkpoint_period.to_raw(), gbs),
-            validation_period=_period(cfg.min_validation_period.to_raw(), gbs),
-            reporting_period=Batch(cfg.scheduling_unit),
-            checkpoint_policy=cfg.checkpoint_policy,
-            latest_checkpoint=info.latest_checkpoint,
-            step_zero_validation=cfg.perform_initial_validation,
-            profiling_enabled=cfg.profiling.enabled,
-        )
+        with trial_reporting_context(context._core, context.get_hparams()):
+            Trainer(trial, context).fit(
+                checkpoint_period=_period(cfg.min_checkpoint_period.to_raw(), gbs),
+                validation_period=_period(cfg.min_validation_period.to_raw(), gbs),
+                reporting_period=Batch(cfg.scheduling_unit),
+                checkpoint_policy=cfg.checkpoint_policy,
+                latest_checkpoint=info.latest_checkpoint,
+                step_zero_validation=cfg.perform_initial_validation,
+                profiling_enabled=cfg.profiling.enabled,
+            )

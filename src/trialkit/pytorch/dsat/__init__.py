@@ -6,8 +6,11 @@ or ``asha``) and write the best DeepSpeed config.
 ``determined.pytorch.dsat``); see docs/deepspeed.md for what is supported.
 """
 
+from ._cli import parser as get_full_parser
 from ._defaults import BEST_CONFIG_FILE, BEST_METRICS_FILE
+from ._dsconfig import batch_config as get_batch_config_from_mbs_gas_and_slots
 from ._dsconfig import get_ds_config_from_hparams
+from ._hf import get_hf_args_with_overwrites
 from ._methods import (
     SEARCH_METHOD_CLASSES,
     ASHADSATSearchMethod,
@@ -16,12 +19,13 @@ from ._methods import (
     RandomDSATSearchMethod,
 )
 from ._profile import ModelProfile, ProfileError
-from ._report import dsat_reporting_context
+from ._report import dsat_reporting_context, trial_reporting_context
 from ._trials import (
     DSATModelProfileInfoTrial,
     DSATSearchData,
     DSATTrial,
     DSATTrialTracker,
+    smaller_is_better,
 )
 
 __all__ = [
@@ -39,5 +43,10 @@ __all__ = [
     "RandomDSATSearchMethod",
     "SEARCH_METHOD_CLASSES",
     "dsat_reporting_context",
+    "get_batch_config_from_mbs_gas_and_slots",
     "get_ds_config_from_hparams",
+    "get_full_parser",
+    "get_hf_args_with_overwrites",
+    "smaller_is_better",
+    "trial_reporting_context",
 ]

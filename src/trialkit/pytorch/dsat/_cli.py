@@ -29,7 +29,7 @@ def _common_options() -> argparse.ArgumentParser:
     p.add_argument("-m", "--metric", default=d["metric"],
                    choices=_defaults.SMALLER_IS_BETTER_METRICS + _defaults.LARGER_IS_BETTER_METRICS)  # fmt: skip
     p.add_argument("--run-full-experiment", action="store_true",
-                   help="then create an experiment of the best config (not supported yet)")  # fmt: skip
+                   help="then create an experiment of the best config, at full length")  # fmt: skip
     p.add_argument("-z", "--zero-stages", type=int, nargs="+", default=d["zero_stages"],
                    choices=range(4), help="ZeRO stages to search")  # fmt: skip
     p.add_argument("--start-profile-step", "--start_profile-step", dest="start_profile_step",
@@ -37,8 +37,10 @@ def _common_options() -> argparse.ArgumentParser:
     p.add_argument("--end-profile-step", type=int, default=d["end_profile_step"])
     p.add_argument("-r", "--random-seed", "--random_seed", dest="random_seed", type=int,
                    default=d["random_seed"])  # fmt: skip
-    p.add_argument("--search-runner-config", help="not supported: the search runs in this process")
-    p.add_argument("--max-search-runner-restarts", type=int, default=5, help="accepted, unused")
+    p.add_argument("--search-runner-config", help="Determined's config of the search runner's "
+                   "experiment: its max_restarts is used (the search runs in this process)")  # fmt: skip
+    p.add_argument("--max-search-runner-restarts", type=int, default=5,
+                   help="resume the search after a failure up to this many times")  # fmt: skip
     p.add_argument("--searcher-dir", help="where the search keeps its state and writes "
                    "best_ds_config.json (default: ./dsat_searcher_dir)")  # fmt: skip
     return p
@@ -87,6 +89,7 @@ def dsat_experiment_config(config: dict[str, Any], args: argparse.Namespace) -> 
         "name": "custom",
         "metric": args.metric,
         "smaller_is_better": smaller_is_better(args.metric),
+        "unit": "batches",  # a Trial class trains each operation's length in batches (steps)
     }
     out["description"] = " - ".join(
         d for d in ("dsat " + args.search_method, config.get("description")) if d
