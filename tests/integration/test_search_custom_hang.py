@@ -93,6 +93,7 @@ def test_a_hung_custom_searcher_delays_only_its_own_experiment(
         slowest_list = max(slowest_list, time.monotonic() - started)
         assert {e["id"] for e in listed} == {1, other}
         time.sleep(0.5)
+    ended = time.monotonic()
     desc = master.describe(other)
     assert desc["experiment"]["state"] == "COMPLETED", desc["experiment"]
     assert [t["state"] for t in desc["trials"]] == ["COMPLETED", "COMPLETED"]
@@ -103,6 +104,10 @@ def test_a_hung_custom_searcher_delays_only_its_own_experiment(
     assert master.describe(1)["experiment"]["state"] == "ACTIVE"  # still hung: its own wait
     assert time.monotonic() - hung_at < CALL_TIMEOUT
     assert "plain-random" in listing and "COMPLETED" in listing
+    print(
+        f"other experiment ended {ended - hung_at:.1f}s into the hang; slowest experiment list"
+        f" {slowest_list:.2f}s; trialkit experiment list {cli_seconds:.2f}s"
+    )
     assert slowest_list < 2.0, f"the experiment list took {slowest_list:.1f}s"
     assert cli_seconds < 10.0, f"trialkit experiment list took {cli_seconds:.1f}s"
 
