@@ -182,3 +182,41 @@ def test_a_hung_custom_searcher_is_called_off_the_lock_and_fails_its_search(
     finally:
         drv.close()
         drv.join(timeout=10)
+
+
+def test_letting_go_of_a_hung_custom_searcher_kills_it_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The experiment killed (or ended) while its searcher hangs: ``close`` returns at once,
+    the process is killed rather than waited for, and its answer is dropped."""
+    model = tmp_path / "model"
+    shutil.copytree(EXAMPLE, model)
+    (model / "hangs.py").write_text(
+        "import time\n"
+        "from searcher import HalfwayRandomSearch\n"
+        "class Hangs(HalfwayRandomSearch):\n"
+        "    def on_validation_completed(self, *args):\n"
+        "        time.sleep(60)\n"
+    )
+    monkeypatch.setenv("TRIALKIT_SEARCHER_CALL_TIMEOUT", "60")
+    store, exp = _custom_setup(tmp_path, model, "hangs:Hangs")
+    lock = threading.Lock()
+    answers: queue.Queue[SearcherError | None] = queue.Queue()
+    drv = SearcherDriver(
+        store, store.get_experiment(exp), OffLock(lock, lambda _e, error, _t: answers.put(error))
+    )
+    assert answers.get(timeout=60) is None
+    [trial] = store.list_trials(exp)
+    drv.validation_completed(trial, {"loss": 0.5}, 10)
+    time.sleep(1.0)
+    assert drv.busy
+    started = time.monotonic()
+    with lock:
+        drv.close()
+    drv.join(timeout=10)
+    assert time.monotonic() - started < 5.0
+    assert not drv.busy
+    assert answers.empty()
+    before = store.get_searcher_state(exp)
+    drv.validation_completed(trial, {"loss": 0.5}, 10)  # told after: dropped too
+    assert store.get_searcher_state(exp) == before and answers.empty()
