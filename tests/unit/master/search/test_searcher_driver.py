@@ -131,12 +131,11 @@ def _setup_custom(tmp_path: Path) -> tuple[Store, int]:
     return _custom_setup(tmp_path, EXAMPLE, "searcher:HalfwayRandomSearch")
 
 
-def test_a_hung_custom_searcher_is_called_off_the_lock_and_fails_its_search(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """With an OffLock, each event returns at once; the process is asked on the experiment's own
-    thread while the lock stays free; its answers are applied, in event order, under the lock;
-    a hang becomes the one-line error handed to ``answered`` after the call timeout."""
+def _hanging_setup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, call_timeout: int
+) -> tuple[Store, int]:
+    """An experiment whose custom searcher sleeps a minute in on_validation_completed, given
+    ``call_timeout`` seconds per call."""
     model = tmp_path / "model"
     shutil.copytree(EXAMPLE, model)
     (model / "hangs.py").write_text(
@@ -146,8 +145,17 @@ def test_a_hung_custom_searcher_is_called_off_the_lock_and_fails_its_search(
         "    def on_validation_completed(self, *args):\n"
         "        time.sleep(60)\n"
     )
-    monkeypatch.setenv("TRIALKIT_SEARCHER_CALL_TIMEOUT", "2")
-    store, exp = _custom_setup(tmp_path, model, "hangs:Hangs")
+    monkeypatch.setenv("TRIALKIT_SEARCHER_CALL_TIMEOUT", str(call_timeout))
+    return _custom_setup(tmp_path, model, "hangs:Hangs")
+
+
+def test_a_hung_custom_searcher_is_called_off_the_lock_and_fails_its_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With an OffLock, each event returns at once; the process is asked on the experiment's own
+    thread while the lock stays free; its answers are applied, in event order, under the lock;
+    a hang becomes the one-line error handed to ``answered`` after the call timeout."""
+    store, exp = _hanging_setup(tmp_path, monkeypatch, call_timeout=2)
     lock = threading.Lock()  # the engine's is an RLock; a Lock tells who holds it
     answers: queue.Queue[tuple[int, str | None, int | None]] = queue.Queue()
 
@@ -189,17 +197,7 @@ def test_letting_go_of_a_hung_custom_searcher_kills_it_at_once(
 ) -> None:
     """The experiment killed (or ended) while its searcher hangs: ``close`` returns at once,
     the process is killed rather than waited for, and its answer is dropped."""
-    model = tmp_path / "model"
-    shutil.copytree(EXAMPLE, model)
-    (model / "hangs.py").write_text(
-        "import time\n"
-        "from searcher import HalfwayRandomSearch\n"
-        "class Hangs(HalfwayRandomSearch):\n"
-        "    def on_validation_completed(self, *args):\n"
-        "        time.sleep(60)\n"
-    )
-    monkeypatch.setenv("TRIALKIT_SEARCHER_CALL_TIMEOUT", "60")
-    store, exp = _custom_setup(tmp_path, model, "hangs:Hangs")
+    store, exp = _hanging_setup(tmp_path, monkeypatch, call_timeout=60)
     lock = threading.Lock()
     answers: queue.Queue[SearcherError | None] = queue.Queue()
     drv = SearcherDriver(
