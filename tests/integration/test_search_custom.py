@@ -234,7 +234,7 @@ def test_a_hung_custom_searcher_delays_only_its_own_experiment(
     other = master.create(
         {"name": "plain-random", "entrypoint": "python3 train.py", "hyperparameters": hparams,
          "searcher": searcher, "max_restarts": 0},
-        CUSTOM,
+        d,  # the copy: create writes the config beside the model
     )  # fmt: skip
     slowest_list = 0.0
     while master.describe(other)["experiment"]["state"] not in {"COMPLETED", "ERROR", "CANCELED"}:
