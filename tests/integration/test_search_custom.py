@@ -1,6 +1,6 @@
 """Custom searchers (0.37 SearchMethod API) end to end, with examples/custom_searcher: run inside
-the master, run by a LocalSearchRunner in the user's process, and continued after a master
-SIGKILL."""
+the master (in a process of its own: a crash or a hang there fails only its experiment), run by a
+LocalSearchRunner in the user's process, and continued after a master SIGKILL."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import pytest
 
 from trialkit.client import start_background
 
-from .conftest import EXAMPLES, Master, write_script
+from .conftest import EXAMPLES, Master, _run_master, write_script
 
 pytestmark = pytest.mark.integration
 CUSTOM = EXAMPLES / "custom_searcher"
@@ -198,6 +199,82 @@ def test_custom_searcher_crash_or_exception_fails_its_experiment_not_the_master(
     assert len(healthy["trials"]) == 6
     assert master.pid() == pid
     os.kill(pid, 0)  # the same master process, still alive
+
+
+CALL_TIMEOUT = 30
+
+
+@pytest.fixture
+def master_with_call_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Master]:
+    """A master whose custom searchers get ``CALL_TIMEOUT`` seconds per call."""
+    monkeypatch.delenv("TRIALKIT_DB", raising=False)
+    monkeypatch.setenv("TRIALKIT_SEARCHER_CALL_TIMEOUT", str(CALL_TIMEOUT))
+    yield from _run_master(tmp_path / "home", monkeypatch)
+
+
+def test_a_hung_custom_searcher_delays_only_its_own_experiment(
+    master_with_call_timeout: Master, tmp_path: Path
+) -> None:
+    """Its process sleeps in on_validation_completed: meanwhile a random search under the same
+    master runs both its trials to the end and the experiment list answers at once; then the
+    hung one fails with its one-line reason when its call timeout runs out."""
+    master = master_with_call_timeout
+    pid = master.pid()
+    d = tmp_path / "m"
+    shutil.copytree(CUSTOM, d)
+    marker = tmp_path / "hung"
+    body = f"open({str(marker)!r}, 'w').close(); import time; time.sleep(300)"
+    hangs = _failing_searcher(d, "Hangs", "on_validation_completed", body)
+    master.cli("experiment", "create", str(hangs), str(d), "--config", SEQUENTIAL)
+    master.wait_for(marker.exists, timeout=90, what="the custom searcher to hang")
+    hung_at = time.monotonic()
+
+    searcher = {"name": "random", "metric": "loss", "max_trials": 2, "max_length": {"batches": 10}}
+    hparams = {"lr": {"type": "double", "minval": 0.0, "maxval": 1.0}}
+    other = master.create(
+        {"name": "plain-random", "entrypoint": "python3 train.py", "hyperparameters": hparams,
+         "searcher": searcher, "max_restarts": 0},
+        d,  # the copy: create writes the config beside the model
+    )  # fmt: skip
+    slowest_list = 0.0
+    while master.describe(other)["experiment"]["state"] not in {"COMPLETED", "ERROR", "CANCELED"}:
+        assert time.monotonic() - hung_at < CALL_TIMEOUT - 2, (
+            f"experiment {other} did not end while the custom searcher hung: "
+            f"{master.describe(other)}"
+        )
+        started = time.monotonic()
+        listed = master.client.request("GET", "/api/v1/experiments")["experiments"]
+        slowest_list = max(slowest_list, time.monotonic() - started)
+        assert {e["id"] for e in listed} == {1, other}
+        time.sleep(0.5)
+    ended = time.monotonic()
+    # the master the CLI found stalled would have been replaced by a second one on this home
+    assert master.pid() == pid, "a second master started: the first did not answer"
+    desc = master.describe(other)
+    assert desc["experiment"]["state"] == "COMPLETED", desc["experiment"]
+    assert [t["state"] for t in desc["trials"]] == ["COMPLETED", "COMPLETED"]
+    assert all(t["best_validation"] is not None for t in desc["trials"])  # they reported
+    started = time.monotonic()
+    listing = master.cli("experiment", "list").stdout
+    cli_seconds = time.monotonic() - started
+    assert master.describe(1)["experiment"]["state"] == "ACTIVE"  # still hung: its own wait
+    assert time.monotonic() - hung_at < CALL_TIMEOUT
+    assert "plain-random" in listing and "COMPLETED" in listing
+    print(
+        f"other experiment ended {ended - hung_at:.1f}s into the hang; slowest experiment list"
+        f" {slowest_list:.2f}s; trialkit experiment list {cli_seconds:.2f}s"
+    )
+    assert slowest_list < 2.0, f"the experiment list took {slowest_list:.1f}s"
+    assert cli_seconds < 10.0, f"trialkit experiment list took {cli_seconds:.1f}s"
+
+    hung = master.wait_state(1, {"COMPLETED", "ERROR", "CANCELED"}, timeout=CALL_TIMEOUT + 60)
+    error = hung["experiment"]["error"]
+    assert hung["experiment"]["state"] == "ERROR"
+    assert (
+        f"custom searcher Hangs.on_validation_completed: no answer within {CALL_TIMEOUT}s"
+        " (its process was killed)" in error
+    ), error
+    assert "\n" not in error
 
 
 def test_custom_searcher_in_the_master_survives_a_master_sigkill(

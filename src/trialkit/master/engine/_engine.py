@@ -1,7 +1,9 @@
 """The engine: wires the scheduler, the process supervisor, log capture and the searcher router
 to the lifecycle state machines (``_lifecycle``, applied by ``_transitions``, the one writer of
 trial and experiment state). One thread ticks; API calls come in through its methods, which take
-the engine's own lock."""
+the engine's own lock. A custom searcher's process is never waited for under that lock: it
+answers on its experiment's own thread, which takes the lock to apply the answer
+(``_searcher_answered``), so a hung one delays its own experiment only."""
 
 from __future__ import annotations
 
@@ -99,7 +101,7 @@ class Engine:
             _remote_pools(settings.master_config),
             settings.gpus,
         )
-        self._searchers = SearcherRouter(store)
+        self._searchers = SearcherRouter(store, self._lock, self._searcher_answered)
         self._local_runs = LocalRunIngest(store, settings.home)
         self._states = Transitions(store, self._procs, self._searchers)
         target = RunTarget(settings.home, settings.gpus, master_url, token, master_file)
@@ -129,10 +131,17 @@ class Engine:
         if self._thread.is_alive():
             self._thread.join(timeout=10)
         with self._lock:
-            self._searchers.close()  # custom searcher processes end with the master
+            drivers = self._searchers.close()  # custom searcher processes end with the master
+        for drv in drivers:  # their threads close them, and need the lock to end a call
+            drv.join(timeout=10)
 
     def wake(self) -> None:
         self._wake.set()
+
+    def _searcher_answered(self, experiment_id: int, error: str | None) -> None:
+        """A custom searcher's answer was applied (the lock held): act on it as after a call."""
+        self._states.searcher_said(self.store.get_experiment(experiment_id), error)
+        self.wake()
 
     def _loop(self) -> None:
         # A full tick lists every trial of each live experiment, CPU taken from the trials on
@@ -297,7 +306,8 @@ class Engine:
     # Reports from trials -----------------------------------------------------------------------
 
     def validation_reported(self, trial: Trial, metrics: Mapping[str, Any]) -> None:
-        """0.38: every validation report goes to the searcher."""
+        """0.38: every validation report goes to the searcher. A custom searcher's process gets
+        it in turn on its own thread: the metric POST does not wait for its answer."""
         with self._lock:
             exp = self.store.get_experiment(trial.experiment_id)
             drv = self._searchers.driver(exp.id)
@@ -310,7 +320,10 @@ class Engine:
         self.wake()
 
     def operation_completed(self, trial: Trial, length: int, metric: Any) -> None:
-        """0.37: the chief finished its op; the searcher decides before the answer goes back."""
+        """0.37: the chief finished its op; the searcher decides before the answer goes back, so
+        the trial's next ``searcher_operation`` finds its next op. A custom searcher's process
+        is waited for without the lock, at most its call timeout: a trial whose searcher is
+        slower sees no op, exits acknowledging that, and is relaunched once one comes."""
         with self._lock:
             trial = self.store.get_trial(trial.id)
             if _completion_taken(trial.searcher, length):
@@ -330,7 +343,10 @@ class Engine:
                 d.validation_completed(done, {d.metric: metric} if d.metric else {}, length)
 
             self._states.searcher_said(exp, self._searchers.call(exp, tell, done, load=True))
+            drv = self._searchers.driver(exp.id)
         self.wake()
+        if drv is not None:
+            drv.wait_for_answers()
 
     def progress_reported(self, trial: Trial, value: float, raw: bool) -> None:
         with self._lock:

@@ -143,8 +143,8 @@ class TrialSupervision:
             trials = self.store.list_trials(exp.id)
             exp = self.store.get_experiment(exp.id)
         drv = self.searchers.driver(exp.id)
-        if exp.state != ExperimentState.ACTIVE or drv is None:
-            return
+        if exp.state != ExperimentState.ACTIVE or drv is None or drv.busy:
+            return  # busy: the search has yet to hear of trials that ended, say
         states = [t.state for t in trials]
         if policy.experiment_done(drv.shutdown, states):
             final = policy.final_experiment_state(states, drv.failure)

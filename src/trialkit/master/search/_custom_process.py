@@ -4,8 +4,12 @@
 the child and one answer back, within ``CALL_TIMEOUT`` seconds. The child's state comes back
 with every answer, so the driver saves it as before and a restarted master starts a fresh child
 from it. A child that exits, hangs or answers an error fails the experiment with one line naming
-the class; the master goes on. The engine's lock is held while it waits for an answer, so a hang
-stalls the master for at most ``CALL_TIMEOUT`` (``START_TIMEOUT`` for the import at start).
+the class; the master goes on. ``CALL_TIMEOUT`` can be set for a master with the environment
+variable ``TRIALKIT_SEARCHER_CALL_TIMEOUT`` (seconds).
+
+Its calls block, so the master makes them on the experiment's own thread, never under the
+engine's lock (``_driver``, ``_serial``): a hang or a slow import (``START_TIMEOUT``) delays only
+that experiment. One thread calls it; ``kill`` alone may come from another (the search let go).
 """
 
 from __future__ import annotations
@@ -13,12 +17,14 @@ from __future__ import annotations
 import collections
 import json
 import logging
+import os
 import queue
 import shutil
 import subprocess
 import sys
 import tempfile
 import threading
+import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any, NoReturn
@@ -39,6 +45,18 @@ CALL_TIMEOUT = 60.0
 #: seconds for the start: importing the user's module (it may import a framework)
 START_TIMEOUT = 300.0
 _STDERR_TAIL = 5
+_CALL_TIMEOUT_VARIABLE = "TRIALKIT_SEARCHER_CALL_TIMEOUT"
+
+
+def call_timeout_from_env() -> float:
+    """``CALL_TIMEOUT``, or the seconds ``$TRIALKIT_SEARCHER_CALL_TIMEOUT`` gives."""
+    value = os.environ.get(_CALL_TIMEOUT_VARIABLE)
+    try:
+        return float(value) if value else CALL_TIMEOUT
+    except ValueError:
+        raise SearcherError(
+            f"{_CALL_TIMEOUT_VARIABLE}={value!r}: not a number of seconds"
+        ) from None
 
 
 class CustomSearcherProcess(DrivenMethod):
@@ -71,6 +89,19 @@ class CustomSearcherProcess(DrivenMethod):
         self._answers: queue.Queue[str | None] = queue.Queue()
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
         self._stderr_pump: threading.Thread | None = None
+        self._killed = False
+
+    @property
+    def call_timeout(self) -> float:
+        return self._call_timeout
+
+    def kill(self) -> None:
+        """Kill the process now, even while another thread waits for its answer (that call
+        fails); any later call fails too. The one method safe to call from another thread."""
+        self._killed = True
+        proc = self._proc
+        if proc is not None:
+            proc.kill()
 
     # DrivenMethod ------------------------------------------------------------------------------
 
@@ -109,6 +140,23 @@ class CustomSearcherProcess(DrivenMethod):
         self._state = dict(state)
         self._progress = float(state.get("progress", 0.0))
 
+    # What the master asks to repair a crash, answered from the state the child last sent
+    # (``CustomMethod.save``) without a call: an event told but not answered before a crash
+    # (a trial's close, the metric of its operation) is told again.
+
+    def knows(self, request_id: str) -> bool:
+        return _canonical(request_id) in self._book("trialsCreated")
+
+    def is_closed(self, request_id: str) -> bool:
+        return _canonical(request_id) in self._book("trialsClosed")
+
+    def outstanding(self, request_id: str) -> int | None:
+        length = (self._state or {}).get("inflight", {}).get(request_id)
+        return int(length) if length is not None else None
+
+    def _book(self, key: str) -> set[str]:
+        return {_canonical(r) for r in (self._state or {}).get("searcher_state", {}).get(key, [])}
+
     def close(self) -> None:
         """Stop the process (stdin closed, then killed if it lingers) and drop its files."""
         proc, self._proc = self._proc, None
@@ -128,6 +176,8 @@ class CustomSearcherProcess(DrivenMethod):
     def _ensure_started(self) -> None:
         if self._failed is not None:
             raise SearcherError(self._failed)
+        if self._killed:
+            raise SearcherError(f"custom searcher {self.name}: its process was killed")
         if self._proc is not None:
             return
         self._root = Path(tempfile.mkdtemp(prefix=f"trialkit-searcher-{self.experiment_id}-"))
@@ -148,6 +198,8 @@ class CustomSearcherProcess(DrivenMethod):
             )
         except OSError as e:  # e.g. no process left to fork
             self._fail(f"start: its process could not start: {e}")
+        if self._killed:  # killed while it started: ``kill`` did not see it
+            self._fail("start: its process was killed")
         assert self._proc.stdout is not None and self._proc.stderr is not None
         _reader(self._proc.stdout, self._answers.put, f"searcher-{self.experiment_id}-out")
         self._stderr_pump = _reader(
@@ -202,6 +254,14 @@ class CustomSearcherProcess(DrivenMethod):
         last = f" (last output: {self._stderr_tail[-1]})" if self._stderr_tail else ""
         self._failed = f"custom searcher {self.name}.{what}{last}"
         raise SearcherError(self._failed)
+
+
+def _canonical(request_id: str) -> str:
+    """A request id as ``SearcherState`` writes it (a UUID's canonical form)."""
+    try:
+        return str(uuid.UUID(str(request_id)))
+    except ValueError:
+        return str(request_id)
 
 
 def _reader(stream: IO[str], sink: Callable[[str | None], None], name: str) -> threading.Thread:

@@ -1,16 +1,20 @@
 """The searcher router: each managed experiment's SearcherDriver, and every call into it.
 
 A SearcherError never escapes: the call returns its message, and the engine fails the
-experiment with it (``ExperimentEvent.FAILED``)."""
+experiment with it (``ExperimentEvent.FAILED``). A custom searcher's process answers later, on
+its experiment's own thread (``_driver.OffLock``): its message, or None, goes to ``answered``
+then, under the engine's lock, and the call itself returns None."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
 
 from ...searcher import ExitedReason, SearcherError
 from ...store import Experiment, Store, Trial, TrialState
-from ._driver import SearcherDriver
+from ._driver import OffLock, SearcherDriver
 from ._experiment_config import config_of
 
 logger = logging.getLogger("trialkit.master")
@@ -22,11 +26,23 @@ _EXIT_REASONS = {
 
 
 class SearcherRouter:
-    """Experiment id -> its driver (loaded on first use, dropped when the experiment ends)."""
+    """Experiment id -> its driver (loaded on first use, dropped when the experiment ends).
 
-    def __init__(self, store: Store) -> None:
+    With ``lock`` and ``answered``, custom searchers' processes are called off that lock, and
+    ``answered(experiment_id, error)`` is told each of their answers under it."""
+
+    def __init__(
+        self,
+        store: Store,
+        lock: AbstractContextManager[Any] | None = None,
+        answered: Callable[[int, str | None], None] | None = None,
+    ) -> None:
         self.store = store
         self._drivers: dict[int, SearcherDriver] = {}
+        self._off_lock = (
+            OffLock(lock, self._answered_later) if lock is not None and answered else None
+        )
+        self._answered = answered
 
     def driver(self, experiment_id: int) -> SearcherDriver | None:
         return self._drivers.get(experiment_id)
@@ -40,10 +56,13 @@ class SearcherRouter:
         if drv is not None:
             drv.close()
 
-    def close(self) -> None:
-        """Release every search's resources (custom searcher processes): the master stops."""
+    def close(self) -> list[SearcherDriver]:
+        """Release every search's resources (custom searcher processes): the master stops. The
+        drivers let go, to ``join`` once the engine's lock is released."""
+        drivers = list(self._drivers.values())
         for experiment_id in list(self._drivers):
             self.forget(experiment_id)
+        return drivers
 
     def load(self, exp: Experiment) -> str | None:
         """Load (or start) the experiment's search; the searcher error, if any."""
@@ -52,7 +71,7 @@ class SearcherRouter:
     def _load(self, exp: Experiment) -> SearcherDriver:
         drv = self._drivers.get(exp.id)
         if drv is None:
-            drv = SearcherDriver(self.store, exp)
+            drv = SearcherDriver(self.store, exp, self._off_lock)
             self._drivers[exp.id] = drv
         return drv
 
@@ -90,10 +109,24 @@ class SearcherRouter:
         try:
             action()
         except SearcherError as e:
-            who = f"trial {trial.id}: " if trial is not None else ""
-            message = (
-                f"searcher error: {e}" if str(e).startswith(who) else f"searcher error: {who}{e}"
-            )
-            logger.error("experiment %d: %s", exp.id, message)
-            return message
+            return _error_message(exp.id, e, trial)
         return None
+
+    def _answered_later(
+        self, experiment_id: int, error: SearcherError | None, trial: Trial | None
+    ) -> None:
+        assert self._answered is not None
+        message = None if error is None else _error_message(experiment_id, error, trial)
+        self._answered(experiment_id, message)
+
+
+def _error_message(experiment_id: int, error: SearcherError, trial: Trial | None) -> str:
+    """The experiment's one-line error, naming the trial the event was about; logged."""
+    who = f"trial {trial.id}: " if trial is not None else ""
+    message = (
+        f"searcher error: {error}"
+        if str(error).startswith(who)
+        else f"searcher error: {who}{error}"
+    )
+    logger.error("experiment %d: %s", experiment_id, message)
+    return message
