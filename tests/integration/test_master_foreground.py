@@ -14,7 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
+
+from .conftest import Master
 
 TRIALKIT = [sys.executable, "-m", "trialkit.cli"]
 
@@ -69,3 +72,28 @@ def test_master_up_foreground_runs_the_master_in_the_cli_process(
     assert "Traceback" not in err
     assert _status(home)["running"] is False
     assert json.loads((home / "master.json").read_text())["token"] == "", "cleanup did not run"
+
+
+def test_a_master_that_does_not_answer_is_not_joined_by_a_second_one(
+    master: Master,
+) -> None:
+    # A stalled master (stopped here; before: hung in a searcher call) answered no health
+    # check, so the next command started a second master on the same home, which adopted the
+    # first one's trials beside it. Now the second one exits at once naming the first.
+    first = master.pid()
+    os.kill(first, signal.SIGSTOP)
+    try:
+        listed = master.cli("experiment", "list", check=False, timeout=90)
+        assert listed.returncode != 0
+        assert f"another master is running for {master.home} (pid {first})" in listed.stderr
+        masters = [
+            p.pid
+            for p in psutil.process_iter(["cmdline"])
+            if "trialkit.master" in (p.info["cmdline"] or [])
+            and str(master.home) in (p.info["cmdline"] or [])
+        ]
+        assert masters == [first], masters
+    finally:
+        os.kill(first, signal.SIGCONT)
+    assert master.cli("experiment", "list").returncode == 0  # the first one again
+    assert master.pid() == first

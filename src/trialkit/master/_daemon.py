@@ -7,6 +7,7 @@ private to the user (docs/security.md)."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -19,7 +20,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from .._home import PRIVATE_FILE, PRIVATE_UMASK, ensure_private_dir, make_private
 from ..client import check_slots, master_file, read_master_file
@@ -92,6 +93,29 @@ def _write_master_file(path: Path, info: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def _hold_home_lock(home: Path) -> IO[str]:
+    """One master per home: an exclusive lock on ``master.lock``, held while this process lives
+    (the kernel drops it however the process ends; trials do not inherit it). A second master,
+    e.g. started by a command that found the first too busy to answer, exits with one line
+    instead of adopting the first one's trials beside it."""
+    lock = open(home / "master.lock", "a+")  # noqa: SIM115 (held until the process ends)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.seek(0)
+        holder = lock.read().strip() or "unknown"
+        lock.close()
+        sys.exit(
+            f"MasterError: another master is running for {home} (pid {holder}) but did not"
+            " answer; wait for it, or stop it with 'trialkit master down'"
+        )
+    lock.seek(0)
+    lock.truncate()
+    lock.write(f"{os.getpid()}\n")
+    lock.flush()
+    return lock
+
+
 def _make_store_private(home: Path) -> None:
     """A SQLite store in the home (and its journal files) readable by the user only; a store
     made by an older trialkit with the user's umask is tightened here."""
@@ -141,6 +165,7 @@ def serve(
     # Everything this process and the trials it starts create is private to the user.
     os.umask(PRIVATE_UMASK)
     ensure_private_dir(home)
+    home_lock = _hold_home_lock(home)
     mfile = master_file(home)
     previous = _previous_port(mfile)
     port = _free_port(previous, host)
@@ -230,6 +255,7 @@ def serve(
             # Keep the port for the next master; drop the token so clients stop using it.
             _write_master_file(mfile, {"url": url, "token": "", "pid": None, "port": port})
         store.close()
+        home_lock.close()
 
 
 @contextlib.contextmanager
