@@ -64,7 +64,6 @@ def _train(
             trial_id=5,
         )
         loop = TrainLoop(core_context, strategy, settings)
-        strategy.keras_callback.batches_trained = lambda: loop.progress.batches_trained
         strategy.keras_callback.scheduling_unit = 2
         loop.run([Target(Batch(batches))], checkpoint)
         tb = core_context.train.get_tensorboard_path()

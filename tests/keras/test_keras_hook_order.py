@@ -124,7 +124,6 @@ def _train(batches: int, checkpoint: str | None = None) -> tuple[list[str], str 
             trial_id=3,
         )
         loop = TrainLoop(core_context, strategy, settings)
-        strategy.keras_callback.batches_trained = lambda: loop.progress.batches_trained
         strategy.keras_callback.scheduling_unit = 2
         loop.run([Target(Batch(batches))], checkpoint)
     return trial.recorder.events, loop.last_checkpoint
