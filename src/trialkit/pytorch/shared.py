@@ -5,7 +5,7 @@ from ._context_base import TorchContextBase
 from ._reducer import reduce_batches, reduce_workers
 from ._rng import capture_rng, restore_rng, seed_all
 from ._runtime import TorchRuntime
-from ._strategy_base import TorchStrategyBase
+from ._strategy_base import TorchStrategyBase, repeat_forever
 from ._trainer import LoopTrainer
 from ._trial import TrialContractError, check_one_evaluate, evaluate_batch_takes_index
 
@@ -20,6 +20,7 @@ __all__ = [
     "evaluate_batch_takes_index",
     "reduce_batches",
     "reduce_workers",
+    "repeat_forever",
     "restore_rng",
     "seed_all",
 ]
