@@ -87,12 +87,13 @@ class KerasStrategy:
         )
         #: The trial's one loop callback, which forwards to the user's Keras callbacks.
         self.keras_callback = KerasHooks(user, self._cb_list)
+        self._loop_callbacks = {"keras": self.keras_callback}  # read at every hook fired
         self._data: TrainingData | None = None
         self._validation: Any = None
         self._class_weight = context.fit_config.class_weight
 
     def callbacks(self) -> dict[str, Any]:
-        return {"keras": self.keras_callback}
+        return self._loop_callbacks
 
     def use_hooks(self, hooks: Hooks) -> None:
         self.hooks = hooks
