@@ -15,13 +15,8 @@ from typing import Any
 import torch
 
 from ..harness import average_batches, scalar
-from ..pytorch import DataLoader, PyTorchCallback
-from ..pytorch.shared import (
-    TorchStrategyBase,
-    evaluate_batch_takes_index,
-    reduce_batches,
-    reduce_workers,
-)
+from ..pytorch import DataLoader
+from ..pytorch.shared import TorchStrategyBase, evaluate_batch_takes_index, repeat_forever
 from ._context import DeepSpeedTrialContext
 from ._runtime import DeepSpeedRuntime
 from ._trial import DeepSpeedTrial, check_trial
@@ -107,23 +102,17 @@ class DeepSpeedStrategy(TorchStrategyBase):
         data: Iterator[Any] | None = None
         mine: int | None = None
         if isinstance(loader, DataLoader):
-            torch_loader = loader.get_data_loader(
-                repeat=True,
-                skip=micro_skip,
-                num_replicas=self.mpu.data_parallel_world_size,
-                rank=self.mpu.data_parallel_rank,
-                shuffle_seeds=self._pinned_shuffle_seeds(micro_skip),
-            )
-            self._follow_shuffle(torch_loader, same_rng_on_all_ranks=False)
-            mine = len(torch_loader)
-            data = iter(torch_loader)
+            data, mine = self._sharded_training(loader, micro_skip, same_rng_on_all_ranks=False)
         elif loader is not None:
             mine = len(loader) if hasattr(loader, "__len__") else None
-            data = itertools.islice(_forever(loader), micro_skip, None)
+            data = itertools.islice(repeat_forever(loader), micro_skip, None)
         lengths = [n for n in self.dist.allgather(mine) if n is not None]
         epoch_len = max(min(lengths) // self._micro_batches, 1) if lengths else sys.maxsize
         self.runtime.epoch_len = epoch_len
         return itertools.repeat(data), epoch_len
+
+    def _data_shard(self) -> tuple[int, int]:
+        return self.mpu.data_parallel_world_size, self.mpu.data_parallel_rank
 
     def batch_length(self, batch: Any) -> int:
         return self._records
@@ -158,20 +147,8 @@ class DeepSpeedStrategy(TorchStrategyBase):
 
     # Validation ---------------------------------------------------------------------------------
 
-    def _validation_loader(self) -> Any:
-        if self._val_loader is None:
-            loader = self._built_loader("validation")
-            if isinstance(loader, DataLoader):
-                if self._full_dataset:
-                    loader = loader.get_data_loader(repeat=False)
-                else:
-                    loader = loader.get_data_loader(
-                        repeat=False,
-                        num_replicas=self.mpu.data_parallel_world_size,
-                        rank=self.mpu.data_parallel_rank,
-                    )
-            self._val_loader = loader
-        return self._val_loader
+    def _build_validation_loader(self) -> Any:
+        return self._built_loader("validation")
 
     def _evaluate_full(self, loader: Any) -> dict[str, Any]:
         """On every rank, with the unsharded loader (None where none is built): ZeRO-3 and
@@ -202,37 +179,18 @@ class DeepSpeedStrategy(TorchStrategyBase):
             )
         return steps
 
-    def _evaluate_batches(self, loader: Any, test_mode: bool) -> dict[str, Any]:
+    def _evaluation_outputs(self, loader: Any, test_mode: bool) -> Iterator[dict[str, Any]]:
+        """Every rank runs the same number of steps; one where no loader is built gets None."""
         trial = self.trial
-        self.hooks.fire("on_validation_epoch_start")
         steps = 1 if test_mode else self._validation_steps(loader)
         data = iter(loader) if loader is not None else None
-        outputs: list[dict[str, Any]] = []
-        keys: set[str] | None = None
         evaluate: Any = trial.evaluate_batch  # batch_idx is optional in user signatures
         for idx in range(steps):
             out = evaluate(data, idx) if self._eval_with_index else evaluate(data)
-            out = {
-                k: (v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else v)
-                for k, v in _metrics(out, trial, "evaluate_batch").items()
-            }
-            if keys is None:
-                keys = set(out)
-            elif set(out) != keys:
-                raise ValueError(
-                    f"evaluate_batch returned keys {sorted(out)} at batch {idx}, {sorted(keys)} "
-                    "before; every batch must return the same metrics"
-                )
-            outputs.append(out)
-        self.hooks.fire("on_validation_epoch_end", outputs)
-        reducers = trial.evaluation_reducer()
-        mine = (
-            (reduce_batches(outputs, reducers), len(outputs))
-            if self.mpu.should_report_metrics
-            else ({}, 0)
-        )
-        per_worker = self.dist.allgather(mine) if self.dist.size > 1 else [mine]
-        return reduce_workers(per_worker, reducers) if self.dist.rank == 0 else {}
+            yield _metrics(out, trial, "evaluate_batch")
+
+    def _reports_metrics(self) -> bool:
+        return bool(self.mpu.should_report_metrics)
 
     # Checkpoints --------------------------------------------------------------------------------
 
@@ -240,7 +198,7 @@ class DeepSpeedStrategy(TorchStrategyBase):
         """Every rank: its harness state, load_data.json and its engines' shards; the chief
         also the model code."""
         state: dict[str, Any] = {
-            "callbacks": {name: cb.state_dict() for name, cb in self._callbacks.items()},
+            "callbacks": self._callback_states(),
             "rng_state": rng_state,
             "module_buffers": _module_buffers(self.context.models),
         }
@@ -250,18 +208,11 @@ class DeepSpeedStrategy(TorchStrategyBase):
             state["trialkit_shuffle"] = shuffle
         self.hooks.fire("on_checkpoint_save_start", state)
         torch.save(state, path / rank_state_file(self.dist.rank))
-        ctx = self.context
-        cls = type(self.trial)
-        load_data = {
-            "trial_type": "DeepSpeedTrial",
-            "experiment_config": self.runtime.exp_conf,
-            "hparams": self.runtime.hparams,
-            "trial_cls_spec": f"{cls.__module__}:{cls.__qualname__}",
-        }
+        load_data = self._load_data("DeepSpeedTrial")
         (path / LOAD_DATA).write_text(json.dumps(load_data, indent=2, sort_keys=True, default=str))
         if self.dist.rank == 0:
             self._copy_code(path / "code")
-        self.trial.save(ctx, path)
+        self.trial.save(self.context, path)
 
     def load(self, path: Path) -> dict[str, Any] | None:
         """Restore the engines, then this rank's callbacks; return its RNG state. A rank the
@@ -279,12 +230,7 @@ class DeepSpeedStrategy(TorchStrategyBase):
         self.trial.load(self.context, path)
         _restore_module_buffers(self.context.models, state.get("module_buffers") or [])
         self._shuffle_saved = state.get("trialkit_shuffle")
-        saved_cbs = state.get("callbacks", {})
-        for name, cb in self._callbacks.items():
-            if name in saved_cbs:
-                cb.load_state_dict(saved_cbs[name])
-            elif type(cb).load_state_dict is not PyTorchCallback.load_state_dict:
-                logger.warning("callback %r has no state in the checkpoint", name)
+        self._load_callback_states(state.get("callbacks", {}))
         return state.get("rng_state")  # type: ignore[no-any-return]
 
 
@@ -304,11 +250,6 @@ def _restore_module_buffers(engines: list[Any], saved: list[dict[str, torch.Tens
             for name, value in buffers.items():
                 if name in own and own[name].shape == value.shape:
                     own[name].copy_(value)
-
-
-def _forever(loader: Any) -> Iterator[Any]:
-    while True:
-        yield from loader
 
 
 def _calls_per_step(context: DeepSpeedTrialContext) -> int:

@@ -16,7 +16,7 @@ from ..contract import get_cluster_info
 from ..harness import Strategy
 from ..pytorch import Batch, TrainUnit
 from ..pytorch.dsat import trial_reporting_context
-from ..pytorch.shared import LoopTrainer, seed_all
+from ..pytorch.shared import LoopTrainer, open_trial_context
 from ..rendezvous import free_port
 from ._context import DeepSpeedTrialContext
 from ._strategy import DeepSpeedStrategy
@@ -84,31 +84,23 @@ def init(
     given. Runs on CPU (DeepSpeed's CPU accelerator) where no GPU is visible."""
     use_cpu_accelerator_without_cuda()
     info = get_cluster_info()
-    trial_seed, steps_completed = seed, 0
-    if info is not None and info.task_type == "TRIAL":
-        if len(info.slot_ids) > 1 and int(os.environ.get("WORLD_SIZE", "1")) <= 1:
-            raise TrialContractError(
-                f"this trial has {len(info.slot_ids)} slots but was started without a launcher: "
-                "use entrypoint python3 -m trialkit.launch.deepspeed -- python3 -m "
-                "trialkit.exec.harness model_def:Trial"
-            )
-        hparams = dict(info.trial.hparams) if hparams is None else hparams
-        exp_conf = info.trial.config
-        trial_seed = info.trial.trial_seed
-        steps_completed = info.trial.steps_completed
-    dist = _init_distributed(distributed)
-    if trial_seed is not None:
-        seed_all(trial_seed)
-    with core.init(distributed=dist) as core_context:
-        yield DeepSpeedTrialContext(
-            core_context,
-            hparams=hparams,
-            exp_conf=exp_conf,
-            trial_seed=trial_seed,
-            steps_completed=steps_completed,
-            debug_enabled=bool((exp_conf or {}).get("debug")),
-            enable_tensorboard_logging=enable_tensorboard_logging,
+    slots = len(info.slot_ids) if info is not None and info.task_type == "TRIAL" else 1
+    if slots > 1 and int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        raise TrialContractError(
+            f"this trial has {slots} slots but was started without a launcher: "
+            "use entrypoint python3 -m trialkit.launch.deepspeed -- python3 -m "
+            "trialkit.exec.harness model_def:Trial"
         )
+    with open_trial_context(
+        DeepSpeedTrialContext,
+        info,
+        _init_distributed(distributed),
+        hparams=hparams,
+        exp_conf=exp_conf,
+        seed=seed,
+        enable_tensorboard_logging=enable_tensorboard_logging,
+    ) as context:
+        yield context
 
 
 class Trainer(LoopTrainer):

@@ -1,7 +1,8 @@
 """``Hooks``: fires a callback hook on every callback of a trial. The loop owns the one instance
 of a trial and hands it to its strategy (``Strategy.use_hooks``), so the loop's hooks and the
-strategy's (validation, checkpoint save and load) fire through one object; the one place the
-pre-0.13 zero-argument epoch hooks are tolerated."""
+strategy's (validation, checkpoint save and load; the Keras strategy's per-batch and
+end-of-training hooks) fire through one object; the one place the pre-0.13 zero-argument epoch
+hooks are tolerated."""
 
 from __future__ import annotations
 

@@ -23,27 +23,28 @@ def tensorboard_dir() -> Path | None:
 
 
 class KerasHooks:
-    """The one loop callback of a TFKerasTrial; forwards to the user's Keras callbacks."""
+    """The one loop callback of a TFKerasTrial; forwards to the user's Keras callbacks. Every
+    call reaches it through the loop's hook dispatcher: the loop's hooks, and those the Keras
+    strategy fires around each batch, at the end of its checkpoint save and of training."""
 
-    def __init__(self, model: Any, user: list[Any]) -> None:
-        self.model = model
+    def __init__(self, user: list[Any], cb_list: Any) -> None:
+        """``cb_list``: Keras's ``CallbackList`` of the ``user`` callbacks (None without any)."""
         self.user = user
-        self.cb_list: Any = None
+        self.cb_list = cb_list
         self.logs: dict[str, Any] = {}
-        self.batches_trained: Callable[[], int] = lambda: 0
         self.scheduling_unit = 1
+        self._batches_trained = 0
         self._began = False
         self._workload_open = False
         self._pending_state: dict[int, Any] | None = None
         self._test_end: Callable[..., Any] | None = None
+        if cb_list is not None:
+            self._hold_test_end(cb_list)
 
     def _each(self, hook: str) -> list[Callable[..., Any]]:
         return [getattr(cb, hook) for cb in self.user if callable(getattr(cb, hook, None))]
 
-    def set_training_cb(self, cb_list: Any) -> None:
-        self.cb_list = cb_list
-
-    def hold_test_end(self, cb_list: Any) -> None:
+    def _hold_test_end(self, cb_list: Any) -> None:
         """Keep ``evaluate``'s own ``on_test_end`` (raw names) from reaching the callbacks;
         ``on_validation_end`` makes the call with the reported metrics instead."""
         self._test_end = cb_list.on_test_end
@@ -80,10 +81,10 @@ class KerasHooks:
         self.logs.update({k: v for k, v in avg_metrics.items() if v is not None})
         self._workload_open = False
         for fn in self._each("on_train_workload_end"):
-            fn(self.batches_trained(), dict(avg_metrics))
+            fn(self._batches_trained, dict(avg_metrics))
 
     def on_checkpoint_end(self, checkpoint_dir: str) -> None:
-        pass  # called by checkpoint_written, with the Keras files in place
+        pass  # the callbacks' on_checkpoint_end ran at on_checkpoint_save_end
 
     def on_checkpoint_write_end(self, checkpoint_dir: str) -> None:
         for fn in self._each("on_checkpoint_write_end"):
@@ -93,17 +94,21 @@ class KerasHooks:
         for fn in self._each("on_checkpoint_upload_end"):
             fn(uuid)
 
-    # From the strategy ----------------------------------------------------------------------------
+    # The Keras strategy's hooks (the batch hooks only when there are user callbacks) -----------
 
-    def train_batch_begin(self) -> None:
-        """Before each batch: opens a workload (Determined calls its begin lazily, here)."""
-        if self._workload_open:
-            return
-        self._workload_open = True
-        done = self.batches_trained()
-        requested = self.scheduling_unit - done % self.scheduling_unit
-        for fn in self._each("on_train_workload_begin"):
-            fn(done, requested, {})
+    def on_training_batch_start(self, batch_idx: int, step: int) -> None:
+        """Before each batch (``step`` within its epoch): opens a workload, as Determined calls
+        its begin lazily, then Keras's ``on_train_batch_begin``."""
+        if not self._workload_open:
+            self._workload_open = True
+            requested = self.scheduling_unit - batch_idx % self.scheduling_unit
+            for fn in self._each("on_train_workload_begin"):
+                fn(batch_idx, requested, {})
+        self.cb_list.on_train_batch_begin(step)
+
+    def on_training_batch_end(self, batch_idx: int, step: int, logs: dict[str, Any]) -> None:
+        self._batches_trained = batch_idx + 1
+        self.cb_list.on_train_batch_end(step, logs)
 
     def on_validation_end(self, metrics: dict[str, Any]) -> None:
         """After ``evaluate``: Keras's ``on_test_end`` with the ``val_`` metrics, as Determined
@@ -112,14 +117,17 @@ class KerasHooks:
         if self._test_end is not None:
             self._test_end(dict(metrics))
 
-    def checkpoint_written(self, path: str) -> None:
+    def on_checkpoint_save_end(self, checkpoint_dir: str) -> None:
+        """The Keras files are written (the harness's trial state is not yet)."""
         for fn in self._each("on_checkpoint_end"):
-            fn(path)
+            fn(checkpoint_dir)
 
-    def train_end(self) -> None:
+    def on_training_end(self) -> None:
         if self._began:
             self.cb_list.on_train_end(dict(self.logs))
             self._began = False
+
+    # The callbacks' state, which the strategy saves and loads (as PyTorch's state_dicts) -------
 
     def state(self) -> dict[int, Any]:
         return {i: cb.get_state() for i, cb in enumerate(self.user) if hasattr(cb, "get_state")}

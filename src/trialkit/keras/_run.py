@@ -96,7 +96,6 @@ def run_under_master(trial_class: type[TFKerasTrial], info: Any) -> None:
             on_cluster=True,
         )
         loop = TrainLoop(core_context, strategy, settings)
-        strategy.keras_callback.batches_trained = lambda: loop.progress.batches_trained
         strategy.keras_callback.scheduling_unit = max(int(cfg.scheduling_unit), 1)
         targets = searcher_targets(core_context, searcher, gbs, lambda: loop.epoch_len)
         loop.run(targets, info.latest_checkpoint)

@@ -79,22 +79,21 @@ class KerasStrategy:
         self._tf_strategy = tf_strategy
         self._steps = MultiWorkerSteps(model, tf_strategy) if tf_strategy is not None else None
         user = list(trial.keras_callbacks() or [])
-        #: The trial's one loop callback, which forwards to the user's Keras callbacks.
-        self.keras_callback = KerasHooks(model, user)
         self._batch_hooks = bool(user)
         self._cb_list: Any = (
             keras.callbacks.CallbackList(user, add_history=False, add_progbar=False, model=model)
             if user
             else None
         )
-        if self._cb_list is not None:
-            self.keras_callback.hold_test_end(self._cb_list)
+        #: The trial's one loop callback, which forwards to the user's Keras callbacks.
+        self.keras_callback = KerasHooks(user, self._cb_list)
+        self._loop_callbacks = {"keras": self.keras_callback}  # read at every hook fired
         self._data: TrainingData | None = None
         self._validation: Any = None
         self._class_weight = context.fit_config.class_weight
 
     def callbacks(self) -> dict[str, Any]:
-        return {"keras": self.keras_callback}
+        return self._loop_callbacks
 
     def use_hooks(self, hooks: Hooks) -> None:
         self.hooks = hooks
@@ -119,10 +118,9 @@ class KerasStrategy:
 
     def training_started(self) -> None:
         self.model.stop_training = False
-        self.keras_callback.set_training_cb(self._cb_list)
 
     def training_ended(self) -> None:
-        self.keras_callback.train_end()
+        self.hooks.fire("on_training_end")
 
     def train_batch(
         self, batch: Any, epoch_idx: int, batch_idx: int, epoch_len: int
@@ -130,8 +128,7 @@ class KerasStrategy:
         x, y, w = batch
         step = batch_idx % epoch_len
         if self._batch_hooks:
-            self.keras_callback.train_batch_begin()
-            self._cb_list.on_train_batch_begin(step)
+            self.hooks.fire("on_training_batch_start", batch_idx, step)
         if self._steps is not None:
             logs = self._steps.train_batch(x, y, w, self._class_weight)
         elif self._class_weight is not None and w is None:
@@ -141,7 +138,7 @@ class KerasStrategy:
         else:
             logs = self.model.train_on_batch(x, y, sample_weight=w, return_dict=True)
         if self._batch_hooks:
-            self._cb_list.on_train_batch_end(step, logs)
+            self.hooks.fire("on_training_batch_end", batch_idx, step, logs)
         return logs  # type: ignore[no-any-return]
 
     def stop_requested(self) -> bool:
@@ -241,7 +238,7 @@ class KerasStrategy:
             "trial_cls_spec": f"{cls.__module__}:{cls.__qualname__}",
         }
         (path / LOAD_DATA).write_text(json.dumps(load_data, indent=2, default=str))
-        self.keras_callback.checkpoint_written(str(path))
+        self.hooks.fire("on_checkpoint_save_end", str(path))
 
     def load(self, path: Path) -> dict[str, Any] | None:
         """Restore weights and optimizer state; return the RNG state."""

@@ -12,12 +12,10 @@ from typing import Any
 
 import torch
 
-from ._callback import PyTorchCallback
 from ._context import PyTorchTrialContext
 from ._data import DataLoader, data_length, to_device
-from ._reducer import reduce_batches, reduce_workers
 from ._runtime import PyTorchRuntime
-from ._strategy_base import TorchStrategyBase
+from ._strategy_base import TorchStrategyBase, repeat_forever
 from ._trial import PyTorchTrial, check_trial, evaluate_batch_takes_index
 
 logger = logging.getLogger("trialkit.pytorch")
@@ -105,42 +103,22 @@ class TorchStrategy(TorchStrategyBase):
         # from the global RNG then leaves it where Determined's does.
         self._validation_loader()
         if isinstance(loader, DataLoader):
-            torch_loader = loader.get_data_loader(
-                repeat=True,
-                skip=skip,
-                num_replicas=self.dist.size,
-                rank=self.dist.rank,
-                shuffle_seeds=self._pinned_shuffle_seeds(skip),
-            )
-            self._follow_shuffle(torch_loader, same_rng_on_all_ranks=True)
-            epoch_len = len(torch_loader)
-            it = iter(torch_loader)
+            it, epoch_len = self._sharded_training(loader, skip, same_rng_on_all_ranks=True)
         else:
             epoch_len = len(loader) if hasattr(loader, "__len__") else sys.maxsize
-
-            def forever() -> Iterator[Any]:
-                while True:
-                    yield from loader
-
-            it = forever()
+            it = repeat_forever(loader)
             for _ in range(skip):
                 next(it)
         self.runtime.epoch_len = epoch_len
         return it, epoch_len
 
-    def _validation_loader(self) -> Any:
-        if self._val_loader is None:
-            loader: Any = self.trial.build_validation_data_loader()
-            self._check_loader(loader, "validation")
-            if isinstance(loader, DataLoader):
-                if self._full_dataset:
-                    loader = loader.get_data_loader(repeat=False)
-                else:
-                    loader = loader.get_data_loader(
-                        repeat=False, num_replicas=self.dist.size, rank=self.dist.rank
-                    )
-            self._val_loader = loader
-        return self._val_loader
+    def _data_shard(self) -> tuple[int, int]:
+        return self.dist.size, self.dist.rank
+
+    def _build_validation_loader(self) -> Any:
+        loader = self.trial.build_validation_data_loader()
+        self._check_loader(loader, "validation")
+        return loader
 
     def batch_length(self, batch: Any) -> int:
         if self._default_batch_length:
@@ -188,41 +166,20 @@ class TorchStrategy(TorchStrategyBase):
             raise TypeError("evaluate_full_dataset must return a dict of metrics")
         return metrics
 
-    def _evaluate_batches(self, loader: Any, test_mode: bool) -> dict[str, Any]:
+    def _evaluation_outputs(self, loader: Any, test_mode: bool) -> Iterator[dict[str, Any]]:
         ctx, trial = self.context, self.trial
-        self.hooks.fire("on_validation_epoch_start")
-        outputs: list[dict[str, Any]] = []
-        keys: set[str] | None = None
+        evaluate: Any = trial.evaluate_batch  # batch_idx is optional in user signatures
         for idx, batch in enumerate(loader):
             if self.runtime.auto_to_device:
                 batch = ctx.to_device(batch)
-            evaluate: Any = trial.evaluate_batch  # batch_idx is optional in user signatures
             out = evaluate(batch, idx) if self._eval_with_index else evaluate(batch)
             if not isinstance(out, dict):
                 raise TypeError(
                     f"{type(trial).__name__}.evaluate_batch must return a dict of metrics"
                 )
-            out = {
-                k: (v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else v)
-                for k, v in out.items()
-            }
-            if keys is None:
-                keys = set(out)
-            elif set(out) != keys:
-                raise ValueError(
-                    f"evaluate_batch returned keys {sorted(out)} at batch {idx}, {sorted(keys)} before; "
-                    "every batch must return the same metrics"
-                )
-            outputs.append(out)
+            yield out
             if test_mode:
                 break
-        if not outputs:
-            raise RuntimeError(f"the validation data loader is empty on rank {self.dist.rank}")
-        self.hooks.fire("on_validation_epoch_end", outputs)
-        reducers = trial.evaluation_reducer()
-        mine = reduce_batches(outputs, reducers)
-        per_worker = self.dist.allgather((mine, len(outputs)))
-        return reduce_workers(per_worker, reducers) if self.dist.rank == 0 else {}
 
     # Checkpoints --------------------------------------------------------------------------------
 
@@ -232,7 +189,7 @@ class TorchStrategy(TorchStrategyBase):
             "models_state_dict": [_plain_module(m).state_dict() for m in ctx.models],
             "optimizers_state_dict": [o.state_dict() for o in ctx.optimizers],
             "lr_schedulers_state_dict": [s.state_dict() for s in ctx.lr_schedulers],
-            "callbacks": {name: cb.state_dict() for name, cb in self._callbacks.items()},
+            "callbacks": self._callback_states(),
             "rng_state": rng_state,
         }
         if runtime.scaler is not None:
@@ -256,14 +213,7 @@ class TorchStrategy(TorchStrategyBase):
         torch.save(state, path / STATE_DICT)
         # Determined writes both as null when either is missing; trialkit keeps what it has, so
         # a local run without exp_conf can still be rebuilt with its hyperparameters.
-        config, hparams = self.runtime.exp_conf, self.runtime.hparams
-        cls = type(self.trial)
-        load_data: dict[str, Any] = {
-            "trial_type": "PyTorchTrial",
-            "experiment_config": config,
-            "hparams": hparams,
-            "trial_cls_spec": f"{cls.__module__}:{cls.__qualname__}",
-        }
+        load_data = self._load_data("PyTorchTrial")
         if self.is_trainer:
             load_data["is_trainer"] = True
         (path / LOAD_DATA).write_text(json.dumps(load_data, indent=2, default=str))
@@ -296,10 +246,5 @@ class TorchStrategy(TorchStrategyBase):
         for m, grads in zip(ctx.models, state.get("pending_gradients") or [], strict=False):
             for p, g in zip(m.parameters(), grads, strict=True):
                 p.grad = None if g is None else g.to(p.device)
-        saved_cbs = state.get("callbacks", {})
-        for name, cb in self._callbacks.items():
-            if name in saved_cbs:
-                cb.load_state_dict(saved_cbs[name])
-            elif type(cb).load_state_dict is not PyTorchCallback.load_state_dict:
-                logger.warning("callback %r has no state in the checkpoint", name)
+        self._load_callback_states(state.get("callbacks", {}))
         return state.get("rng_state")  # type: ignore[no-any-return]

@@ -1,12 +1,14 @@
 """What the torch strategies (PyTorchTrial's and DeepSpeedTrial's) share for the shared loop:
-the trial's callbacks, torch RNG, the profiler, reducers, the validation pass around the trial's
-own evaluation, and the model code a checkpoint carries."""
+the trial's callbacks and their state, torch RNG, the profiler, reducers, the training and
+validation loaders' sharding, the validation pass around the trial's own evaluation, and what a
+checkpoint carries beside the framework's state (load_data.json, the model code)."""
 
 from __future__ import annotations
 
 import logging
 import sys
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,8 @@ import torch
 from .. import _modeldir
 from ..harness import Hooks
 from ._callback import PyTorchCallback
-from ._reducer import custom_reducer_metrics
+from ._data import DataLoader
+from ._reducer import custom_reducer_metrics, reduce_batches, reduce_workers
 from ._rng import capture_rng, restore_rng
 from ._runtime import TorchRuntime
 from ._samplers import TorchRandomSampler, find_shuffle_sampler
@@ -51,9 +54,16 @@ def build_callbacks(trial: Any) -> dict[str, PyTorchCallback]:
     return cbs
 
 
+def repeat_forever(loader: Any) -> Iterator[Any]:
+    """A loader that is not a trialkit DataLoader, passed over again and again."""
+    while True:
+        yield from loader
+
+
 class TorchStrategyBase:
-    """The torch half of a loop Strategy. Subclasses step a batch, build loaders, evaluate
-    (``_evaluate_batches``, ``_evaluate_full``), save and load."""
+    """The torch half of a loop Strategy. Subclasses step a batch, build the trial's loaders
+    (``_build_validation_loader``) and say which data shard is this rank's (``_data_shard``),
+    evaluate (``_evaluation_outputs``, ``_evaluate_full``), save and load."""
 
     _full_dataset: bool  # set by the subclass: the trial evaluates the full dataset itself
     #: What the context shares with the strategy (the strategy reads nothing else of its state).
@@ -123,16 +133,89 @@ class TorchStrategyBase:
     def training_reducer_metrics(self) -> dict[str, Any]:
         return custom_reducer_metrics(self.runtime.reducers, self.dist, training=True)
 
+    # Data ---------------------------------------------------------------------------------------
+
+    def _data_shard(self) -> tuple[int, int]:
+        """How many shards the data is split into and which is this rank's."""
+        raise NotImplementedError
+
+    def _sharded_training(
+        self, loader: DataLoader, skip: int, *, same_rng_on_all_ranks: bool
+    ) -> tuple[Iterator[Any], int]:
+        """This rank's endless pass over a trialkit DataLoader from loader batch ``skip``, and
+        its batches per epoch; the shuffle order follows a checkpoint this run continues."""
+        replicas, rank = self._data_shard()
+        torch_loader = loader.get_data_loader(
+            repeat=True,
+            skip=skip,
+            num_replicas=replicas,
+            rank=rank,
+            shuffle_seeds=self._pinned_shuffle_seeds(skip),
+        )
+        self._follow_shuffle(torch_loader, same_rng_on_all_ranks=same_rng_on_all_ranks)
+        return iter(torch_loader), len(torch_loader)
+
     # Validation ---------------------------------------------------------------------------------
 
-    def _validation_loader(self) -> Any:
+    def _build_validation_loader(self) -> Any:
+        """The trial's validation loader, checked (None on a rank that builds none)."""
         raise NotImplementedError
 
-    def _evaluate_batches(self, loader: Any, test_mode: bool) -> dict[str, Any]:
+    def _validation_loader(self) -> Any:
+        """Built once: a trialkit DataLoader becomes one pass over the whole dataset (when the
+        trial evaluates it itself) or over this rank's shard."""
+        if self._val_loader is None:
+            loader = self._build_validation_loader()
+            if isinstance(loader, DataLoader):
+                if self._full_dataset:
+                    loader = loader.get_data_loader(repeat=False)
+                else:
+                    replicas, rank = self._data_shard()
+                    loader = loader.get_data_loader(repeat=False, num_replicas=replicas, rank=rank)
+            self._val_loader = loader
+        return self._val_loader
+
+    def _evaluation_outputs(self, loader: Any, test_mode: bool) -> Iterator[dict[str, Any]]:
+        """The trial's ``evaluate_batch`` outputs on this rank, as dicts of metrics."""
         raise NotImplementedError
+
+    def _reports_metrics(self) -> bool:
+        """Whether this rank's evaluation counts (a pipeline's last stage, under DeepSpeed)."""
+        return True
 
     def _evaluate_full(self, loader: Any) -> dict[str, Any]:
         raise NotImplementedError
+
+    def _evaluate_batches(self, loader: Any, test_mode: bool) -> dict[str, Any]:
+        """Every rank's ``evaluate_batch`` outputs (the same metrics at every batch), reduced
+        by the trial's reducers; the chief gets the combined metrics, the other ranks none."""
+        self.hooks.fire("on_validation_epoch_start")
+        outputs: list[dict[str, Any]] = []
+        keys: set[str] | None = None
+        for idx, out in enumerate(self._evaluation_outputs(loader, test_mode)):
+            out = {
+                k: (v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else v)
+                for k, v in out.items()
+            }
+            if keys is None:
+                keys = set(out)
+            elif set(out) != keys:
+                raise ValueError(
+                    f"evaluate_batch returned keys {sorted(out)} at batch {idx}, {sorted(keys)} "
+                    "before; every batch must return the same metrics"
+                )
+            outputs.append(out)
+        if not outputs:
+            raise RuntimeError(f"the validation data loader is empty on rank {self.dist.rank}")
+        self.hooks.fire("on_validation_epoch_end", outputs)
+        reducers = self.trial.evaluation_reducer()
+        mine = (
+            (reduce_batches(outputs, reducers), len(outputs))
+            if self._reports_metrics()
+            else ({}, 0)
+        )
+        per_worker = self.dist.allgather(mine) if self.dist.size > 1 else [mine]
+        return reduce_workers(per_worker, reducers) if self.dist.rank == 0 else {}
 
     def validate(self, test_mode: bool) -> dict[str, Any]:
         """Models in eval mode, callbacks told, the trial's evaluation, reducers added; the
@@ -187,6 +270,28 @@ class TorchStrategyBase:
         return {"skip": next_batch, "seeds": dict(self._shuffle.seeds)}
 
     # Checkpoints --------------------------------------------------------------------------------
+
+    def _callback_states(self) -> dict[str, Any]:
+        return {name: cb.state_dict() for name, cb in self._callbacks.items()}
+
+    def _load_callback_states(self, saved: dict[str, Any]) -> None:
+        """Give each callback its saved state; one with state but none saved is warned about."""
+        for name, cb in self._callbacks.items():
+            if name in saved:
+                cb.load_state_dict(saved[name])
+            elif type(cb).load_state_dict is not PyTorchCallback.load_state_dict:
+                logger.warning("callback %r has no state in the checkpoint", name)
+
+    def _load_data(self, trial_type: str) -> dict[str, Any]:
+        """What load_data.json says of the checkpoint (Determined's file, which
+        ``load_trial_from_checkpoint_path`` reads to rebuild the trial)."""
+        cls = type(self.trial)
+        return {
+            "trial_type": trial_type,
+            "experiment_config": self.runtime.exp_conf,
+            "hparams": self.runtime.hparams,
+            "trial_cls_spec": f"{cls.__module__}:{cls.__qualname__}",
+        }
 
     def _copy_code(self, dest: Path) -> None:
         src = model_dir_for(self.trial, self.runtime.on_cluster)

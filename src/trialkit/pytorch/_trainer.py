@@ -7,13 +7,13 @@ import logging
 import os
 import sys
 import warnings
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 
 from .. import core
-from ..contract import get_cluster_info
+from ..contract import ClusterInfo, get_cluster_info
 from ..harness import NEVER, Batch, Epoch, LoopSettings, Strategy, Target, TrainLoop, TrainUnit
 from ..harness import searcher_targets as _searcher_targets
 from ._context import PyTorchTrialContext
@@ -59,8 +59,39 @@ def init(
     """
     info = get_cluster_info()
     dist = _torch_distributed(distributed)
-    trial_seed = seed
-    steps_completed = 0
+    with open_trial_context(
+        PyTorchTrialContext,
+        info,
+        dist,
+        hparams=hparams,
+        exp_conf=exp_conf,
+        seed=seed,
+        enable_tensorboard_logging=enable_tensorboard_logging,
+        aggregation_frequency=aggregation_frequency,
+    ) as context:
+        yield context
+
+
+ContextT = TypeVar("ContextT", bound=TorchContextBase)
+
+
+@contextlib.contextmanager
+def open_trial_context(
+    context_class: Callable[..., ContextT],
+    info: ClusterInfo | None,
+    dist: core.DistributedContext | None,
+    *,
+    hparams: dict[str, Any] | None,
+    exp_conf: dict[str, Any] | None,
+    seed: int | None,
+    enable_tensorboard_logging: bool,
+    **extra: Any,
+) -> Iterator[ContextT]:
+    """A torch Trial context over a Core API context on ``dist``'s ranks (the ``init()`` of
+    PyTorchTrial and DeepSpeedTrial): a trial under the master gets its hyperparameters (unless
+    given), config, seed and steps completed; python, numpy and torch are seeded with the
+    trial's seed (locally only with ``seed``). ``extra``: the context class's own arguments."""
+    trial_seed, steps_completed = seed, 0
     if info is not None and info.task_type == "TRIAL":
         hparams = dict(info.trial.hparams) if hparams is None else hparams
         exp_conf = info.trial.config
@@ -69,15 +100,15 @@ def init(
     if trial_seed is not None:
         seed_all(trial_seed)
     with core.init(distributed=dist) as core_context:
-        yield PyTorchTrialContext(
+        yield context_class(
             core_context,
             hparams=hparams,
             exp_conf=exp_conf,
             trial_seed=trial_seed,
-            aggregation_frequency=aggregation_frequency,
             steps_completed=steps_completed,
             debug_enabled=bool((exp_conf or {}).get("debug")),
             enable_tensorboard_logging=enable_tensorboard_logging,
+            **extra,
         )
 
 

@@ -5,8 +5,8 @@ from ._context_base import TorchContextBase
 from ._reducer import reduce_batches, reduce_workers
 from ._rng import capture_rng, restore_rng, seed_all
 from ._runtime import TorchRuntime
-from ._strategy_base import TorchStrategyBase
-from ._trainer import LoopTrainer
+from ._strategy_base import TorchStrategyBase, repeat_forever
+from ._trainer import LoopTrainer, open_trial_context
 from ._trial import TrialContractError, check_one_evaluate, evaluate_batch_takes_index
 
 __all__ = [
@@ -18,8 +18,10 @@ __all__ = [
     "capture_rng",
     "check_one_evaluate",
     "evaluate_batch_takes_index",
+    "open_trial_context",
     "reduce_batches",
     "reduce_workers",
+    "repeat_forever",
     "restore_rng",
     "seed_all",
 ]

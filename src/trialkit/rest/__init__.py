@@ -54,6 +54,7 @@ from ._models import (
     TrialList,
     TrialLogs,
     TrialOut,
+    TrialRecord,
     UuidList,
 )
 from ._states import ExperimentState, TrialState
@@ -105,6 +106,7 @@ __all__ = [
     "TrialList",
     "TrialLogs",
     "TrialOut",
+    "TrialRecord",
     "TrialState",
     "UuidList",
     "ExperimentEvent",

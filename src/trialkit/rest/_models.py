@@ -113,8 +113,9 @@ class MetricOut:
 
 
 @dataclass(frozen=True)
-class TrialOut:
-    """A trial with its latest metrics, best searcher-metric value and latest checkpoint."""
+class TrialRecord:
+    """A trial as the store keeps it: its row's columns, the searcher's facts among them (the
+    store's ``Trial``, which also reads those facts as one ``SearcherFacts``)."""
 
     id: int
     experiment_id: int
@@ -139,6 +140,12 @@ class TrialOut:
     slots: list[int]
     created_at: float
     ended_at: float | None
+
+
+@dataclass(frozen=True)
+class TrialOut(TrialRecord):
+    """A trial with its latest metrics, best searcher-metric value and latest checkpoint."""
+
     latest_training: MetricOut | None
     latest_validation: MetricOut | None
     best_validation: float | None

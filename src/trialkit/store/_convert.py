@@ -11,7 +11,6 @@ from ._types import (
     Experiment,
     ExperimentState,
     Metric,
-    SearcherFacts,
     Trial,
     TrialState,
 )
@@ -30,10 +29,7 @@ def experiment(row: ExperimentRow) -> Experiment:
 
 
 def trial(row: TrialRow) -> Trial:
-    facts = domain(SearcherFacts, row)
-    return domain(
-        Trial, row, state=TrialState(row.state), slots=list(row.slots or []), searcher=facts
-    )
+    return domain(Trial, row, state=TrialState(row.state), slots=list(row.slots or []))
 
 
 def checkpoint(row: CheckpointRow) -> Checkpoint:

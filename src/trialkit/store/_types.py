@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass
 from typing import Any
 
-# Experiments (the API adds two derived fields), checkpoints, metrics, log lines and per-batch
-# metrics are stored and served in one shape, and the states are the ones the API reports: the
-# store returns the REST contract's types for them (``trialkit.rest`` is a leaf package of plain
-# dataclasses and enums).
+# Experiments (the API adds two derived fields), trials (the API adds their latest metrics and
+# checkpoint), checkpoints, metrics, log lines and per-batch metrics are stored and served in one
+# shape, and the states are the ones the API reports: the store returns the REST contract's types
+# for them (``trialkit.rest`` is a leaf package of plain dataclasses and enums).
 from .. import rest
 from ..rest import ExperimentState, TrialState
 
@@ -39,25 +40,15 @@ class SearcherFacts:
 
 
 @dataclass(frozen=True)
-class Trial:
-    id: int
-    experiment_id: int
-    request_id: str
-    hparams: dict[str, Any]
-    seed: int
-    state: TrialState
-    restarts: int
-    run_id: int
-    searcher: SearcherFacts
-    progress: float | None
-    status: str | None
-    error: str | None
-    pid: int | None
-    pid_started: float | None
-    log_offset: int
-    slots: list[int]
-    created_at: float
-    ended_at: float | None
+class Trial(rest.TrialRecord):
+    """A trial as the store keeps it (the REST contract's record, flat as its row), with the
+    searcher's facts read together as one value."""
+
+    @property
+    def searcher(self) -> SearcherFacts:
+        """The record's fields that the search protocol writes, as one value."""
+        facts = dataclasses.fields(SearcherFacts)
+        return SearcherFacts(**{f.name: getattr(self, f.name) for f in facts})
 
 
 @dataclass(frozen=True)

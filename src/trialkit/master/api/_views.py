@@ -87,10 +87,15 @@ def experiment_fingerprint(store: Store, exp: Experiment) -> tuple[Any, ...]:
     )
 
 
+def _record_fields(record: Any) -> dict[str, Any]:
+    """A stored record's fields by name (shallow: the response extends the record's type)."""
+    return {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
+
+
 def experiment_out(exp: Experiment, *, trial_states: dict[str, int] | None = None) -> ExperimentOut:
     """An experiment as the API shows it (``trial_states``: the experiment list's counts)."""
     return ExperimentOut(
-        **{f.name: getattr(exp, f.name) for f in dataclasses.fields(exp)},
+        **_record_fields(exp),
         # The interpreter the trials run with (None: the master's, older experiments).
         python=(exp.config.get("environment") or {}).get("python"),
         trial_states=trial_states or {},
@@ -98,33 +103,9 @@ def experiment_out(exp: Experiment, *, trial_states: dict[str, int] | None = Non
 
 
 def trial_out(view: TrialView) -> TrialOut:
-    """A trial with its latest metrics, best searcher-metric value and latest checkpoint (the
-    searcher's facts beside its state, flat, as the rows have them)."""
-    t, facts = view.trial, view.trial.searcher
+    """A trial with its latest metrics, best searcher-metric value and latest checkpoint."""
     return TrialOut(
-        id=t.id,
-        experiment_id=t.experiment_id,
-        request_id=t.request_id,
-        hparams=t.hparams,
-        seed=t.seed,
-        state=t.state,
-        restarts=t.restarts,
-        run_id=t.run_id,
-        op_length=facts.op_length,
-        op_complete=facts.op_complete,
-        closed=facts.closed,
-        stop_requested=facts.stop_requested,
-        acked_run_id=facts.acked_run_id,
-        early_exit=facts.early_exit,
-        progress=t.progress,
-        status=t.status,
-        error=t.error,
-        pid=t.pid,
-        pid_started=t.pid_started,
-        log_offset=t.log_offset,
-        slots=t.slots,
-        created_at=t.created_at,
-        ended_at=t.ended_at,
+        **_record_fields(view.trial),
         latest_training=view.latest_training,
         latest_validation=view.latest_validation,
         best_validation=view.best_validation,

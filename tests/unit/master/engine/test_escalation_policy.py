@@ -9,7 +9,7 @@ import pytest
 
 from trialkit.master.engine._lifecycle import TrialEvent, TrialPhase
 from trialkit.master.engine._policies import RunClock, escalation, finished_idle
-from trialkit.store import ExperimentState, SearcherFacts, Trial, TrialState
+from trialkit.store import ExperimentState, Trial, TrialState
 
 P = TrialPhase
 S = ExperimentState
@@ -51,7 +51,8 @@ def test_running_and_killed_runs_are_never_escalated(phase: TrialPhase) -> None:
 
 TRIAL = Trial(
     id=1, experiment_id=1, request_id="r", hparams={}, seed=0, state=TrialState.ACTIVE,
-    restarts=0, run_id=1, searcher=SearcherFacts(op_length=8, closed=True), progress=None,
+    restarts=0, run_id=1, op_length=8, op_complete=False, closed=True, stop_requested=False,
+    acked_run_id=None, early_exit=None, progress=None,
     status=None, error=None, pid=None,
     pid_started=None, log_offset=0, slots=[], created_at=0.0, ended_at=None,
 )  # fmt: skip
@@ -59,8 +60,7 @@ TRIAL = Trial(
 
 def trial(state: TrialState = TrialState.ACTIVE, **facts: object) -> Trial:
     """TRIAL in ``state`` with some of its searcher facts changed."""
-    searcher = dataclasses.replace(TRIAL.searcher, **facts)  # type: ignore[arg-type]
-    return dataclasses.replace(TRIAL, state=state, searcher=searcher)
+    return dataclasses.replace(TRIAL, state=state, **facts)  # type: ignore[arg-type]
 
 
 def test_a_stopped_trial_without_a_process_is_finished() -> None:

@@ -22,7 +22,7 @@ from trialkit.master.engine._policies import (
     wants_process,
 )
 from trialkit.store import ExperimentState as E
-from trialkit.store import SearcherFacts, Trial
+from trialkit.store import Trial
 from trialkit.store import TrialState as T
 
 #: A clean, acknowledged exit of an active 0.38 trial with restarts to spare.
@@ -177,7 +177,9 @@ def test_failure_reason_without_traceback_is_exit_code_or_signal_and_last_lines(
 def test_experiment_error_names_the_first_failed_trial() -> None:
     def trial(id: int, state: T, error: str | None, restarts: int) -> Trial:
         return Trial(id=id, experiment_id=1, request_id="r", hparams={}, seed=0, state=state,
-                     restarts=restarts, run_id=1, searcher=SearcherFacts(), progress=None, status=None, error=error, pid=None, pid_started=None,
+                     restarts=restarts, run_id=1, op_length=None, op_complete=False, closed=False,
+                     stop_requested=False, acked_run_id=None, early_exit=None, progress=None,
+                     status=None, error=error, pid=None, pid_started=None,
                      log_offset=0, slots=[], created_at=0.0, ended_at=None)  # fmt: skip
 
     one = [trial(3, T.ERROR, "ValueError: boom", 5), trial(4, T.COMPLETED, None, 0)]
