@@ -33,8 +33,9 @@ class Strategy(Protocol):
 
     def callbacks(self) -> dict[str, Any]: ...
     def use_hooks(self, hooks: Hooks) -> None:
-        """The loop's one hook dispatcher: the strategy fires its own hooks (validation,
-        checkpoint save and load) through it."""
+        """The loop's one hook dispatcher: the strategy fires its own hooks through it
+        (validation, checkpoint save and load; Keras's per-batch, checkpoint-written and
+        training-end hooks too)."""
         ...
 
     def build_train_iterator(self, skip: int, seed: int) -> tuple[Iterator[Any], int]: ...

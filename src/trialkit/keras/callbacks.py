@@ -39,7 +39,8 @@ class Callback(_keras.callbacks.Callback):  # type: ignore[misc,name-defined]
         """The checkpoint's files are written; files added to ``checkpoint_dir`` are kept."""
 
     def on_checkpoint_write_end(self, checkpoint_dir: str) -> None:
-        """Same moment as ``on_checkpoint_end`` (the PyTorchCallback name)."""
+        """Right after ``on_checkpoint_end`` and the trial state's write: every file of the
+        checkpoint is in ``checkpoint_dir`` (the PyTorchCallback name)."""
 
     def on_checkpoint_upload_end(self, uuid: str) -> None:
         """The checkpoint is stored as ``uuid``."""
