@@ -10,29 +10,8 @@ from typing import Any
 
 import pytest
 
-from trialkit.searcher import (
-    Create,
-    DrivenMethod,
-    ExitedReason,
-    SearcherError,
-    Shutdown,
-    Stop,
-    make_search_method,
-)
-
-SPACE = {"lr": {"type": "double", "minval": 0.0, "maxval": 1.0}}
-
-
-def method(name: str = "random", **fields: Any) -> DrivenMethod:
-    return make_search_method({"name": name, "metric": "loss", **fields}, SPACE, 0)
-
-
-def start(m: DrivenMethod) -> list[str]:
-    """Request ids of the initial Creates, each reported created."""
-    ids = [op.request_id for op in m.initial_operations() if isinstance(op, Create)]
-    for rid in ids:
-        m.on_trial_created(rid)
-    return ids
+from tests.unit.searcher.test_searcher_random import method, start
+from trialkit.searcher import DrivenMethod, ExitedReason, SearcherError, Shutdown, Stop
 
 
 def reloaded(m: DrivenMethod) -> DrivenMethod:
