@@ -1,0 +1,100 @@
+"""What the shared loop hands a strategy batch by batch: epoch and batch indices, epoch hooks,
+reducer resets once a report took the batches, records counted per batch, epoch boundaries and
+the local progress bar."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.unit.harness.test_harness_loop import CountingStrategy
+from trialkit import core
+from trialkit.harness import Batch, Epoch, LoopSettings, Target, TrainLoop
+
+
+class _HookLog:
+    """A callback that records every hook fired at it, with the batches trained by then."""
+
+    def __init__(self, strategy: EpochRecorder) -> None:
+        self._strategy = strategy
+
+    def __getattr__(self, hook: str) -> Any:
+        s = self._strategy
+        return lambda *args: s.hook_calls.append((hook, *args, len(s.trained)))
+
+
+class EpochRecorder(CountingStrategy):
+    """Batch ``i`` holds ``1 + i % 3`` records; records train_batch's arguments, the epoch
+    hooks and when the reducers were reset (as batches trained so far)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hook_calls: list[tuple[Any, ...]] = []
+        self.batch_args: list[tuple[int, int, int]] = []
+        self.resets: list[int] = []
+
+    def callbacks(self) -> dict[str, Any]:
+        return {"log": _HookLog(self)}
+
+    def train_batch(self, batch: Any, epoch_idx: int, batch_idx: int, epoch_len: int) -> Any:
+        self.batch_args.append((epoch_idx, batch_idx, epoch_len))
+        return super().train_batch(batch, epoch_idx, batch_idx, epoch_len)
+
+    def batch_length(self, batch: Any) -> int:
+        return 1 + batch % 3
+
+    def reset_reducers(self) -> None:
+        self.resets.append(len(self.trained))
+
+
+def _every_2_epochs() -> LoopSettings:
+    return LoopSettings(
+        validation_period=Epoch(2),
+        checkpoint_period=Batch(100),
+        reporting_period=Batch(100),
+        checkpoint_policy="none",
+    )
+
+
+@pytest.mark.parametrize("profiling", [False, True])
+def test_each_batch_knows_its_epoch_and_epochs_bound_validations(
+    trialkit_home: Path, profiling: bool
+) -> None:
+    strategy = EpochRecorder()
+    with core.init() as ctx:
+        if profiling:  # the timed path through a batch
+            ctx.profiler.on(sampling_interval=60)
+        loop = TrainLoop(ctx, strategy, _every_2_epochs())
+        loop.run([Target(Batch(10))])
+        ctx.profiler.off()
+    assert strategy.batch_args == [(i // 4, i, 4) for i in range(10)]  # 4 batches an epoch
+    epoch_hooks = [c for c in strategy.hook_calls if c[0].startswith("on_training_epoch")]
+    assert epoch_hooks == [  # (hook, epoch, batches trained when it fired)
+        ("on_training_epoch_start", 0, 0),
+        ("on_training_epoch_end", 0, 4),
+        ("on_training_epoch_start", 1, 4),
+        ("on_training_epoch_end", 1, 8),
+        ("on_training_epoch_start", 2, 8),
+    ]
+    assert strategy.validated_at == [8, 10]  # every second epoch's end, then the target
+    assert strategy.resets == [0, 8]  # a new reduction once a report took the batches
+    assert loop.progress.records_trained == sum(1 + i % 3 for i in range(10))
+    assert loop.progress.epochs_trained == 2
+
+
+def test_the_progress_bar_counts_the_batches_of_the_target_from_where_it_resumed(
+    trialkit_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = _every_2_epochs()
+    settings.progress_bar = True
+    with core.init() as ctx:
+        first = TrainLoop(ctx, CountingStrategy(stop_at=3), settings)
+        first.run([Target(Batch(6))])
+        capsys.readouterr()
+        TrainLoop(ctx, CountingStrategy(), settings).run(
+            [Target(Batch(6))], latest_checkpoint=first.last_checkpoint
+        )
+    err = capsys.readouterr().err
+    assert "6/6" in err and "batches" in err
