@@ -4,14 +4,17 @@ the local progress bar."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.unit.harness.test_harness_loop import CountingStrategy
+from tests.local_runs import ingested_store
+from tests.unit.harness.test_harness_loop import CountingStrategy, _only_trial, _settings
 from trialkit import core
 from trialkit.harness import Batch, Epoch, LoopSettings, Target, TrainLoop
+from trialkit.harness._progress import Progress
 
 
 class _HookLog:
@@ -50,12 +53,11 @@ class EpochRecorder(CountingStrategy):
 
 
 def _every_2_epochs() -> LoopSettings:
-    return LoopSettings(
-        validation_period=Epoch(2),
-        checkpoint_period=Batch(100),
+    """Validation every second epoch; checkpoints and reports only when something else asks."""
+    return dataclasses.replace(
+        _settings(), validation_period=Epoch(2), checkpoint_period=Batch(100),
         reporting_period=Batch(100),
-        checkpoint_policy="none",
-    )
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("profiling", [False, True])
@@ -98,3 +100,43 @@ def test_the_progress_bar_counts_the_batches_of_the_target_from_where_it_resumed
         )
     err = capsys.readouterr().err
     assert "6/6" in err and "batches" in err
+
+
+def test_training_reports_carry_batches_epochs_and_records(trialkit_home: Path) -> None:
+    with core.init() as ctx:
+        TrainLoop(ctx, CountingStrategy(), _settings()).run([Target(Batch(10))])
+    store = ingested_store(trialkit_home)
+    try:
+        [trial] = store.list_trials()
+        training = store.list_metrics(trial.id, "training")
+    finally:
+        store.close()
+    assert [m.steps_completed for m in training] == [3, 4, 5, 6, 8, 9, 10]
+    for m in training:  # 2 records a batch, 4 batches an epoch
+        n = m.steps_completed
+        assert (m.values["batches"], m.values["epochs"], m.values["records"]) == (n, n // 4, 2 * n)
+
+
+def test_progress_is_batches_over_the_target_unless_the_target_reports_its_own(
+    trialkit_home: Path,
+) -> None:
+    with core.init() as ctx:  # reports at 3, 4 (validation) and 5 (checkpoint), then stops
+        TrainLoop(ctx, CountingStrategy(stop_at=5), _settings()).run([Target(Batch(12))])
+    trial, _ = _only_trial(trialkit_home)
+    assert trial.progress == pytest.approx(5 / 12)
+
+    seen: list[tuple[int, int]] = []
+
+    def own(p: Progress, total: int) -> None:
+        seen.append((p.batches_trained, total))
+
+    with core.init() as ctx:
+        TrainLoop(ctx, CountingStrategy(), _settings()).run([Target(Batch(6), report_progress=own)])
+    assert seen == [(3, 6), (4, 6), (5, 6), (6, 6)]
+
+
+def test_a_one_batch_target_is_all_done_after_its_batch(trialkit_home: Path) -> None:
+    with core.init() as ctx:
+        TrainLoop(ctx, CountingStrategy(), _settings()).run([Target(Batch(1))])
+    trial, _ = _only_trial(trialkit_home)
+    assert trial.progress == 1.0
