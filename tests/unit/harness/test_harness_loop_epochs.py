@@ -5,6 +5,7 @@ the local progress bar."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -102,15 +103,23 @@ def test_the_progress_bar_counts_the_batches_of_the_target_from_where_it_resumed
     assert "6/6" in err and "batches" in err
 
 
-def test_training_reports_carry_batches_epochs_and_records(trialkit_home: Path) -> None:
-    with core.init() as ctx:
+def test_training_reports_carry_batches_epochs_records_and_each_batch(
+    trialkit_home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with core.init() as ctx, caplog.at_level(logging.INFO, logger="trialkit.harness"):
         TrainLoop(ctx, CountingStrategy(), _settings()).run([Target(Batch(10))])
     store = ingested_store(trialkit_home)
     try:
         [trial] = store.list_trials()
         training = store.list_metrics(trial.id, "training")
+        per_batch = store.list_batch_metrics(trial.id)
     finally:
         store.close()
+    assert [b.batch_metrics for b in per_batch][:2] == [
+        [{"loss": 0.0}, {"loss": 1.0}, {"loss": 2.0}],  # batches 0-2, reported at 3
+        [{"loss": 3.0}],
+    ]
+    assert "[batch 3] training: loss=1" in [r.getMessage() for r in caplog.records]
     assert [m.steps_completed for m in training] == [3, 4, 5, 6, 8, 9, 10]
     for m in training:  # 2 records a batch, 4 batches an epoch
         n = m.steps_completed
