@@ -38,6 +38,7 @@ class EpochRecorder(CountingStrategy):
         self.hook_calls: list[tuple[Any, ...]] = []
         self.batch_args: list[tuple[int, int, int]] = []
         self.resets: list[int] = []
+        self.test_modes: list[bool] = []
 
     def callbacks(self) -> dict[str, Any]:
         return {"log": _HookLog(self)}
@@ -51,6 +52,10 @@ class EpochRecorder(CountingStrategy):
 
     def reset_reducers(self) -> None:
         self.resets.append(len(self.trained))
+
+    def validate(self, test_mode: bool) -> dict[str, Any]:
+        self.test_modes.append(test_mode)
+        return super().validate(test_mode)
 
 
 def _every_2_epochs() -> LoopSettings:
@@ -82,6 +87,7 @@ def test_each_batch_knows_its_epoch_and_epochs_bound_validations(
         ("on_training_epoch_start", 2, 8),
     ]
     assert strategy.validated_at == [8, 10]  # every second epoch's end, then the target
+    assert strategy.test_modes == [False, False]
     assert strategy.resets == [0, 8]  # a new reduction once a report took the batches
     assert loop.progress.records_trained == sum(1 + i % 3 for i in range(10))
     assert loop.progress.epochs_trained == 2
@@ -100,7 +106,11 @@ def test_the_progress_bar_counts_the_batches_of_the_target_from_where_it_resumed
             [Target(Batch(6))], latest_checkpoint=first.last_checkpoint
         )
     err = capsys.readouterr().err
-    assert "6/6" in err and "batches" in err
+    # validations are printed above the bar (at the end of the target: total 0+1+...+5); the
+    # bar shows the latest metrics, training reports only there
+    first_line, bar = err.splitlines()
+    assert first_line == "[batch 6] validation: total=15"
+    assert bar.startswith("training") and "6/6 batches" in bar and bar.endswith("total=15")
 
 
 def test_training_reports_carry_batches_epochs_records_and_each_batch(
@@ -112,6 +122,7 @@ def test_training_reports_carry_batches_epochs_records_and_each_batch(
     try:
         [trial] = store.list_trials()
         training = store.list_metrics(trial.id, "training")
+        validation = store.list_metrics(trial.id, "validation")
         per_batch = store.list_batch_metrics(trial.id)
     finally:
         store.close()
@@ -119,9 +130,12 @@ def test_training_reports_carry_batches_epochs_records_and_each_batch(
         [{"loss": 0.0}, {"loss": 1.0}, {"loss": 2.0}],  # batches 0-2, reported at 3
         [{"loss": 3.0}],
     ]
-    assert "[batch 3] training: loss=1" in [r.getMessage() for r in caplog.records]
+    lines = [r.getMessage() for r in caplog.records]
+    assert "[batch 3] training: loss=1" in lines
+    assert "[batch 4] validation: total=6" in lines  # 0 + 1 + 2 + 3
+    assert [m.steps_completed for m in validation] == [4, 8, 10]
     assert [m.steps_completed for m in training] == [3, 4, 5, 6, 8, 9, 10]
-    for m in training:  # 2 records a batch, 4 batches an epoch
+    for m in training + validation:  # 2 records a batch, 4 batches an epoch
         n = m.steps_completed
         assert (m.values["batches"], m.values["epochs"], m.values["records"]) == (n, n // 4, 2 * n)
 
