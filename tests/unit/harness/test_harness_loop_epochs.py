@@ -88,6 +88,7 @@ def test_each_batch_knows_its_epoch_and_epochs_bound_validations(
     ]
     assert strategy.validated_at == [8, 10]  # every second epoch's end, then the target
     assert strategy.test_modes == [False, False]
+    assert loop.last_validation["total"] == sum(range(10)) and loop.last_validation["batches"] == 10
     assert strategy.resets == [0, 8]  # a new reduction once a report took the batches
     assert loop.progress.records_trained == sum(1 + i % 3 for i in range(10))
     assert loop.progress.epochs_trained == 2
@@ -163,3 +164,13 @@ def test_a_one_batch_target_is_all_done_after_its_batch(trialkit_home: Path) -> 
         TrainLoop(ctx, CountingStrategy(), _settings()).run([Target(Batch(1))])
     trial, _ = _only_trial(trialkit_home)
     assert trial.progress == 1.0
+
+
+def test_policy_all_saves_after_every_validation(trialkit_home: Path) -> None:
+    settings = dataclasses.replace(
+        _settings(), checkpoint_policy="all", checkpoint_period=Batch(100)
+    )
+    with core.init() as ctx:
+        TrainLoop(ctx, CountingStrategy(), settings).run([Target(Batch(10))])
+    _, checkpoints = _only_trial(trialkit_home)
+    assert sorted(c.steps_completed for c in checkpoints) == [4, 8, 10]
