@@ -26,6 +26,8 @@ class _HookLog:
 
     def __getattr__(self, hook: str) -> Any:
         s = self._strategy
+        if hook in ("on_checkpoint_end", "on_checkpoint_write_end"):  # (hook, path written?)
+            return lambda path: s.hook_calls.append((hook, (Path(path) / "state.json").is_file()))
         return lambda *args: s.hook_calls.append((hook, *args, len(s.trained)))
 
 
@@ -88,6 +90,12 @@ def test_each_batch_knows_its_epoch_and_epochs_bound_validations(
     ]
     assert strategy.validated_at == [8, 10]  # every second epoch's end, then the target
     assert strategy.test_modes == [False, False]
+    saves = [c for c in strategy.hook_calls if c[0].startswith("on_checkpoint")]
+    assert saves == [  # the one checkpoint, at the end: written into the path, then uploaded
+        ("on_checkpoint_end", True),
+        ("on_checkpoint_write_end", True),
+        ("on_checkpoint_upload_end", loop.last_checkpoint, 10),
+    ]
     assert loop.last_validation["total"] == sum(range(10)) and loop.last_validation["batches"] == 10
     assert strategy.resets == [0, 8]  # a new reduction once a report took the batches
     assert loop.progress.records_trained == sum(1 + i % 3 for i in range(10))
@@ -174,3 +182,27 @@ def test_policy_all_saves_after_every_validation(trialkit_home: Path) -> None:
         TrainLoop(ctx, CountingStrategy(), settings).run([Target(Batch(10))])
     _, checkpoints = _only_trial(trialkit_home)
     assert sorted(c.steps_completed for c in checkpoints) == [4, 8, 10]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (None, "searcher.metric 'loss' is not among the validation metrics (batches, epochs,"
+               " records, total); return it from evaluate_batch/evaluate_full_dataset"),
+        (float("nan"), "searcher.metric 'loss' must be a number, got nan"),
+        (True, "searcher.metric 'loss' must be a number, got True"),
+        ("low", "searcher.metric 'loss' must be a number, got 'low'"),
+    ],
+)  # fmt: skip
+def test_a_searcher_metric_that_is_missing_or_no_number_is_one_error(
+    trialkit_home: Path, value: Any, message: str
+) -> None:
+    class Reports(CountingStrategy):
+        def validate(self, test_mode: bool) -> dict[str, Any]:
+            metrics = super().validate(test_mode)
+            return metrics if value is None else {**metrics, "loss": value}
+
+    settings = dataclasses.replace(_settings(), searcher_metric="loss")
+    with core.init() as ctx, pytest.raises(RuntimeError) as e:
+        TrainLoop(ctx, Reports(), settings).run([Target(Batch(4))])
+    assert str(e.value) == message
