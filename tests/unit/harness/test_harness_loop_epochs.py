@@ -57,6 +57,7 @@ class EpochRecorder(CountingStrategy):
 
     def validate(self, test_mode: bool) -> dict[str, Any]:
         self.test_modes.append(test_mode)
+        self.hooks.fire("on_validation_start")  # a strategy fires its own hooks via the loop's
         return super().validate(test_mode)
 
 
@@ -90,6 +91,10 @@ def test_each_batch_knows_its_epoch_and_epochs_bound_validations(
     ]
     assert strategy.validated_at == [8, 10]  # every second epoch's end, then the target
     assert strategy.test_modes == [False, False]
+    assert [c for c in strategy.hook_calls if c[0] == "on_validation_start"] == [
+        ("on_validation_start", 8),
+        ("on_validation_start", 10),
+    ]
     saves = [c for c in strategy.hook_calls if c[0].startswith("on_checkpoint")]
     assert saves == [  # the one checkpoint, at the end: written into the path, then uploaded
         ("on_checkpoint_end", True),
@@ -206,3 +211,9 @@ def test_a_searcher_metric_that_is_missing_or_no_number_is_one_error(
     with core.init() as ctx, pytest.raises(RuntimeError) as e:
         TrainLoop(ctx, Reports(), settings).run([Target(Batch(4))])
     assert str(e.value) == message
+
+
+def test_a_loop_that_has_not_run_has_no_validation_and_no_checkpoint(trialkit_home: Path) -> None:
+    with core.init() as ctx:
+        loop = TrainLoop(ctx, CountingStrategy(), _settings())
+        assert (loop.last_validation, loop.last_checkpoint) == ({}, None)
