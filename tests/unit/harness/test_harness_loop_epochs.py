@@ -95,6 +95,15 @@ def test_each_batch_knows_its_epoch_and_epochs_bound_validations(
         ("on_validation_start", 8),
         ("on_validation_start", 10),
     ]
+    lifecycle = ("on_trial_startup", "on_training_start", "on_training_workload_end",
+                 "on_trial_shutdown")  # fmt: skip
+    assert [c for c in strategy.hook_calls if c[0] in lifecycle] == [
+        ("on_trial_startup", 0, None, 0),  # (initial batch, checkpoint to resume)
+        ("on_training_start", 0),
+        ("on_training_workload_end", {"loss": 3.5}, [{"loss": float(i)} for i in range(8)], 8),
+        ("on_training_workload_end", {"loss": 8.5}, [{"loss": 8.0}, {"loss": 9.0}], 10),
+        ("on_trial_shutdown", 10),
+    ]
     saves = [c for c in strategy.hook_calls if c[0].startswith("on_checkpoint")]
     assert saves == [  # the one checkpoint, at the end: written into the path, then uploaded
         ("on_checkpoint_end", True),
@@ -116,9 +125,11 @@ def test_the_progress_bar_counts_the_batches_of_the_target_from_where_it_resumed
         first = TrainLoop(ctx, CountingStrategy(stop_at=3), settings)
         first.run([Target(Batch(6))])
         capsys.readouterr()
-        TrainLoop(ctx, CountingStrategy(), settings).run(
+        resumed = EpochRecorder()
+        TrainLoop(ctx, resumed, settings).run(
             [Target(Batch(6))], latest_checkpoint=first.last_checkpoint
         )
+    assert resumed.hook_calls[0] == ("on_trial_startup", 0, first.last_checkpoint, 0)
     err = capsys.readouterr().err
     # validations are printed above the bar (at the end of the target: total 0+1+...+5); the
     # bar shows the latest metrics, training reports only there
@@ -217,3 +228,11 @@ def test_a_loop_that_has_not_run_has_no_validation_and_no_checkpoint(trialkit_ho
     with core.init() as ctx:
         loop = TrainLoop(ctx, CountingStrategy(), _settings())
         assert (loop.last_validation, loop.last_checkpoint) == ({}, None)
+
+
+def test_a_stop_request_is_logged_with_its_batch(
+    trialkit_home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with core.init() as ctx, caplog.at_level(logging.INFO, logger="trialkit.harness"):
+        TrainLoop(ctx, CountingStrategy(stop_at=3), _settings()).run([Target(Batch(12))])
+    assert "stopping at batch 3: checkpointing" in [r.getMessage() for r in caplog.records]
