@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -236,3 +237,16 @@ def test_a_stop_request_is_logged_with_its_batch(
     with core.init() as ctx, caplog.at_level(logging.INFO, logger="trialkit.harness"):
         TrainLoop(ctx, CountingStrategy(stop_at=3), _settings()).run([Target(Batch(12))])
     assert "stopping at batch 3: checkpointing" in [r.getMessage() for r in caplog.records]
+
+
+@pytest.mark.parametrize("reported", [0, 1])
+def test_an_epoch_is_at_least_one_batch(trialkit_home: Path, reported: int) -> None:
+    class ShortEpochs(CountingStrategy):
+        def build_train_iterator(self, skip: int, seed: int) -> tuple[Iterator[Any], int]:
+            batches, _ = super().build_train_iterator(skip, seed)
+            return batches, reported  # an empty or unknown epoch length counts as 1
+
+    with core.init() as ctx:
+        loop = TrainLoop(ctx, ShortEpochs(), _settings())
+        loop.run([Target(Batch(3))])
+    assert (loop.epoch_len, loop.progress.epochs_trained) == (1, 3)
