@@ -113,8 +113,8 @@ def _validating_every_2_batches(**fields: Any) -> LoopSettings:
 
 
 def _statuses(home: Path) -> list[str]:
-    """The status lines the local run recorded, in order."""
-    [journal] = local_runs_dir(home).iterdir()
+    """The status lines the latest local run recorded, in order."""
+    journal = max(local_runs_dir(home).iterdir(), key=lambda p: p.stat().st_mtime)
     entries, _ = read_entries(journal)
     return [e["fields"]["status"] for _, e in entries if "status" in e.get("fields", {})]
 
@@ -149,3 +149,14 @@ def test_step_zero_validation_is_skipped_when_the_master_has_one(
         with core.init() as ctx:
             TrainLoop(ctx, strategy, settings).run([Target(Batch(2))])
     assert strategy.validated_at == ([2] if earlier else [0, 2])
+
+
+def test_a_run_with_nothing_left_to_do_tells_no_status(trialkit_home: Path) -> None:
+    with core.init() as ctx:
+        done = TrainLoop(ctx, CountingStrategy(), _settings())
+        done.run([Target(Batch(4))])
+    with core.init() as ctx:
+        TrainLoop(ctx, CountingStrategy(), _settings()).run(
+            [Target(Batch(4))], latest_checkpoint=done.last_checkpoint
+        )
+        assert _statuses(trialkit_home) == []
