@@ -112,9 +112,9 @@ def _validating_every_2_batches(**fields: Any) -> LoopSettings:
     )  # fmt: skip
 
 
-def _statuses(home: Path) -> list[str]:
-    """The status lines the latest local run recorded, in order."""
-    journal = max(local_runs_dir(home).iterdir(), key=lambda p: p.stat().st_mtime)
+def _statuses(home: Path, earlier: frozenset[Path] = frozenset()) -> list[str]:
+    """The status lines the one local run not in ``earlier`` recorded, in order."""
+    [journal] = set(local_runs_dir(home).iterdir()) - earlier
     entries, _ = read_entries(journal)
     return [e["fields"]["status"] for _, e in entries if "status" in e.get("fields", {})]
 
@@ -155,8 +155,9 @@ def test_a_run_with_nothing_left_to_do_tells_no_status(trialkit_home: Path) -> N
     with core.init() as ctx:
         done = TrainLoop(ctx, CountingStrategy(), _settings())
         done.run([Target(Batch(4))])
+    first = frozenset(local_runs_dir(trialkit_home).iterdir())
     with core.init() as ctx:
         TrainLoop(ctx, CountingStrategy(), _settings()).run(
             [Target(Batch(4))], latest_checkpoint=done.last_checkpoint
         )
-        assert _statuses(trialkit_home) == []
+        assert _statuses(trialkit_home, first) == []
