@@ -796,6 +796,27 @@ def test_promotion_invalid_hp_of_a_trial_in_flight_to_rung_1() -> None:
     assert d.method.progress() == pytest.approx(max(3 / 3.6, (3 - 1) / 3))
 
 
+def test_promotion_an_invalid_hp_trial_leaves_the_others_in_flight_to_its_rung_counted() -> None:
+    # Trials 4 and 6 train towards rung 1, where trial 2 waits. Trial 6 turns out InvalidHP:
+    # trial 4 is still in flight, so close-out must leave trial 2 open (4's result there may
+    # promote it) when the replacement's result fills rung 0 again.
+    d = driver(asha(num_rungs=3, divisor=2, max_trials=6, max_concurrent_trials=6, max_length=8))
+    d.complete(1, 0.5)
+    assert d.complete(2, 0.4) == [ValidateAfter(d.rid(2), 4)]
+    assert d.complete(2, 0.4) == []  # waiting in rung 1
+    d.complete(3, 0.6)
+    assert d.complete(4, 0.3) == [ValidateAfter(d.rid(4), 4)]
+    d.complete(5, 0.7)
+    ops = d.complete(6, 0.2)  # rung 0 is full: close-out closes its waiting trials
+    assert ops[0] == ValidateAfter(d.rid(6), 4)
+    assert {op.request_id for op in ops if isinstance(op, Close)} == {d.rid(n) for n in (1, 3, 5)}
+    ops = d.fail(6, ExitedReason.INVALID_HP)
+    assert ops[0] == Close(d.rid(6)) and isinstance(ops[1], Create)
+    assert d.complete(7, 0.9) == [Close(d.rid(7))]  # rung 0 full again; trial 2 stays open
+    ops = d.complete(4, 0.5)  # a worse rung-1 result: trial 2 goes on, and 4 is closed out
+    assert ops == [ValidateAfter(d.rid(2), 8), Close(d.rid(4))]
+
+
 def test_promotion_progress_counts_closed_trials_once_rung_0_is_full() -> None:
     d = driver(asha(num_rungs=2, divisor=4, max_trials=4, max_length=100))
     for n in (1, 2, 3):
