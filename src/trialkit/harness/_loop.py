@@ -187,11 +187,11 @@ class TrainLoop:
         return int(self.dist.broadcast(self.strategy.fresh_seed()))
 
     def _master_has_validation(self) -> bool:
+        """Whether an earlier run of this trial reported a validation (its step-zero one too)."""
         if not self.s.on_cluster:
             return False
-        return bool(
-            self.dist.broadcast(self.core.train._get_last_validation() if self._chief else None)
-        )
+        last = self.core.train._get_last_validation() if self._chief else None
+        return self.dist.broadcast(last) is not None
 
     # Training -----------------------------------------------------------------------------------
 

@@ -133,22 +133,24 @@ def test_off_cluster_policy_best_saves_after_every_validation_and_statuses_chang
     assert statuses == ["validating", "checkpointing", "training"] * 2 + [""]
 
 
-@pytest.mark.parametrize("earlier", [False, True])
+# The step of a validation an earlier run of the trial reported (None: there was none); 0 is
+# its own step-zero validation, which a restart before the first checkpoint must not repeat.
+@pytest.mark.parametrize("earlier", [None, 0, 1])
 def test_step_zero_validation_is_skipped_when_the_master_has_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, earlier: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, earlier: int | None
 ) -> None:
     settings = _validating_every_2_batches(
         searcher_metric="loss", step_zero_validation=True, on_cluster=True, trial_id=1
     )
     with trial_under_master(tmp_path, monkeypatch) as (api, trial_id):
-        if earlier:  # e.g. reported by an earlier run of this trial
-            done = NewMetric(trial_id=trial_id, group="validation", steps_completed=1,
+        if earlier is not None:
+            done = NewMetric(trial_id=trial_id, group="validation", steps_completed=earlier,
                              values={"loss": 0.5}, run_id=0)  # fmt: skip
             api.store.add_metrics([done])
         strategy = ScriptedValidation([0.7, 0.6])
         with core.init() as ctx:
             TrainLoop(ctx, strategy, settings).run([Target(Batch(2))])
-    assert strategy.validated_at == ([2] if earlier else [0, 2])
+    assert strategy.validated_at == ([0, 2] if earlier is None else [2])
 
 
 def test_a_run_with_nothing_left_to_do_tells_no_status(trialkit_home: Path) -> None:
