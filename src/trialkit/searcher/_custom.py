@@ -139,7 +139,7 @@ def check_operations(ops: Any, where: str) -> list[Operation]:
         if not isinstance(op, _OPS):
             raise SearcherError(
                 f"{where} returned {op!r}; expected trialkit.searcher Create, ValidateAfter,"
-                " Close or Shutdown"
+                " Close, Stop or Shutdown"
             )
     return list(ops)
 

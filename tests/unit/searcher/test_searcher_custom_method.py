@@ -227,7 +227,7 @@ def test_the_user_method_errors_name_the_handler_and_the_expected_types() -> Non
         m.on_trial_exited_early(rid, ExitedReason.ERRORED)
     assert str(e.value) == (
         "Returns.on_trial_exited_early returned 'done'; expected trialkit.searcher Create,"
-        " ValidateAfter, Close or Shutdown"
+        " ValidateAfter, Close, Stop or Shutdown"
     )
 
 
