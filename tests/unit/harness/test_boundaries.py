@@ -59,3 +59,12 @@ def test_report_unit_and_in_batches_convert_lengths() -> None:
         in_batches(Epoch(1), float("inf"))
     with pytest.raises(TypeError, match="Batch\\(int\\)"):
         in_batches(Batch([1, 2]), 4)
+
+
+def test_periods_that_fire_together_are_all_due() -> None:
+    every = Boundaries(validation=Batch(1), report=Batch(0), stop_check=EVERY_BATCH, target=2)
+    assert every.after_batch(1) == Due(validate=True, report=True, stop_check=True)
+    assert every.after_batch(2) == Due(validate=True, report=True, target=True, stop_check=True)
+    epochs = Boundaries(validation=Epoch(2), checkpoint=Epoch(1), report=Epoch(2))
+    assert epochs.at_epoch_end(2) == Due(validate=True, checkpoint=True, report=True)
+    assert Due(checkpoint=True) | Due(report=True) == Due(checkpoint=True, report=True)
