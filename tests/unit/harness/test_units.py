@@ -46,3 +46,41 @@ def test_in_batches_says_why_a_length_cannot_be_counted() -> None:
         match=r"^a length in epochs: the training data has no length; give the length in batches$",
     ):
         in_batches(Epoch(1), float("inf"))
+
+
+def test_a_period_fires_at_its_multiples_or_its_steps_and_below_one_always() -> None:
+    assert [n for n in range(7) if Batch(3).should_stop(n)] == [3, 6]  # never at 0
+    assert all(Batch(0).should_stop(n) for n in range(3))
+    assert [n for n in range(7) if Epoch({2, 5}).should_stop(n)] == [2, 5]
+
+
+@pytest.mark.parametrize(
+    ("config", "unit"),
+    [
+        ({"batches": 5}, Batch(5)),
+        ({"batches": "7"}, Batch(7)),
+        ({"epochs": 2}, Epoch(2)),
+        ({"epochs": 0}, Epoch(sys.maxsize)),  # below one: never
+        ({"batches": -1}, Batch(sys.maxsize)),
+        ({"records": 64}, Batch(2)),
+    ],
+)
+def test_a_config_length_becomes_its_unit(config: dict[str, object], unit: TrainUnit) -> None:
+    assert TrainUnit._from_config(config, global_batch_size=32) == unit
+
+
+def test_a_config_length_that_is_not_one_unit_is_refused_saying_why() -> None:
+    with pytest.raises(ValueError, match=r"^expected \{batches\|records\|epochs: N\}, got 5$"):
+        TrainUnit._from_config(5, None)
+    with pytest.raises(
+        ValueError,
+        match=r"^expected exactly one of batches, records, epochs; got \{'batches': 1, 'epochs': 2\}$",
+    ):
+        TrainUnit._from_values(batches=1, epochs=2)
+    with pytest.raises(ValueError, match=r"exactly one of .*; got \{\}$"):
+        TrainUnit._from_values()
+    with pytest.raises(
+        ValueError,
+        match=r"^a length in records needs hyperparameters.global_batch_size to convert to batches$",
+    ):
+        TrainUnit._from_values(records=64)
