@@ -51,6 +51,7 @@ def test_in_batches_says_why_a_length_cannot_be_counted() -> None:
 def test_a_period_fires_at_its_multiples_or_its_steps_and_below_one_always() -> None:
     assert [n for n in range(7) if Batch(3).should_stop(n)] == [3, 6]  # never at 0
     assert all(Batch(0).should_stop(n) for n in range(3))
+    assert [n for n in range(3) if Batch(1).should_stop(n)] == [1, 2]  # every batch, not at 0
     assert [n for n in range(7) if Epoch({2, 5}).should_stop(n)] == [2, 5]
 
 
@@ -58,6 +59,7 @@ def test_a_period_fires_at_its_multiples_or_its_steps_and_below_one_always() -> 
     ("config", "unit"),
     [
         ({"batches": 5}, Batch(5)),
+        ({"batches": 1}, Batch(1)),  # every batch, not never
         ({"batches": "7"}, Batch(7)),
         ({"epochs": 2}, Epoch(2)),
         ({"epochs": 0}, Epoch(sys.maxsize)),  # below one: never
@@ -77,6 +79,8 @@ def test_a_config_length_that_is_not_one_unit_is_refused_saying_why() -> None:
         match=r"^expected exactly one of batches, records, epochs; got \{'batches': 1, 'epochs': 2\}$",
     ):
         TrainUnit._from_values(batches=1, epochs=2)
+    with pytest.raises(ValueError, match=r"; got \{'records': 64, 'epochs': 1\}$"):
+        TrainUnit._from_values(records=64, epochs=1)
     with pytest.raises(ValueError, match=r"exactly one of .*; got \{\}$"):
         TrainUnit._from_values()
     with pytest.raises(
