@@ -2,8 +2,7 @@
 one place they import PyTorchTrial's internals from. Not user API."""
 
 from ._context_base import TorchContextBase
-from ._reducer import reduce_batches, reduce_workers
-from ._rng import capture_rng, restore_rng, seed_all
+from ._rng import capture_rng, restore_rng
 from ._runtime import TorchRuntime
 from ._strategy_base import TorchStrategyBase, repeat_forever
 from ._trainer import LoopTrainer, open_trial_context
@@ -19,9 +18,6 @@ __all__ = [
     "check_one_evaluate",
     "evaluate_batch_takes_index",
     "open_trial_context",
-    "reduce_batches",
-    "reduce_workers",
     "repeat_forever",
     "restore_rng",
-    "seed_all",
 ]
