@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,9 +45,10 @@ class Trial(rest.TrialRecord):
     """A trial as the store keeps it (the REST contract's record, flat as its row), with the
     searcher's facts read together as one value."""
 
-    @property
+    @functools.cached_property
     def searcher(self) -> SearcherFacts:
-        """The record's fields that the search protocol writes, as one value."""
+        """The record's fields that the search protocol writes, as one value (built once per
+        trial record: the engine reads it for every trial at each tick)."""
         facts = dataclasses.fields(SearcherFacts)
         return SearcherFacts(**{f.name: getattr(self, f.name) for f in facts})
 
