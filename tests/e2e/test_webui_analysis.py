@@ -334,6 +334,7 @@ class Slow:
     def batch_length(self, batch): return 1
     def reset_reducers(self): pass
     def training_reducer_metrics(self): return {}
+    def metrics_to_python(self, batches): return batches
     def validate(self, test_mode): return {"val_loss": 1.0 / self.seen}
     def stop_requested(self): return False
     def save(self, path, rng_state): (path / "seen").write_text(str(self.seen))

@@ -128,6 +128,26 @@ def test_training_metric_is_the_mean_of_the_period(trialkit_home: Path) -> None:
     assert [m.values["i"] for m in _metrics(trialkit_home, "training")] == [1.0, 4.0]
 
 
+def test_a_period_of_losses_is_read_from_the_device_at_once_not_batch_by_batch(
+    trialkit_home: Path,
+) -> None:
+    """On a GPU each ``.item()`` waits for the device: training reads no metric per batch."""
+    from tests.pytorch.test_host_metrics import _CountOps
+
+    class NoValidation(RegressionTrial):
+        def evaluate_batch(self, batch: Any) -> dict[str, Any]:
+            return {"val_loss": 0.0}
+
+    with _CountOps() as ops:  # 12 batches of 2 records: one epoch
+        _fit(NoValidation, {**HP, "global_batch_size": 2}, max_length=pytorch.Batch(12),
+             reporting_period=pytorch.Batch(6), validation_period=pytorch.Batch(100))  # fmt: skip
+    # .item() runs _local_scalar_dense: for the seeds of the shuffle sampler and of the torch
+    # loaders (training, then the validation at the end), never for a metric (was: 3 + 12)
+    assert ops.counts.get("_local_scalar_dense", 0) == 3, ops.counts
+    losses = [m.values["loss"] for m in _metrics(trialkit_home, "training")]
+    assert len(losses) == 2 and all(isinstance(v, float) and v > 0 for v in losses)
+
+
 def test_evaluate_full_dataset_and_reducers(trialkit_home: Path) -> None:
     class Full(RegressionTrial):
         evaluate_batch = pytorch.PyTorchTrial.evaluate_batch  # type: ignore[assignment]

@@ -14,9 +14,15 @@ from typing import Any
 
 import torch
 
-from ..harness import average_batches, scalar
+from ..harness import average_batches
 from ..pytorch import DataLoader
-from ..pytorch.shared import TorchStrategyBase, evaluate_batch_takes_index, repeat_forever
+from ..pytorch.shared import (
+    TorchStrategyBase,
+    detached,
+    evaluate_batch_takes_index,
+    metrics_to_python,
+    repeat_forever,
+)
 from ._context import DeepSpeedTrialContext
 from ._runtime import DeepSpeedRuntime
 from ._trial import DeepSpeedTrial, check_trial
@@ -127,14 +133,14 @@ class DeepSpeedStrategy(TorchStrategyBase):
         outputs = []
         for _ in range(self._calls_per_step):
             out = _metrics(trial.train_batch(batch, epoch_idx, batch_idx), trial, "train_batch")
-            outputs.append({k: scalar(v) for k, v in out.items()})
+            outputs.append(detached(out))
         if self._calls_per_step > 1:
             self._check_steps_taken()
         if runtime.profiler is not None:
             runtime.profiler.step()
         if not self.mpu.should_report_metrics:
             return {}
-        return outputs[0] if len(outputs) == 1 else average_batches(outputs)
+        return outputs[0] if len(outputs) == 1 else average_batches(metrics_to_python(outputs))
 
     def _check_steps_taken(self) -> None:
         for i, engine in enumerate(self.context.models):

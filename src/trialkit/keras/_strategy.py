@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..harness import Hooks
+from ..harness import Hooks, scalar
 from ._callbacks import KerasHooks
 from ._context import TFKerasTrialContext
 from ._data import TrainingData, batch_length, evaluate
@@ -149,6 +149,9 @@ class KerasStrategy:
 
     def training_reducer_metrics(self) -> dict[str, Any]:
         return {}
+
+    def metrics_to_python(self, batches: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{k: scalar(v) for k, v in m.items()} for m in batches]
 
     # Validation -----------------------------------------------------------------------------------
 

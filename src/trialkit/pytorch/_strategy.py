@@ -14,6 +14,7 @@ import torch
 
 from ._context import PyTorchTrialContext
 from ._data import DataLoader, data_length, to_device
+from ._host_metrics import detached
 from ._runtime import PyTorchRuntime
 from ._strategy_base import TorchStrategyBase, repeat_forever
 from ._trial import PyTorchTrial, check_trial, evaluate_batch_takes_index
@@ -153,7 +154,7 @@ class TorchStrategy(TorchStrategyBase):
                     sched.step()
         if runtime.profiler is not None:
             runtime.profiler.step()
-        return {k: (v.detach() if isinstance(v, torch.Tensor) else v) for k, v in out.items()}
+        return detached(out)
 
     # Validation ---------------------------------------------------------------------------------
 

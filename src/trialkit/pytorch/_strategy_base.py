@@ -18,6 +18,7 @@ from .. import _modeldir
 from ..harness import Hooks
 from ._callback import PyTorchCallback
 from ._data import DataLoader
+from ._host_metrics import metrics_to_python
 from ._reducer import custom_reducer_metrics, reduce_batches, reduce_workers
 from ._rng import capture_rng, restore_rng
 from ._runtime import TorchRuntime
@@ -132,6 +133,9 @@ class TorchStrategyBase:
 
     def training_reducer_metrics(self) -> dict[str, Any]:
         return custom_reducer_metrics(self.runtime.reducers, self.dist, training=True)
+
+    def metrics_to_python(self, batches: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return metrics_to_python(batches)
 
     # Data ---------------------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 one place they import PyTorchTrial's internals from. Not user API."""
 
 from ._context_base import TorchContextBase
+from ._host_metrics import detached, metrics_to_python
 from ._rng import capture_rng, restore_rng
 from ._runtime import TorchRuntime
 from ._strategy_base import TorchStrategyBase, repeat_forever
@@ -16,7 +17,9 @@ __all__ = [
     "TrialContractError",
     "capture_rng",
     "check_one_evaluate",
+    "detached",
     "evaluate_batch_takes_index",
+    "metrics_to_python",
     "open_trial_context",
     "repeat_forever",
     "restore_rng",

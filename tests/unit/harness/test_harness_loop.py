@@ -72,6 +72,9 @@ class CountingStrategy:
     def training_reducer_metrics(self) -> dict[str, Any]:
         return {}
 
+    def metrics_to_python(self, batches: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return batches  # train_batch returns floats
+
     def validate(self, test_mode: bool) -> dict[str, Any]:
         self.validated_at.append(len(self.trained))
         return {"total": self.total}
