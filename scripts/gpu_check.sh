@@ -81,7 +81,11 @@ t=$(step_timeout 300)
 timeout -k 10 "$t" "$PYTHON" -m pytest -p no:cacheprovider -m gpu tests/gpu -q -rs "${parallel[@]}" \
   --timeout 150 --junitxml="$OUT/junit.xml" >"$OUT/pytest.log" 2>&1
 tests_rc=$?
-say "tests (rc $tests_rc, ${t}s allowed${parallel:+, 4 workers}): $(grep -E '^(=+ )?[0-9]+ (passed|failed|skipped|error)' "$OUT/pytest.log" | tail -1 | tr -d '=')"
+outcome=$(grep -E '^(=+ )?[0-9]+ (passed|failed|skipped|error)' "$OUT/pytest.log" | tail -1 | tr -d '=')
+# no count line: pytest stopped before running anything (an import error, a usage error); its
+# first error line says why
+[ -n "$outcome" ] || outcome="no tests ran: $( (grep -m1 '^E ' "$OUT/pytest.log" || tail -1 "$OUT/pytest.log") | sed 's/^E *//')"
+say "tests (rc $tests_rc, ${t}s allowed${parallel:+, 4 workers}): $outcome"
 [ "$tests_rc" = 124 ] && say "tests: TIMED OUT after ${t}s"
 grep -E '^(FAILED|ERROR) ' "$OUT/pytest.log" | tee -a "$SUMMARY"
 grep -E '^SKIPPED ' "$OUT/pytest.log" | sed 's/^/  /' | tee -a "$SUMMARY"

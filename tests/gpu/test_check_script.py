@@ -42,3 +42,24 @@ def test_without_cuda_it_skips_everything_saying_why_and_exits_0() -> None:
         assert (out / "pytest.log").exists() and "done in" in summary
     finally:
         shutil.rmtree(out, ignore_errors=True)
+
+
+def test_a_python_that_cannot_run_the_tests_is_one_line_saying_why_and_exit_1(
+    tmp_path: Path,
+) -> None:
+    """A PYTHON without trialkit's dependencies (here: the tests' imports fail) ends with the
+    import error in the summary, not a blank count, and a failing exit status."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    env["OUT"] = str(tmp_path)
+    # -S: no site-packages at all, so not even pytest imports
+    wrapper = tmp_path / "bare-python"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
+    wrapper.chmod(0o755)
+    env["PYTHON"] = str(wrapper)
+    p = subprocess.run(
+        ["bash", str(REPO / "scripts" / "gpu_check.sh")],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert p.returncode == 1, p.stdout + p.stderr
+    (line,) = [x for x in (tmp_path / "summary.txt").read_text().splitlines() if "tests (rc" in x]
+    assert "no tests ran: " in line and "No module named" in line, line
