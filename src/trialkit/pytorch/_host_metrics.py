@@ -1,6 +1,7 @@
 """Training metrics from tensors to Python values, many batches at once: on a GPU each
 ``.item()`` waits for the device, so the one-element tensors of a whole reporting period are
-stacked and copied to the host together (one wait per device and dtype, not one per batch)."""
+stacked and copied to the host together (one wait per device and dtype, not one per batch;
+bench/README.md: metrics-to-host)."""
 
 from __future__ import annotations
 
