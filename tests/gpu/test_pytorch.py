@@ -187,3 +187,30 @@ def test_exact_resume_on_the_gpu(device: str, deterministic: None, k: int) -> No
     full, _ = test_resume._fit(seed=0)
     assert _on(full, device)
     test_resume.test_preempt_at_k_and_resume_is_bitwise_identical(k)
+
+
+def test_metrics_on_the_gpu_reach_the_host_once_a_report(device: str) -> None:
+    """fp32, bf16 and integer metric tensors on the device: the values ``.item()`` gives, copied
+    in one stack per dtype, and training reads none of them batch by batch."""
+    from tests.pytorch.test_host_metrics import _CountOps
+    from trialkit.pytorch.shared import metrics_to_python
+
+    g = torch.Generator(device=device).manual_seed(0)
+    batches = [
+        {
+            "loss": torch.rand((), device=device, generator=g),
+            "bf16": torch.rand((1,), device=device, generator=g).to(torch.bfloat16),
+            "n": torch.tensor(i, device=device),
+        }
+        for i in range(50)
+    ]
+    want = [{k: v.item() for k, v in m.items()} for m in batches]
+    with _CountOps() as ops:
+        got = metrics_to_python(batches)
+    assert got == want
+    assert ops.counts.get("_local_scalar_dense", 0) == 0 and ops.counts["stack"] == 3, ops.counts
+
+    with _CountOps() as ops:
+        _fit(RegressionTrial, n=12)
+    # RegressionTrial's loader seeds read a number or two per epoch, never one per batch
+    assert ops.counts.get("_local_scalar_dense", 0) < 12, ops.counts
