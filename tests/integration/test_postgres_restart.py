@@ -196,6 +196,17 @@ def test_a_keyed_metric_group_whose_commit_got_no_answer_is_sent_again_and_store
     assert store.count_metrics(trial_id) == 2
 
 
+def _fails_not_in_doubt(store: Store, postgres: PostgresServer, delivery: MetricDelivery) -> None:
+    """``delivery`` (the server down, or to die at its commit) fails once the reconnect window is
+    over, not in doubt; then the server is started again."""
+    try:
+        with pytest.raises(StoreUnavailable, match="still unreachable") as err:
+            store.add_metric_deliveries([delivery])
+        assert err.value.in_doubt is False
+    finally:
+        postgres.start()
+
+
 def test_a_keyed_metric_group_whose_commit_got_no_answer_is_not_in_doubt(
     store: Store, postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -204,12 +215,7 @@ def test_a_keyed_metric_group_whose_commit_got_no_answer_is_not_in_doubt(
     trial_id = _trial(store)
     monkeypatch.setattr(_retry, "RECONNECT_WINDOW", 0.3)
     _kill_before_the_next_commit(store, postgres, restart_after=None)
-    try:
-        with pytest.raises(StoreUnavailable, match="still unreachable") as err:
-            store.add_metric_deliveries([_delivery(trial_id, 1)])
-        assert err.value.in_doubt is False
-    finally:
-        postgres.start()
+    _fails_not_in_doubt(store, postgres, _delivery(trial_id, 1))
     assert store.add_metric_deliveries([_delivery(trial_id, 1)]) == [Delivered.STORED]
     assert store.count_metrics(trial_id) == 1
 
@@ -230,12 +236,7 @@ def test_an_unkeyed_metric_group_that_failed_before_its_commit_is_not_in_doubt(
     # ... and ends as a StoreUnavailable not in doubt when it does not.
     monkeypatch.setattr(_retry, "RECONNECT_WINDOW", 0.3)
     postgres.kill()
-    try:
-        with pytest.raises(StoreUnavailable, match="still unreachable") as err:
-            store.add_metric_deliveries([_unkeyed(trial_id, 2)])
-        assert err.value.in_doubt is False
-    finally:
-        postgres.start()
+    _fails_not_in_doubt(store, postgres, _unkeyed(trial_id, 2))
     assert store.count_metrics(trial_id) == 1
 
 

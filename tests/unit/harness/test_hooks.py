@@ -31,14 +31,18 @@ class Current:
         return lambda *args: None
 
 
-class Legacy(Current):
-    """Epoch hooks as written before 0.13: no ``epoch_idx``."""
+def legacy_class() -> type[Current]:
+    """A callback class with epoch hooks as written before 0.13 (no ``epoch_idx``), new at each
+    call: the warning is given once per method in a process, and a test may run more than once."""
 
-    def on_training_epoch_start(self) -> None:  # type: ignore[override]
-        self.log.append(("legacy start",))
+    class Legacy(Current):
+        def on_training_epoch_start(self) -> None:  # type: ignore[override]
+            self.log.append(("legacy start",))
 
-    def on_training_epoch_end(self) -> None:  # type: ignore[override]
-        self.log.append(("legacy end",))
+        def on_training_epoch_end(self) -> None:  # type: ignore[override]
+            self.log.append(("legacy end",))
+
+    return Legacy
 
 
 class WithCallbacks(CountingStrategy):
@@ -61,17 +65,18 @@ def test_epoch_hooks_get_the_epoch_and_legacy_ones_run_without_it_warned_once(
     trialkit_home: Path,
 ) -> None:
     log: list[tuple[Any, ...]] = []
-    future = _train_two_epochs({"a": Current(log), "b": Legacy(log)})
+    legacy = legacy_class()
+    future = _train_two_epochs({"a": Current(log), "b": legacy(log)})
     assert log == [  # each callback in order, each epoch (4 batches an epoch)
         ("current start", 0), ("legacy start",), ("current end", 0), ("legacy end",),
         ("current start", 1), ("legacy start",), ("current end", 1), ("legacy end",),
     ]  # fmt: skip
     assert sorted(str(w.message) for w in future) == [  # once per method, not per call
-        "Legacy.on_training_epoch_end() takes no epoch_idx; declare it as (self, epoch_idx: int)",
-        "Legacy.on_training_epoch_start() takes no epoch_idx; declare it as (self, epoch_idx: int)",
+        f"{legacy.__qualname__}.{hook}() takes no epoch_idx; declare it as (self, epoch_idx: int)"
+        for hook in ("on_training_epoch_end", "on_training_epoch_start")
     ]
     log.clear()
-    assert _train_two_epochs({"b": Legacy(log)}) == []  # warned about already in this process
+    assert _train_two_epochs({"b": legacy(log)}) == []  # warned about already in this process
     assert log[:2] == [("legacy start",), ("legacy end",)]
 
 

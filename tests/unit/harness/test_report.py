@@ -4,6 +4,7 @@ over batches, the log line's format, a callback's report period, and the local p
 from __future__ import annotations
 
 import re
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -106,16 +107,12 @@ class NumpyMetrics(CountingStrategy):
 def test_the_loop_stores_a_strategys_numpy_metrics_as_numbers(trialkit_home: Path) -> None:
     with core.init() as ctx:
         TrainLoop(ctx, NumpyMetrics(), _settings()).run([Target(Batch(4))])
-    store = ingested_store(trialkit_home)
-    try:
+    with closing(ingested_store(trialkit_home)) as store:
         [trial] = store.list_trials()
         training = store.list_metrics(trial.id, "training")
-        validation = store.list_metrics(trial.id, "validation")
-    finally:
-        store.close()
+        [val] = store.list_metrics(trial.id, "validation")
     assert [m.values["loss"] for m in training] == [1.0, 3.0]  # batches 0-2, then 3
     assert [m.values["seen"] for m in training] == [2.0, 4.0]
-    [val] = validation
     assert val.values["total"] == 6.0
     assert val.values["hist"] == [1, 2]
 
