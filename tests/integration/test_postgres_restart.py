@@ -1,7 +1,8 @@
 """The store on a PostgreSQL server that is killed with SIGKILL and restarted (issue 31, item 9):
 operations wait for the server instead of failing, connections the pool held from before the
 restart are replaced, a metric batch is stored once across it, an update whose commit got no
-answer is run again but an insert is not, and a server that stays down is one clear
+answer is run again but an insert is not (nor a metric group holding a report without a batch
+key; a keyed group is, and stored once), and a server that stays down is one clear
 StoreUnavailable once the reconnect window is over. The fault suite
 (tests/faults/test_postgres_kill.py) does this under a running search."""
 
@@ -149,6 +150,94 @@ def test_an_insert_whose_commit_got_no_answer_is_not_run_again(
     finally:
         postgres.start()
     assert store.list_trials(exp.id) == []  # not stored twice, nor (as it was killed) once
+
+
+def _unkeyed(trial_id: int, step: int) -> MetricDelivery:
+    """A report sent without a batch key (no sender/seq): a resend would be stored again."""
+    report = NewMetric(
+        trial_id=trial_id, group="training", steps_completed=step, values={}, run_id=1
+    )
+    return MetricDelivery([report], None, trial_id, 1)
+
+
+def test_a_metric_group_whose_commit_got_no_answer_is_in_doubt_with_an_unkeyed_report(
+    store: Store, postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group holding a report without a batch key is not sent again after its commit got no
+    answer (it could be stored twice): StoreUnavailable in doubt, at once."""
+    trial_id = _trial(store)
+    monkeypatch.setattr(_retry, "RECONNECT_WINDOW", 0.3)  # a retry (wrong here) ends soon
+    _kill_before_the_next_commit(store, postgres, restart_after=None)
+    try:
+        with pytest.raises(StoreUnavailable) as err:
+            store.add_metric_deliveries([_delivery(trial_id, 1), _unkeyed(trial_id, 2)])
+        assert err.value.in_doubt is True
+        assert "still unreachable" not in str(err.value)  # not retried first
+    finally:
+        postgres.start()
+    # Killed before its COMMIT reached the server: nothing of the group was stored.
+    assert store.count_metrics(trial_id) == 0
+
+
+def test_a_keyed_metric_group_whose_commit_got_no_answer_is_sent_again_and_stored_once(
+    store: Store, postgres: PostgresServer
+) -> None:
+    """A group whose reports all carry batch keys is not in doubt: the store sends it again
+    once the server is back, and a later resend of it is a duplicate, not stored twice."""
+    trial_id = _trial(store)
+    group = [_delivery(trial_id, 1), _delivery(trial_id, 2)]
+    restarts = _kill_before_the_next_commit(store, postgres, restart_after=0.3)
+    try:
+        assert store.add_metric_deliveries(group) == [Delivered.STORED, Delivered.STORED]
+    finally:
+        [t.join() for t in restarts]
+    assert restarts, "the server was not killed"
+    assert store.add_metric_deliveries(group) == [Delivered.DUPLICATE, Delivered.DUPLICATE]
+    assert store.count_metrics(trial_id) == 2
+
+
+def _fails_not_in_doubt(store: Store, postgres: PostgresServer, delivery: MetricDelivery) -> None:
+    """``delivery`` (the server down, or to die at its commit) fails once the reconnect window is
+    over, not in doubt; then the server is started again."""
+    try:
+        with pytest.raises(StoreUnavailable, match="still unreachable") as err:
+            store.add_metric_deliveries([delivery])
+        assert err.value.in_doubt is False
+    finally:
+        postgres.start()
+
+
+def test_a_keyed_metric_group_whose_commit_got_no_answer_is_not_in_doubt(
+    store: Store, postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the server down for good, a keyed group's failed commit ends as a StoreUnavailable
+    that is not in doubt (the caller may resend it: stored once)."""
+    trial_id = _trial(store)
+    monkeypatch.setattr(_retry, "RECONNECT_WINDOW", 0.3)
+    _kill_before_the_next_commit(store, postgres, restart_after=None)
+    _fails_not_in_doubt(store, postgres, _delivery(trial_id, 1))
+    assert store.add_metric_deliveries([_delivery(trial_id, 1)]) == [Delivered.STORED]
+    assert store.count_metrics(trial_id) == 1
+
+
+def test_an_unkeyed_metric_group_that_failed_before_its_commit_is_not_in_doubt(
+    store: Store, postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group that failed before it could commit wrote nothing, keyed or not: not in doubt,
+    so it is retried (and stored once) when the server comes back within the window..."""
+    trial_id = _trial(store)
+    postgres.kill()
+    restart = _restart_later(postgres, 0.3)
+    try:
+        assert store.add_metric_deliveries([_unkeyed(trial_id, 1)]) == [Delivered.STORED]
+    finally:
+        restart.join()
+    assert store.count_metrics(trial_id) == 1
+    # ... and ends as a StoreUnavailable not in doubt when it does not.
+    monkeypatch.setattr(_retry, "RECONNECT_WINDOW", 0.3)
+    postgres.kill()
+    _fails_not_in_doubt(store, postgres, _unkeyed(trial_id, 2))
+    assert store.count_metrics(trial_id) == 1
 
 
 def test_a_run_ending_while_the_server_stays_down_is_still_handled(
