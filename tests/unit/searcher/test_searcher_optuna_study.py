@@ -9,16 +9,8 @@ from typing import Any
 
 import pytest
 
-from trialkit.searcher import (
-    Create,
-    DrivenMethod,
-    ExitedReason,
-    SearcherError,
-    Shutdown,
-    Stop,
-    ValidateAfter,
-    make_search_method,
-)
+from trialkit import searcher as ts
+from trialkit.searcher import Create, DrivenMethod, ExitedReason, make_search_method
 
 optuna = pytest.importorskip("optuna")
 
@@ -100,7 +92,7 @@ def test_a_pruned_trial_is_told_pruned_and_later_events_change_nothing() -> None
     m.on_trial_created(first.request_id)
     assert m.on_validation_completed(first.request_id, {"loss": 0.5, "batches": 1}) == []
     assert m.on_validation_completed(first.request_id, {"loss": 5.0, "batches": 2}) == [
-        Stop(first.request_id)
+        ts.Stop(first.request_id)
     ]
     m = reloaded(m, cfg_038(**pruner), NO_CATEGORICAL)
     [second] = creates(m.on_trial_closed(first.request_id))
@@ -125,7 +117,7 @@ def test_the_study_direction_follows_smaller_is_better(smaller_is_better: bool) 
     [second] = creates(m.on_trial_closed(first.request_id))
     m.on_trial_created(second.request_id)
     ops = m.on_validation_completed(second.request_id, {"loss": 1.0, "batches": 1})
-    assert ops == ([] if smaller_is_better else [Stop(second.request_id)])
+    assert ops == ([] if smaller_is_better else [ts.Stop(second.request_id)])
     expected = optuna.study.StudyDirection
     assert study_of(m).direction == (expected.MINIMIZE if smaller_is_better else expected.MAXIMIZE)
 
@@ -188,9 +180,9 @@ def run_037(searcher: dict[str, Any], reload_at: int | None = None) -> tuple[lis
         log.append(op)
         if isinstance(op, Create):
             queue += m.on_trial_created(op.request_id)
-        elif isinstance(op, ValidateAfter):
+        elif isinstance(op, ts.ValidateAfter):
             inflight[op.request_id] = op.length
-        elif isinstance(op, Shutdown):
+        elif isinstance(op, ts.Shutdown):
             break
         if queue or not inflight:
             continue
@@ -204,7 +196,7 @@ def run_037(searcher: dict[str, Any], reload_at: int | None = None) -> tuple[lis
             continue
         ops = m.on_validation_completed(rid, {"loss": 100.0 / length}, length)
         queue += ops
-        if any(getattr(o, "request_id", None) == rid and not isinstance(o, ValidateAfter)
+        if any(getattr(o, "request_id", None) == rid and not isinstance(o, ts.ValidateAfter)
                for o in ops):  # fmt: skip
             queue += m.on_trial_closed(rid)
     return log, m
@@ -215,11 +207,11 @@ def test_037_validates_at_eighths_quarters_halves_and_the_end(max_length: int) -
     searcher = {"name": "optuna", "metric": "loss", "max_trials": 4, "max_concurrent_trials": 2,
                 "pruner": "NopPruner", "max_length": {"batches": max_length}}  # fmt: skip
     log, m = run_037(searcher)
-    assert isinstance(log[-1], Shutdown) and len(creates(log)) == 4
+    assert isinstance(log[-1], ts.Shutdown) and len(creates(log)) == 4
     targets = [max_length // 8, max_length // 4, max_length // 2, max_length]
     by_trial: dict[str, list[int]] = {}
     for op in log:
-        if isinstance(op, ValidateAfter):
+        if isinstance(op, ts.ValidateAfter):
             by_trial.setdefault(op.request_id, []).append(op.length)
     assert all(lengths == targets[: len(lengths)] for lengths in by_trial.values())
     study = study_of(m)
@@ -239,7 +231,7 @@ def test_037_save_load_continues_identically() -> None:
 
 
 def test_invalid_hp_trials_do_not_use_up_max_trials() -> None:
-    """Three trials, the first InvalidHP: four created in all, then Shutdown."""
+    """Three trials, the first InvalidHP: four created in all, then ts.Shutdown."""
     m = make_search_method(cfg_038(max_trials=3, max_concurrent_trials=3), NO_CATEGORICAL, 0)
     live = [c.request_id for c in creates(m.initial_operations())]
     count = len(live)
@@ -252,7 +244,7 @@ def test_invalid_hp_trials_do_not_use_up_max_trials() -> None:
     for rid in live[3:]:
         ops = m.on_trial_closed(rid)
         count += len(creates(ops))
-    assert count == 4 and isinstance(ops[-1], Shutdown)
+    assert count == 4 and isinstance(ops[-1], ts.Shutdown)
 
 
 def test_progress_counts_units_037_and_reported_fractions_038() -> None:
@@ -292,13 +284,13 @@ def test_errors_name_the_metric_the_trial_and_the_setting() -> None:
     [first] = creates(m.initial_operations())
     rid = first.request_id
     m.on_trial_created(rid)
-    with pytest.raises(SearcherError) as e:
+    with pytest.raises(ts.SearcherError) as e:
         m.on_validation_completed(rid, {"loss": 1.0})
     assert str(e.value) == (
         f"trial {rid}: the time metric 'batches' must be a finite number for optuna, got"
         " nothing (validation metrics reported: {'loss': 1.0})"
     )
-    with pytest.raises(SearcherError) as e:
+    with pytest.raises(ts.SearcherError) as e:
         m.on_validation_completed(rid, {"batches": 1})
     assert str(e.value).startswith(
         f"trial {rid}: the searcher metric 'loss' must be a finite number for optuna, got nothing"
@@ -324,5 +316,5 @@ def test_config_errors_name_an_example_and_the_failing_kwargs() -> None:
 
 def test_a_failing_ask_is_a_searcher_error_naming_the_sampler() -> None:
     sampler = {"sampler": "GridSampler", "sampler_kwargs": {"search_space": {"y": [1]}}}
-    with pytest.raises(SearcherError, match=r"^optuna GridSampler.ask failed: ValueError: "):
+    with pytest.raises(ts.SearcherError, match=r"^optuna GridSampler.ask failed: ValueError: "):
         make_search_method(cfg_038(**sampler), NO_CATEGORICAL, 0).initial_operations()
