@@ -231,7 +231,7 @@ def test_037_save_load_continues_identically() -> None:
 
 
 def test_invalid_hp_trials_do_not_use_up_max_trials() -> None:
-    """Three trials, the first InvalidHP: four created in all, then ts.Shutdown."""
+    """Three trials, the first InvalidHP: four created in all, then Shutdown."""
     m = make_search_method(cfg_038(max_trials=3, max_concurrent_trials=3), NO_CATEGORICAL, 0)
     live = [c.request_id for c in creates(m.initial_operations())]
     count = len(live)
