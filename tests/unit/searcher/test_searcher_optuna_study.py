@@ -5,6 +5,7 @@ restart (save/load) that keeps all of it."""
 from __future__ import annotations
 
 import json
+import warnings
 from typing import Any
 
 import pytest
@@ -91,6 +92,7 @@ def test_a_pruned_trial_is_told_pruned_and_later_events_change_nothing() -> None
     [first] = creates(m.initial_operations())
     m.on_trial_created(first.request_id)
     assert m.on_validation_completed(first.request_id, {"loss": 0.5, "batches": 1}) == []
+    m = reloaded(m, cfg_038(**pruner), NO_CATEGORICAL)  # the configured pruner, not the default
     assert m.on_validation_completed(first.request_id, {"loss": 5.0, "batches": 2}) == [
         ts.Stop(first.request_id)
     ]
@@ -130,6 +132,7 @@ def test_only_increasing_steps_are_reported_also_after_a_restart() -> None:
     [first] = creates(m.initial_operations())
     rid = first.request_id
     m.on_trial_created(rid)
+    m.on_validation_completed(rid, {"loss": 9.0, "batches": -1})  # Optuna takes no negative step
     m.on_validation_completed(rid, {"loss": 4.0, "batches": 0})
     m.on_validation_completed(rid, {"loss": 3.0, "batches": 4})
     m = reloaded(m, searcher, NO_CATEGORICAL)
@@ -153,20 +156,48 @@ def test_an_exit_after_a_restart_is_told_once() -> None:
     assert [t.state for t in study_of(m).trials] == [STATE.FAIL, STATE.RUNNING]
 
 
-def test_a_restart_keeps_the_configured_pruner() -> None:
-    """NopPruner never prunes, before or after a restart (not Optuna's default MedianPruner)."""
-    searcher = cfg_038(pruner="NopPruner", max_trials=3)
+def test_a_trial_closing_after_a_restart_completes_with_its_last_report() -> None:
+    searcher = cfg_038(pruner="NopPruner")
     m = make_search_method(searcher, NO_CATEGORICAL, 0)
-    pending = creates(m.initial_operations())
-    losses = iter([1.0, 2.0, 50.0, 60.0, 70.0, 80.0])
-    while pending:
-        rid = pending.pop().request_id
-        m.on_trial_created(rid)
-        m = reloaded(m, searcher, NO_CATEGORICAL)
-        for step in (1, 2):
-            assert m.on_validation_completed(rid, {"loss": next(losses), "batches": step}) == []
-        pending += creates(m.on_trial_closed(rid))
-    assert [t.state for t in study_of(m).trials] == [STATE.COMPLETE] * 3
+    [first] = creates(m.initial_operations())
+    m.on_trial_created(first.request_id)
+    m.on_validation_completed(first.request_id, {"loss": 0.25, "batches": 8})
+    m = reloaded(m, searcher, NO_CATEGORICAL)
+    m.on_trial_closed(first.request_id)
+    [trial, _] = study_of(m).trials
+    assert (trial.state, trial.value) == (STATE.COMPLETE, 0.25)
+
+
+def test_telling_outcomes_raises_no_optuna_warning() -> None:
+    """A repeated step is not reported again, and a trial without a value is told FAIL
+    (not COMPLETE with None, which Optuna turns into FAIL with a warning)."""
+    m = make_search_method(cfg_038(pruner="NopPruner", max_concurrent_trials=3), NO_CATEGORICAL, 0)
+    repeated, silent, errored = (c.request_id for c in creates(m.initial_operations()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for rid in (repeated, silent, errored):
+            m.on_trial_created(rid)
+        m.on_validation_completed(repeated, {"loss": 1.0, "batches": 4})
+        m.on_validation_completed(repeated, {"loss": 2.0, "batches": 4})
+        m.on_trial_closed(repeated)
+        m.on_trial_closed(silent)
+        m.on_trial_exited_early(errored, ExitedReason.ERRORED)
+        m.on_trial_closed(errored)
+    states = [(t.state, t.value) for t in study_of(m).trials[:3]]
+    assert states == [(STATE.COMPLETE, 2.0), (STATE.FAIL, None), (STATE.FAIL, None)]
+
+
+def test_037_a_trial_closed_with_its_operation_outstanding_leaves_nothing_behind() -> None:
+    """It ended without finishing its ValidateAfter (no early exit): FAIL, replaced, and no
+    outstanding target kept in the saved state."""
+    searcher = {"name": "optuna", "metric": "loss", "max_trials": 2, "max_concurrent_trials": 1,
+                "max_length": {"batches": 16}}  # fmt: skip
+    m = make_search_method(searcher, NO_CATEGORICAL, 0)
+    [first] = creates(m.initial_operations())
+    m.on_trial_created(first.request_id)
+    [second] = creates(m.on_trial_closed(first.request_id))
+    assert list(m.save()["strategy"]["target"]) == [second.request_id]
+    assert [t.state for t in study_of(m).trials] == [STATE.FAIL, STATE.RUNNING]
 
 
 def run_037(searcher: dict[str, Any], reload_at: int | None = None) -> tuple[list[Any], Any]:
@@ -224,7 +255,7 @@ def test_037_validates_at_eighths_quarters_halves_and_the_end(max_length: int) -
 
 def test_037_save_load_continues_identically() -> None:
     searcher = {"name": "optuna", "metric": "loss", "max_trials": 5, "max_concurrent_trials": 2,
-                "max_length": {"batches": 16}}  # fmt: skip
+                "max_length": {"batches": 81}}  # fmt: skip
     full, _ = run_037(searcher)
     for reload_at in (0, 3, 7):
         assert run_037(searcher, reload_at)[0] == full

@@ -119,12 +119,19 @@ def test_a_trial_that_closes_makes_room_for_the_next() -> None:
     assert len(preview(searcher, SPACE, 11)) == 5  # 0.38: each trains to its own length
 
 
-def test_optuna_038_preview_reports_at_fractions_of_max_time() -> None:
+@pytest.mark.parametrize(
+    ("max_time", "lengths"), [(80, [10, 20, 40, 80]), (12, [1, 3, 6, 12]), (2, [1, 2])]
+)
+def test_optuna_038_preview_reports_at_fractions_of_max_time(
+    max_time: int, lengths: list[int]
+) -> None:
+    """At max_time // 8, // 4, // 2 and max_time (whole units, at least 1, each once)."""
     pytest.importorskip("optuna")
     searcher = {"name": "optuna", "metric": "loss", "max_trials": 3, "pruner": "NopPruner",
-                "time_metric": "batches", "max_time": 80}  # fmt: skip
+                "time_metric": "batches", "max_time": max_time}  # fmt: skip
     trials = preview(searcher, SPACE, 0)
-    assert [t["lengths"] for t in trials] == [[10, 20, 40, 80]] * 3
+    assert [t["lengths"] for t in trials] == [lengths] * 3
+    assert all(type(x) is int for t in trials for x in t["lengths"])
 
 
 def test_max_events_bounds_the_simulation() -> None:
