@@ -15,7 +15,7 @@ from trialkit.searcher._rung_view import asha_rungs
 
 from .test_searcher_asha import SPACE, Driver, adaptive, asha
 
-ONE_BRACKET = {
+ONE_BRACKET: dict[str, dict[str, Any]] = {
     "promotion-037": {"max_length": 64},
     "stopping-037": {"max_length": 64, "stop_once": True},
     "stopping-038": {"time_metric": "batches", "max_time": 64},

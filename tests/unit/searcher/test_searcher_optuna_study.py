@@ -18,7 +18,7 @@ optuna = pytest.importorskip("optuna")
 from trialkit.searcher._optuna import _MemoryJournal  # noqa: E402
 
 STATE = optuna.trial.TrialState
-SPACE = {
+SPACE: dict[str, Any] = {
     "lr": {"type": "log", "base": 10, "minval": -4, "maxval": -1},
     "layers": {"type": "int", "minval": 1, "maxval": 4},
     "act": {"type": "categorical", "vals": ["relu", [1, 2], None]},

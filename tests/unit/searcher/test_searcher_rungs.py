@@ -6,10 +6,11 @@ from __future__ import annotations
 import bisect
 import random
 import types
+from typing import Any
 
 import pytest
 
-from trialkit.searcher import SearcherError, ValidateAfter, make_search_method
+from trialkit.searcher import DrivenMethod, SearcherError, ValidateAfter, make_search_method
 from trialkit.searcher._ranked import RankedList
 from trialkit.searcher._rungs import rung_targets
 from trialkit.searcher._strategy import ProgressBook
@@ -90,22 +91,24 @@ def test_ranked_list_index_errors_name_the_index() -> None:
 LOSS_ASHA = asha(num_rungs=2, max_trials=2, max_length=16)
 
 
-def _started(searcher: dict[str, object] = LOSS_ASHA) -> tuple[object, str, int]:
-    method = make_search_method(searcher, SPACE, 0)
+def _started() -> tuple[DrivenMethod, str, int]:
+    """An ASHA search whose first trial was created; its id and outstanding length."""
+    method = make_search_method(LOSS_ASHA, SPACE, 0)
     first = next(op for op in method.initial_operations() if isinstance(op, ValidateAfter))
     method.on_trial_created(first.request_id)
     return method, first.request_id, first.length
 
 
-def _error(metrics: object) -> str:
+def _error(metrics: Any) -> str:
+    """The SearcherError for the first trial's completion with ``metrics``."""
     method, rid, length = _started()
     with pytest.raises(SearcherError) as info:
-        method.on_validation_completed(rid, metrics, length)  # type: ignore[attr-defined]
+        method.on_validation_completed(rid, metrics, length)
     return str(info.value)
 
 
 def test_a_missing_or_non_numeric_metric_names_the_trial_the_value_and_the_reports() -> None:
-    method, rid, _ = _started()
+    _, rid, _ = _started()  # the same search each time: the same first trial
     missing = _error({"acc": 0.5})
     assert missing == (
         f"trial {rid}: the searcher metric 'loss' must be a finite number for ASHA, got nothing"
@@ -135,8 +138,8 @@ def test_metrics_that_are_not_a_mapping_are_a_searcher_error_and_change_nothing(
     stays in flight, so the corrected report is accepted."""
     method, rid, length = _started()
     with pytest.raises(SearcherError, match=r"got nothing \(validation metrics reported: 0.5\)"):
-        method.on_validation_completed(rid, 0.5, length)  # type: ignore[attr-defined,arg-type]
-    assert method.on_validation_completed(rid, {"loss": 0.5}, length) == []  # type: ignore[attr-defined]
+        method.on_validation_completed(rid, 0.5, length)  # type: ignore[arg-type]
+    assert method.on_validation_completed(rid, {"loss": 0.5}, length) == []
 
 
 # -- rung arithmetic ----------------------------------------------------------------------------
