@@ -299,14 +299,6 @@ class OptunaStrategy(Strategy):
 
     # -- state ----------------------------------------------------------------------------------
 
-    def best(self) -> tuple[dict[str, Any], float] | None:
-        """The study's best (params, value), or None before any trial completed."""
-        try:
-            t = self.study.best_trial
-        except ValueError:
-            return None
-        return dict(t.params), float(t.value)
-
     def state(self) -> dict[str, Any]:
         return {
             "journal": self.journal.logs,

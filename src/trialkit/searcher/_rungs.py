@@ -44,10 +44,11 @@ def read_number(
     metrics: Mapping[str, Any], key: str, request_id: str, what: str, method: str = "ASHA"
 ) -> float:
     """``metrics[key]`` as a finite float, else a SearcherError naming the trial and the value."""
-    value = metrics.get(key) if isinstance(metrics, Mapping) else None
+    is_mapping = isinstance(metrics, Mapping)
+    value = metrics.get(key) if is_mapping else None
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
     if not ok or not math.isfinite(float(value)):  # type: ignore[arg-type]
-        reported = repr(value) if key in metrics else "nothing"
+        reported = repr(value) if is_mapping and key in metrics else "nothing"
         raise SearcherError(
             f"trial {request_id}: the {what} {key!r} must be a finite number for {method}, got"
             f" {reported} (validation metrics reported: {_brief(metrics)})"

@@ -8,6 +8,7 @@ import sys
 import uuid
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tests import paths
@@ -179,3 +180,22 @@ def test_operations_round_trip_as_json() -> None:
         assert decode_operation(json.loads(json.dumps(encode_operation(op)))) == op
     with pytest.raises(SearcherError, match="unknown searcher operation"):
         decode_operation({"kind": "Explode"})
+
+
+def test_validate_after_lengths_are_plain_ints() -> None:
+    """A custom searcher may compute a length as a float or a numpy integer."""
+    for length in (7.0, np.int64(7), "7"):
+        op = ValidateAfter(uuid.uuid4(), length)  # type: ignore[arg-type]
+        assert op.length == 7 and type(op.length) is int
+        assert json.dumps(encode_operation(op))
+
+
+def test_custom_methods_leave_crash_repair_to_their_own_state() -> None:
+    """They keep no per-trial book: the master's reconcile asks and gets "unknown" (False)."""
+    q = EventQueueMethod("loss", 5)
+    q.initial_operations()
+    rid = str(uuid.uuid4())
+    q.record([Create(rid, {"x": 1}), ValidateAfter(rid, 10)])
+    q.on_trial_created(rid)
+    q.on_trial_closed(rid)
+    assert q.knows(rid) is False and q.is_closed(rid) is False and q.outstanding(rid) is None

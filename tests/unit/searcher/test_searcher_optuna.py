@@ -185,5 +185,9 @@ def test_master_and_searcher_do_not_import_optuna() -> None:
 
 def test_missing_optuna_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "optuna", None)  # makes `import optuna` fail
-    with pytest.raises(SearcherError, match=r"needs the optuna package: pip install optuna"):
+    message = (
+        r"^searcher.name: optuna needs the optuna package: pip install optuna"
+        r" \(or pip install 'trialkit\[optuna\]'\)$"
+    )
+    with pytest.raises(SearcherError, match=message):
         make_search_method(optuna_cfg(time_metric="batches", max_time=8), SPACE, 0)

@@ -126,3 +126,23 @@ def test_double_and_log_in_range(seed: int) -> None:
     sample = sample_hparams(space, np.random.RandomState(seed))
     assert -2.0 <= sample["d"] < 3.0
     assert 2.0 <= sample["l"] <= 8.0
+
+
+def test_samples_are_copies_the_next_trial_and_the_space_do_not_share() -> None:
+    """Constant and categorical values that are lists: editing one trial's hparams changes
+    neither the space nor another trial's."""
+    space = {
+        "bare": [[1, 2]],
+        "cat": {"type": "categorical", "vals": [[[3, 4]]]},
+        "const": {"type": "const", "val": [[5]]},
+    }
+    ops = make_search_method({**RANDOM, "max_trials": 2}, space, 0).initial_operations()
+    first, second = (op.hparams for op in ops if isinstance(op, Create))
+    for name in ("bare", "cat", "const"):
+        first[name][0].append("edited")
+    assert second == {"bare": [[1, 2]], "cat": [[3, 4]], "const": [[5]]}
+    assert space == {
+        "bare": [[1, 2]],
+        "cat": {"type": "categorical", "vals": [[[3, 4]]]},
+        "const": {"type": "const", "val": [[5]]},
+    }
