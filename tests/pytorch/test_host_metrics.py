@@ -7,10 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+import pytest
 
-from trialkit.pytorch.shared import detached, metrics_to_python
+torch = pytest.importorskip("torch")
+
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+
+from trialkit.pytorch.shared import detached, metrics_to_python  # noqa: E402
 
 
 class _CountOps(TorchDispatchMode):
