@@ -9,6 +9,7 @@ import random
 import shutil
 import statistics
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -84,7 +85,14 @@ def lockstep_rounds(
     results: dict[str, list[dict[str, Any]]] = {name: [] for name in order}
     for r in range(rounds):
         for name in order if r % 2 == 0 else order[::-1]:
+            started = time.monotonic()
             got = run_round(name)
+            # progress on stderr: a run cut short by a timeout still shows how far it got
+            print(
+                f"round {r + 1}/{rounds} {name}: {time.monotonic() - started:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
             if not got.get("missing"):
                 results[name].append(got)
     return results
@@ -194,7 +202,6 @@ def served_master(home: Path) -> Iterator[tuple[str, Any]]:
     """The master app over a store in ``home``, served by uvicorn on loopback in a thread (no
     engine loop, so nothing is scheduled): (url, store). Its token is ``BENCH_TOKEN``."""
     import threading
-    import time
 
     import uvicorn
 

@@ -267,7 +267,9 @@ def run_lightning(width: int, data: TensorDataset, steps: int, tick: Lockstep) -
 
 
 def same_weights(a: nn.Module, b: nn.Module) -> tuple[bool, bool]:
-    pa, pb = [p.detach() for p in a.parameters()], [p.detach() for p in b.parameters()]
+    # on the host: a contender's module may have been moved back there (Lightning does after fit)
+    pa = [p.detach().cpu() for p in a.parameters()]
+    pb = [p.detach().cpu() for p in b.parameters()]
     bitwise = all(torch.equal(x, y) for x, y in zip(pa, pb, strict=True))
     close = all(torch.allclose(x, y, atol=1e-6) for x, y in zip(pa, pb, strict=True))
     return bitwise, close

@@ -6,7 +6,9 @@
 # Ends inside 8 minutes (each step has a timeout, cut to what the overall budget has left). Without
 # CUDA it runs the tests anyway (each skips, saying why), skips the benchmarks saying so, and exits
 # 0 unless a test failed. Usage: bash scripts/gpu_check.sh   (OUT defaults to a temp dir;
-# PYTHON to python3; GPU_CHECK_BUDGET_S to 460)
+# PYTHON to python3; GPU_CHECK_BUDGET_S to 460). To re-run a part: GPU_CHECK_TESTS (pytest
+# arguments, default tests/gpu; "none" runs no test) and GPU_CHECK_BENCHES (an extended regex the
+# benchmark command must match; default every one; "none" runs none).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,6 +52,8 @@ fi
 env_line=$("$PYTHON" - <<'EOF' 2>&1
 import importlib, platform
 parts = [f"python {platform.python_version()}"]
+import os
+os.environ.setdefault("KERAS_BACKEND", "torch")  # the backend the device has (no TensorFlow)
 for name in ("torch", "torchvision", "lightning", "deepspeed", "keras", "trialkit"):
     try:
         parts.append(f"{name} {importlib.import_module(name).__version__}")
@@ -60,6 +64,7 @@ try:
     if torch.cuda.is_available():
         n = torch.cuda.device_count()
         parts.append(f"CUDA {torch.version.cuda}, {n} x {torch.cuda.get_device_name(0)}")
+        parts.append(f"TORCH_CUDA_ARCH_LIST={os.environ.get('TORCH_CUDA_ARCH_LIST', '(unset)')}")
     else:
         parts.append("no CUDA")
 except ImportError:
@@ -77,32 +82,38 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,dri
 # ports and processes, and one GPU's memory holds them all; serially they would take ~5 minutes.
 parallel=()
 [ "$cuda" = 1 ] && "$PYTHON" -c "import xdist" 2>/dev/null && parallel=(-n 4)
+TESTS=${GPU_CHECK_TESTS:-tests/gpu}
 t=$(step_timeout 300)
-timeout -k 10 "$t" "$PYTHON" -m pytest -p no:cacheprovider -m gpu tests/gpu -q -rs "${parallel[@]}" \
-  --timeout 150 --junitxml="$OUT/junit.xml" >"$OUT/pytest.log" 2>&1
-tests_rc=$?
-outcome=$(grep -E '^(=+ )?[0-9]+ (passed|failed|skipped|error)' "$OUT/pytest.log" | tail -1 | tr -d '=')
-# no count line: pytest stopped before running anything (an import error, a usage error); its
-# first error line says why
-[ -n "$outcome" ] || outcome="no tests ran: $( (grep -m1 '^E ' "$OUT/pytest.log" || tail -1 "$OUT/pytest.log") | sed 's/^E *//')"
-say "tests (rc $tests_rc, ${t}s allowed${parallel:+, 4 workers}): $outcome"
-[ "$tests_rc" = 124 ] && say "tests: TIMED OUT after ${t}s"
-grep -E '^(FAILED|ERROR) ' "$OUT/pytest.log" | tee -a "$SUMMARY"
-grep -E '^SKIPPED ' "$OUT/pytest.log" | sed 's/^/  /' | tee -a "$SUMMARY"
+if [ "$TESTS" = none ]; then
+  tests_rc=0; say "tests: none asked for (GPU_CHECK_TESTS=none)"
+else
+  # shellcheck disable=SC2086  # $TESTS is a list of pytest arguments
+  timeout -k 10 "$t" "$PYTHON" -m pytest -p no:cacheprovider -m gpu $TESTS -q -rs "${parallel[@]}" \
+    --timeout 150 --junitxml="$OUT/junit.xml" >"$OUT/pytest.log" 2>&1
+  tests_rc=$?
+  outcome=$(grep -E '^(=+ )?[0-9]+ (passed|failed|skipped|error)' "$OUT/pytest.log" | tail -1 | tr -d '=')
+  # no count line: pytest stopped before running anything (an import error, a usage error); its
+  # first error line says why
+  [ -n "$outcome" ] || outcome="no tests ran: $( (grep -m1 '^E ' "$OUT/pytest.log" || tail -1 "$OUT/pytest.log") | sed 's/^E *//')"
+  say "tests (rc $tests_rc, ${t}s allowed${parallel:+, 4 workers}): $outcome"
+  [ "$tests_rc" = 124 ] && say "tests: TIMED OUT after ${t}s"
+  grep -E '^(FAILED|ERROR) ' "$OUT/pytest.log" | tee -a "$SUMMARY"
+  grep -E '^SKIPPED ' "$OUT/pytest.log" | sed 's/^/  /' | tee -a "$SUMMARY"
+fi
 
 # 4. The GPU benchmarks: each prints its ratios against a baseline measured in the same run.
 # Most telling first: a bench that would outrun the budget is skipped, saying so. "SECONDS|cmd".
 BENCHES=(
   "90|bench/pytorch_slope.py --device cuda --rounds 3"
   "45|bench/checkpoint_save_load.py --device cuda --mb 500 --rounds 2"
-  "60|bench/deepspeed_overhead.py --device cuda --rounds 2 --batches 200 --width 2048"
-  "60|bench/lightning_overhead.py --device cuda --rounds 2 --batches 300 --width 2048"
-  "60|bench/pytorch_overhead.py --device cuda --rounds 2 --batches 300 --width 2048"
+  "100|bench/deepspeed_overhead.py --device cuda --rounds 2 --batches 200 --width 2048"
+  "150|bench/lightning_overhead.py --device cuda --rounds 2 --batches 300 --width 2048"
 )
 : >"$OUT/bench.log"
 if [ "$cuda" = 1 ]; then
   for entry in "${BENCHES[@]}"; do
     b=${entry#*|}
+    [[ "$b" =~ ${GPU_CHECK_BENCHES:-.} ]] || continue
     t=$(step_timeout "${entry%%|*}")
     if [ "$t" -lt 15 ]; then say "bench skipped (budget spent): $b"; continue; fi
     one=$(mktemp)

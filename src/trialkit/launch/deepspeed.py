@@ -7,7 +7,7 @@ MASTER_ADDR/PORT, plus USE_DEEPSPEED, DET_CHIEF_IP and TRIALKIT_CHIEF_PORT; each
 ``wrap_rank``. Multi-node: a hostfile (``host slots=N`` lines) is written from the cluster info
 (or pass ``--hostfile``) and DeepSpeed reaches the other hosts with pdsh/ssh. If any worker
 fails, the others are stopped within ``--kill-grace`` seconds and the launcher exits non-zero.
-On machines without GPUs set ``DS_ACCELERATOR=cpu`` (the default here when no CUDA is visible).
+Where torch sees no CUDA GPU the workers get ``DS_ACCELERATOR=cpu`` (unless one was chosen).
 When the job ends, the launcher removes the shared-memory buffers DeepSpeed's CPU all-reduce
 leaves in /dev/shm (it never unlinks them: ~69 MB per rank per run, until RAM is full).
 """
@@ -116,6 +116,16 @@ def remove_shm_buffers(master_port: int) -> None:
         path.unlink(missing_ok=True)
 
 
+def torch_sees_cuda() -> bool:
+    """Whether the workers' torch will find a CUDA GPU (the runner counts devices through the
+    same accelerator, so the choice is made here, once, for all of them)."""
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
 def main(argv: list[str]) -> int:
     parser = _parser()
     args, ds_args, script = parse_launcher_args(parser, argv)
@@ -150,8 +160,8 @@ def main(argv: list[str]) -> int:
     env[WATCH_ENV] = str(watch.path)
     if hostfile:
         env["DET_DEEPSPEED_HOSTFILE_PATH"] = hostfile
-    if not os.environ.get("CUDA_VISIBLE_DEVICES") and importlib.util.find_spec("torch"):
-        env.setdefault("DS_ACCELERATOR", "cpu")
+    if "DS_ACCELERATOR" not in os.environ and not torch_sees_cuda():
+        env["DS_ACCELERATOR"] = "cpu"
     try:
         return supervise(cmd, env, watch, grace=args.kill_grace, expected=nproc)
     finally:

@@ -236,3 +236,38 @@ def test_missing_frameworks_say_so(
     assert capsys.readouterr().out.startswith("horovodrun -np 2 -H localhost:2")
     with pytest.raises(LaunchError, match="^deepspeed is not installed"):
         deepspeed.main(["python3", "t.py"])
+
+
+@pytest.mark.parametrize("gpu", [True, False])
+def test_deepspeed_workers_get_the_cpu_accelerator_only_where_torch_sees_no_gpu(
+    monkeypatch: pytest.MonkeyPatch, gpu: bool
+) -> None:
+    # Seen on the H200 check: with CUDA_VISIBLE_DEVICES unset (as on most GPU machines) the
+    # launcher told DeepSpeed to train on the CPU.
+    import importlib.util
+    import types
+
+    fake_torch = types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: gpu))
+    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: object() if name in ("torch", "deepspeed") else real_find_spec(name, *a),
+    )
+    monkeypatch.setattr(deepspeed.shutil, "which", lambda name: f"/bin/{name}")
+    for name in ("CUDA_VISIBLE_DEVICES", "DS_ACCELERATOR", "TRIALKIT_CLUSTER_INFO"):
+        monkeypatch.delenv(name, raising=False)
+    seen: dict[str, str] = {}
+
+    def supervise(cmd: list[str], env: dict[str, str], *args: Any, **kw: Any) -> int:
+        seen.update(env)
+        return 0
+
+    monkeypatch.setattr(deepspeed, "supervise", supervise)
+    assert deepspeed.main(["--nproc-per-node", "1", "python3", "t.py"]) == 0
+    assert seen.get("DS_ACCELERATOR") == (None if gpu else "cpu")
+    monkeypatch.setenv("DS_ACCELERATOR", "cuda")  # a choice the user made is kept
+    seen.clear()
+    deepspeed.main(["--nproc-per-node", "1", "python3", "t.py"])
+    assert seen.get("DS_ACCELERATOR", os.environ["DS_ACCELERATOR"]) == "cuda"
