@@ -91,6 +91,9 @@ else
   timeout -k 10 "$t" "$PYTHON" -m pytest -p no:cacheprovider -m gpu $TESTS -q -rs "${parallel[@]}" \
     --timeout 150 --junitxml="$OUT/junit.xml" >"$OUT/pytest.log" 2>&1
   tests_rc=$?
+  # 5: nothing collected, as when every selected module skips (its framework is missing): skips do
+  # not fail the check
+  [ "$tests_rc" = 5 ] && tests_rc=0
   outcome=$(grep -E '^(=+ )?[0-9]+ (passed|failed|skipped|error)' "$OUT/pytest.log" | tail -1 | tr -d '=')
   # no count line: pytest stopped before running anything (an import error, a usage error); its
   # first error line says why

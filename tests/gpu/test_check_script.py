@@ -63,3 +63,21 @@ def test_a_python_that_cannot_run_the_tests_is_one_line_saying_why_and_exit_1(
     assert p.returncode == 1, p.stdout + p.stderr
     (line,) = [x for x in (tmp_path / "summary.txt").read_text().splitlines() if "tests (rc" in x]
     assert "no tests ran: " in line and "No module named" in line, line
+
+
+@pytest.mark.skipif(cuda_count() > 0, reason="this machine has CUDA: the script runs for real")
+def test_gpu_check_tests_reruns_only_the_tests_asked_for(tmp_path: Path) -> None:
+    """GPU_CHECK_TESTS narrows the run to what failed last time (`none`: no test at all)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    env.update(PYTHON=sys.executable, OUT=str(tmp_path / "one"))
+    env["GPU_CHECK_TESTS"] = "tests/gpu/test_pytorch.py"
+    script = ["bash", str(REPO / "scripts" / "gpu_check.sh")]
+    p = subprocess.run(script, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    cases = ET.parse(tmp_path / "one" / "junit.xml").getroot().iter("testcase")
+    assert {c.get("classname") for c in cases} == {"tests.gpu.test_pytorch"}
+    env.update(OUT=str(tmp_path / "none"), GPU_CHECK_TESTS="none")
+    p = subprocess.run(script, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    summary = (tmp_path / "none" / "summary.txt").read_text()
+    assert "tests: none asked for" in summary and not (tmp_path / "none" / "junit.xml").exists()
