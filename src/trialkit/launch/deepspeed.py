@@ -160,7 +160,7 @@ def main(argv: list[str]) -> int:
     env[WATCH_ENV] = str(watch.path)
     if hostfile:
         env["DET_DEEPSPEED_HOSTFILE_PATH"] = hostfile
-    if "DS_ACCELERATOR" not in os.environ and not torch_sees_cuda():
+    if "DS_ACCELERATOR" not in env and not torch_sees_cuda():
         env["DS_ACCELERATOR"] = "cpu"
     try:
         return supervise(cmd, env, watch, grace=args.kill_grace, expected=nproc)
