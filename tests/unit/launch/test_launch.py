@@ -249,6 +249,8 @@ def test_deepspeed_workers_get_the_cpu_accelerator_only_where_torch_sees_no_gpu(
 
     fake_torch = types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: gpu))
     monkeypatch.setitem(sys.modules, "torch", fake_torch)
+    # deepspeed "installed" for the launcher's check; torch too, as the old launcher asked
+    # find_spec("torch") (so this test fails on it in an env without torch as well)
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(
         importlib.util,
